@@ -1,0 +1,1 @@
+"""mpvis.model."""
