@@ -1,0 +1,89 @@
+"""Write trace files (JSON Lines, spec ``trace-format.md``), streaming.
+
+:class:`TraceWriter` is also the journal of the central process: every record
+is appended, in arrival order, before the model sees it, so a crash of the
+window loses nothing.  Records are written as received (the spec guarantees
+that writing the records received, in arrival order, gives a valid file).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+
+from mpvis.protocol.records import make_header
+from mpvis.tracefile.compression import open_binary_write
+
+Record = dict[str, Any]
+
+
+def encode_record(rec: Record) -> bytes:
+    """One record as a compact JSON line (UTF-8, newline-terminated)."""
+    return (json.dumps(rec, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+
+
+class TraceWriter:
+    """Streaming writer of one trace file.
+
+    The header is written on construction (``header`` or one made from
+    ``nprocs``).  ``write`` appends records; ``flush`` pushes them to the
+    operating system (the journal calls it after every batch).
+    """
+
+    def __init__(
+        self, path: str | Path, header: Record | None = None, *, nprocs: int | None = None
+    ) -> None:
+        if header is None:
+            if nprocs is None:
+                raise ValueError("TraceWriter needs a header or nprocs")
+            header = make_header(nprocs)
+        self.path = Path(path)
+        self._fh: IO[bytes] = open_binary_write(self.path)
+        self._fh.write(encode_record(header))
+        self.records_written = 0
+
+    def write(self, rec: Record) -> None:
+        """Append one event record."""
+        self._fh.write(encode_record(rec))
+        self.records_written += 1
+
+    def write_many(self, recs: Iterable[Record]) -> None:
+        """Append records in order."""
+        n = 0
+        buf = []
+        for rec in recs:
+            buf.append(encode_record(rec))
+            n += 1
+        self._fh.write(b"".join(buf))
+        self.records_written += n
+
+    def flush(self) -> None:
+        """Hand buffered records to the operating system."""
+        self._fh.flush()
+
+    def close(self) -> None:
+        """Flush and close the file."""
+        if not self._fh.closed:
+            self._fh.flush()
+            self._fh.close()
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def write_trace(path: str | Path, header: Record, records: Iterable[Record]) -> int:
+    """Write a whole trace file; return the number of event records written."""
+    with TraceWriter(path, header) as w:
+        w.write_many(records)
+        return w.records_written
