@@ -1,0 +1,182 @@
+"""The classes users of the model see: Process, Event, Message, Consume.
+
+They are thin views over the manager's columns (made on demand, holding only
+the manager and an index), so the object API survives millions of events.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mpvis.protocol import records as R
+
+if TYPE_CHECKING:
+    from mpvis.model.manager import ModelManager
+
+Record = dict[str, Any]
+
+
+def rebuild_record(m: ModelManager, g: int) -> Record:
+    """The trace record of global event ``g``, every field included."""
+    kind = R.EVENT_KINDS[m.c_kind[g]]
+    rec: Record = {"rank": int(m.c_rank[g]), "seq": int(m.c_seq[g]), "kind": kind}
+    t = m.c_t[g]
+    if not math.isnan(t):
+        rec["t"] = t
+    sid = int(m.c_site[g])
+    if sid >= 0:
+        rec["site"] = m.sites[sid]
+    comm = int(m.c_comm[g])
+    if comm:
+        rec["comm"] = comm
+    flags = int(m.c_flags[g])
+    if kind == R.SEND:
+        rec.update(dest=int(m.c_peer[g]), tag=int(m.c_tag[g]), blocking=bool(flags & 1),
+                   sync=bool(flags & 2))
+    elif kind == R.RECV:
+        rec.update(src=int(m.c_peer[g]), tag=int(m.c_tag[g]), blocking=bool(flags & 1))
+    elif kind == R.CONSUME:
+        rec.update(recv=int(m.c_ref[g]), src=int(m.c_peer[g]), tag=int(m.c_tag[g]))
+        pg = m.c_partner[g]
+        if pg >= 0:
+            rec["send"] = [int(m.c_rank[pg]), int(m.c_seq[pg])]
+    req = int(m.c_req[g])
+    if req != -1 and kind in (R.SEND, R.RECV):
+        rec["req"] = req
+    rec.update(m.extras.get(g, {}))
+    return rec
+
+
+def rank_status(m: ModelManager, rank: int) -> tuple[str, int | None]:
+    """A rank's status and, when suspended or dead, the seq where it stopped."""
+    events = m.by_rank[rank]
+    last = len(events) - 1
+    if rank in m.dead:
+        return "dead", last if last >= 0 else None
+    if m.finished[rank]:
+        return "finished", None
+    if last >= 0:
+        g = events[last]
+        code = m.c_kind[g]
+        kind = R.EVENT_KINDS[code]
+        flags = m.c_flags[g]
+        blocked = (
+            (kind == R.RECV and flags & 1 and m.c_ref[g] == -1)
+            or kind in (R.COLL, R.LOCK)
+            or (kind == R.SEND and flags & 1 and flags & 2 and m.c_partner[g] == -1)
+        )
+        if blocked:
+            return "suspended", last
+    return ("ended" if m.input_ended else "running"), None
+
+
+@dataclass(frozen=True)
+class Event:
+    """One event of the run: a view over the model's columns."""
+
+    model: ModelManager
+    index: int
+
+    @property
+    def rank(self) -> int:
+        return int(self.model.c_rank[self.index])
+
+    @property
+    def seq(self) -> int:
+        return int(self.model.c_seq[self.index])
+
+    @property
+    def kind(self) -> str:
+        return R.EVENT_KINDS[self.model.c_kind[self.index]]
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return self.rank, self.seq
+
+    @property
+    def site(self) -> str | None:
+        return self.model.site_of(self.rank, self.seq)
+
+    @property
+    def fields(self) -> Record:
+        """Every field, as in the trace record."""
+        return rebuild_record(self.model, self.index)
+
+    @property
+    def partner(self) -> Event | None:
+        """The consume of a send, or the send of a consume."""
+        pg = self.model.c_partner[self.index]
+        return None if pg < 0 else Event(self.model, int(pg))
+
+    @property
+    def vector_clock(self) -> list[int]:
+        return self.model.vector_clock(self.rank, self.seq)
+
+    @property
+    def is_wildcard_recv(self) -> bool:
+        m = self.model
+        return self.kind == R.RECV and (m.c_peer[self.index] == -1 or m.c_tag[self.index] == -1)
+
+    def happened_before(self, other: Event) -> bool:
+        return self.model.happened_before(self.key, other.key)
+
+
+@dataclass(frozen=True)
+class Consume(Event):
+    """A consume event: the delivery of a message to the program."""
+
+    @property
+    def recv(self) -> Event:
+        return Event(self.model, self.model.gidx(self.rank, int(self.model.c_ref[self.index])))
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message: its send and, once known, its consume."""
+
+    send: Event
+
+    @property
+    def consume(self) -> Consume | None:
+        pg = self.send.model.c_partner[self.send.index]
+        return None if pg < 0 else Consume(self.send.model, int(pg))
+
+    @property
+    def src(self) -> int:
+        return self.send.rank
+
+    @property
+    def dest(self) -> int:
+        return int(self.send.model.c_peer[self.send.index])
+
+    @property
+    def tag(self) -> int:
+        return int(self.send.model.c_tag[self.send.index])
+
+
+@dataclass(frozen=True)
+class Process:
+    """One rank of the run."""
+
+    model: ModelManager
+    rank: int
+
+    @property
+    def event_count(self) -> int:
+        return self.model.count(self.rank)
+
+    def event(self, seq: int) -> Event:
+        g = self.model.gidx(self.rank, seq)
+        if self.model.c_kind[g] == R.KIND_CODE[R.CONSUME]:
+            return Consume(self.model, g)
+        return Event(self.model, g)
+
+    @property
+    def status(self) -> str:
+        return self.model.status(self.rank)
+
+    @property
+    def stopped_at(self) -> int | None:
+        return self.model.where(self.rank)

@@ -1,0 +1,192 @@
+"""Incremental tracking of the classifier's receive pairs inside the model.
+
+Embedded in the model as MPVisualizer embeds it in its ``Process`` class
+(``mpvisualizer-race-detection.txt`` section 3.2): situations 4, 8, 12, 16 are
+known when the first receive arrives, 3, 11 and some 7 when the second arrives,
+15 and the other 7 when the second consume arrives.  A pair is created when its
+second receive arrives (before that there is no pair) and re-evaluated when one
+of its consumes, a consumed message's send, or the clock of the second send
+arrives; the verdict is therefore the same whatever the arrival order, once
+all records are in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from mpvis.model import classifier
+from mpvis.model.classifier import Verdict
+
+Key = tuple[int, int]
+Scope = Literal["adjacent", "nonadjacent"]
+
+
+@dataclass
+class Race:
+    """A receive pair of one rank found by the 16-case classifier.
+
+    ``messages`` are the ``(rank, seq)`` of the sends consumed by the two
+    receives, ``None`` where a receive consumed nothing.  ``settled`` is false
+    while the verdict may still change as records arrive.
+    """
+
+    rank: int
+    comm: int
+    recvs: tuple[int, int]
+    situation: int
+    scope: Scope = "adjacent"
+    potential: bool = False
+    verdict: Verdict = "unverified"
+    messages: tuple[Key | None, Key | None] = (None, None)
+    consumes: tuple[int | None, int | None] = (None, None)
+    settled: bool = False
+    id: int = -1
+    sites: tuple[str | None, str | None] = field(default=(None, None))
+
+    @property
+    def consumption(self) -> str:
+        """``RCRC``, ``RCR-``, ``R-RC`` or ``R-R-`` (section 3.1)."""
+        return "".join("RC" if c is not None else "R-" for c in self.consumes)
+
+    def to_report(self) -> dict[str, object]:
+        """The spec's ``races`` entry (plus optional fields)."""
+        return {
+            "method": "classifier",
+            "scope": self.scope,
+            "rank": self.rank,
+            "recvs": list(self.recvs),
+            "situation": self.situation,
+            "messages": [list(m) if m is not None else None for m in self.messages],
+            "verdict": self.verdict,
+            "comm": self.comm,
+            "consumption": self.consumption,
+            "sites": list(self.sites),
+        }
+
+
+class RecvFacts:
+    """What the tracker asks of the model about receives, consumes and clocks."""
+
+    def __init__(
+        self,
+        recv_args: Callable[[int, int], tuple[int, int]],
+        consume_of: Callable[[int, int], int | None],
+        consumed: Callable[[int, int], tuple[int, int, Key | None]],
+        clock_ready: Callable[[Key], bool],
+        happened_before: Callable[[Key, Key], bool],
+        site: Callable[[int, int], str | None],
+    ) -> None:
+        self.recv_args = recv_args
+        self.consume_of = consume_of
+        self.consumed = consumed
+        self.clock_ready = clock_ready
+        self.happened_before = happened_before
+        self.site = site
+
+
+def evaluate(race: Race, facts: RecvFacts, final: bool) -> Key | None:
+    """Re-evaluate ``race`` in place from the model's current facts.
+
+    Returns the send whose clock the verdict is waiting for, if any.  With
+    ``final`` the input has ended: what is missing now stays missing.
+    """
+    r = race.rank
+    s1, s2 = race.recvs
+    src1, tag1 = facts.recv_args(r, s1)
+    src2, tag2 = facts.recv_args(r, s2)
+    c1, c2 = facts.consume_of(r, s1), facts.consume_of(r, s2)
+    m1 = facts.consumed(r, c1) if c1 is not None else None
+    m2 = facts.consumed(r, c2) if c2 is not None else None
+    race.consumes = (c1, c2)
+    race.messages = (m1[2] if m1 else None, m2[2] if m2 else None)
+    race.potential = classifier.potential_race(
+        src1, tag1, src2, tag2,
+        (m1[0], m1[1]) if m1 else None, (m2[0], m2[1]) if m2 else None,
+    )
+    waiting: Key | None = None
+    hb: bool | None = None
+    send2 = race.messages[1]
+    if c1 is not None and send2 is not None:
+        if facts.clock_ready(send2):
+            hb = facts.happened_before((r, c1), send2)
+        else:
+            waiting = send2
+    race.verdict = classifier.verdict(m1[0] if m1 else None, m2[0] if m2 else None, hb)
+    complete = m1 is not None and m2 is not None and race.messages[0] is not None and (
+        send2 is not None and waiting is None)
+    race.settled = complete or final
+    return waiting
+
+
+class RaceTracker:
+    """Adjacent receive pairs of every rank, kept up to date as records arrive."""
+
+    def __init__(self, facts: RecvFacts) -> None:
+        self.facts = facts
+        self.races: list[Race] = []
+        self._last_recv: dict[tuple[int, int], int] = {}
+        self._by_recv: dict[Key, list[int]] = {}
+        self._by_send: dict[Key, list[int]] = {}
+        self._announced: set[int] = set()
+        self.added: list[int] = []
+        self.changed: set[int] = set()
+
+    def on_recv(self, rank: int, seq: int, comm: int, src: int, tag: int) -> None:
+        """A receive arrived: pair it with the previous receive on its communicator."""
+        prev = self._last_recv.get((rank, comm))
+        self._last_recv[(rank, comm)] = seq
+        if prev is None:
+            return
+        src1, tag1 = self.facts.recv_args(rank, prev)
+        sit = classifier.situation(src1, tag1, src, tag)
+        if sit in classifier.NO_RACE_SITUATIONS:
+            return
+        if sit in classifier.SECOND_RECV_SITUATIONS and tag1 != tag:
+            return
+        race = Race(rank=rank, comm=comm, recvs=(prev, seq), situation=sit)
+        race.id = len(self.races)
+        race.sites = (self.facts.site(rank, prev), self.facts.site(rank, seq))
+        self.races.append(race)
+        for s in (prev, seq):
+            self._by_recv.setdefault((rank, s), []).append(race.id)
+        self._update(race.id)
+
+    def touch_recv(self, rank: int, recv_seq: int) -> None:
+        """A consume of this receive arrived, or its message became known."""
+        for rid in self._by_recv.get((rank, recv_seq), ()):
+            self._update(rid)
+
+    def touch_send(self, key: Key) -> None:
+        """The clock of send ``key`` is now known."""
+        for rid in self._by_send.pop(key, ()):
+            self._update(rid)
+
+    def finish(self) -> None:
+        """The input ended: settle every pair with what is known."""
+        for rid, race in enumerate(self.races):
+            if not race.settled:
+                self._update(rid, final=True)
+
+    def _update(self, rid: int, final: bool = False) -> None:
+        race = self.races[rid]
+        before = (race.potential, race.verdict, race.messages)
+        waiting = evaluate(race, self.facts, final)
+        if waiting is not None:
+            self._by_send.setdefault(waiting, []).append(rid)
+        if race.potential and rid not in self._announced:
+            self._announced.add(rid)
+            self.added.append(rid)
+        elif rid in self._announced and before != (race.potential, race.verdict, race.messages):
+            self.changed.add(rid)
+
+    def take_changes(self) -> tuple[list[int], list[int]]:
+        """Races that became potential, and announced races that changed, since last call."""
+        added, changed = self.added, sorted(self.changed - set(self.added))
+        self.added, self.changed = [], set()
+        return added, changed
+
+    def potential_races(self) -> list[Race]:
+        """Every pair that is a potential race now, in discovery order."""
+        return [r for r in self.races if r.potential]
