@@ -1,0 +1,278 @@
+"""The deadlock monitor: point-to-point, collective and lock deadlocks on the record stream.
+
+:class:`DeadlockMonitor` is a :class:`~mpvis.model.stream.RecordAnalyzer`.  It
+keeps only live state: each rank's last relevant record (which tells whether
+the rank is blocked, and where), messages sent and not consumed, open requests
+(:mod:`~mpvis.analysis.deadlock_p2p`), collective counters and signatures per
+communicator (:mod:`~mpvis.analysis.deadlock_collectives`) and lock holders
+(:mod:`~mpvis.analysis.deadlock_locks`).  ``state`` records and unknown kinds
+cost one dictionary lookup.
+
+Two ways of finding deadlocks, as in Roy et al.:
+
+* as records arrive (:meth:`feed`), the errors a few records prove: collective
+  order or argument mismatches, ranks waiting in a collective that a finished
+  member never reached (their Sec. III cases 1-3), a rank locking a lock it
+  holds, a rank releasing a lock it does not hold (A2);
+* on demand (:meth:`check`), the AND-OR wait-for graph of the blocked ranks
+  (:mod:`~mpvis.analysis.waitfor`): a rank stays stuck when no rank able to act
+  can release it.  Each weakly connected group of stuck ranks, with the
+  finished or already-deadlocked ranks its chains end at, is one deadlock; its
+  kind is that of its cycle's waits (or of all its waits when it is a chain).
+  Ranks whose current blocking event belongs to a deadlock already reported
+  are not reported again; ranks waiting on them are, as chains ending there.
+
+``check(final=False)`` is for a live run whose ranks have all been observed
+idle for a while: a rank without ``final`` whose last record is not a blocking
+operation counts as running (it may still send or release).
+``check(final=True)`` is for the end of input: in addition, a rank whose trace
+ends with requests still open is blocked in a wait on all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from itertools import pairwise
+
+from mpvis.analysis.deadlock_collectives import CollectiveTracker
+from mpvis.analysis.deadlock_locks import LockTracker
+from mpvis.analysis.deadlock_p2p import WAITING, P2PState
+from mpvis.analysis.deadlock_report import (
+    COLLECTIVE,
+    LOCK,
+    Deadlock,
+    classify,
+    describe_site,
+    to_dot,
+)
+from mpvis.analysis.waitfor import Clause, WaitEdge, find_cycle, reduce_graph, weak_components
+from mpvis.model.stream import Record
+
+__all__ = ["Deadlock", "DeadlockMonitor", "detect_deadlocks", "to_dot"]
+
+
+class DeadlockMonitor:
+    """Deadlock detection over the causally ordered record stream of ``nprocs`` ranks."""
+
+    def __init__(self, nprocs: int) -> None:
+        self.nprocs = nprocs
+        self._cur: list[Record | None] = [None] * nprocs
+        self._finished = [False] * nprocs
+        self._found: list[Deadlock] = []
+        self._graph: list[Deadlock] = []
+        self._p2p = P2PState(nprocs)
+        self._coll = CollectiveTracker(nprocs, self._found)
+        self._locks = LockTracker(nprocs, self._found)
+        self._handlers: dict[str, Callable[[Record], None]] = {
+            "send": self._on_p2p(self._p2p.on_send),
+            "recv": self._on_p2p(self._p2p.on_recv),
+            "consume": self._on_p2p(self._p2p.on_consume),
+            "wait": self._on_p2p(self._p2p.on_wait),
+            WAITING: self._set_cur,
+            "coll": self._on_coll,
+            "coll_exit": self._on_coll_exit,
+            "lock": self._on_p2p(self._locks.on_lock),
+            "locked": self._on_p2p(self._locks.on_locked),
+            "unlock": self._on_p2p(self._locks.on_unlock),
+            "final": self._on_final,
+        }
+
+    # -- RecordAnalyzer ----------------------------------------------------------------
+
+    def feed(self, batch: list[Record]) -> None:
+        """Take the next records of the causally ordered stream (see mpvis.model.stream)."""
+        get = self._handlers.get
+        for rec in batch:
+            handler = get(rec["kind"])
+            if handler is not None:
+                handler(rec)
+
+    def finish(self) -> None:
+        """The input has ended: decide which blocked ranks are deadlocked (``final=True``)."""
+        self.check(final=True)
+
+    @property
+    def deadlocks(self) -> list[Deadlock]:
+        """Deadlocks found so far: those proven while feeding, then those of the last check."""
+        return [*self._found, *self._graph]
+
+    # -- record handlers ---------------------------------------------------------------
+
+    def _set_cur(self, rec: Record) -> None:
+        self._cur[rec["rank"]] = rec
+
+    def _on_p2p(self, update: Callable[[Record], None]) -> Callable[[Record], None]:
+        cur = self._cur
+
+        def handle(rec: Record) -> None:
+            update(rec)
+            cur[rec["rank"]] = rec
+
+        return handle
+
+    def _on_coll(self, rec: Record) -> None:
+        self._cur[rec["rank"]] = rec
+        group = self._coll.on_coll(rec)
+        if group:
+            self._p2p.set_group(rec.get("comm", 0), group)
+
+    def _on_coll_exit(self, rec: Record) -> None:
+        self._cur[rec["rank"]] = rec
+        self._coll.on_exit(rec["rank"])
+
+    def _on_final(self, rec: Record) -> None:
+        rank = rec["rank"]
+        self._cur[rank] = rec
+        self._finished[rank] = True
+        self._coll.on_final(rank)
+
+    # -- the wait-for graph ------------------------------------------------------------
+
+    def _clauses(self, rank: int, cur: Record, final: bool) -> list[Clause] | None:
+        kind = cur["kind"]
+        if kind == "coll":
+            return self._coll.blocking_clauses(rank)
+        if kind == "lock":
+            return self._locks.blocking_clauses(rank, cur)
+        return self._p2p.blocking_clauses(rank, cur, final, self._cur)
+
+    def _known_stuck(self) -> dict[int, Deadlock]:
+        """Ranks whose current blocking event is part of a deadlock found while feeding."""
+        known: dict[int, Deadlock] = {}
+        for d in self._found:
+            for rank, seq in d.events:
+                cur = self._cur[rank]
+                if cur is not None and cur["seq"] == seq and not self._finished[rank]:
+                    known.setdefault(rank, d)
+        return known
+
+    def check(self, final: bool) -> list[Deadlock]:
+        """Build the wait-for graph now and return every deadlock found so far.
+
+        ``final=False``: live, all ranks observed idle for a while; ranks not in a
+        blocking operation are running.  ``final=True``: the input has ended;
+        ranks with open requests and no ``final`` are blocked in a wait on them.
+        """
+        known = self._known_stuck()
+        blocked: dict[int, list[Clause]] = {}
+        free: list[int] = []
+        for rank in range(self.nprocs):
+            cur = self._cur[rank]
+            if self._finished[rank] or rank in known:
+                continue
+            clauses = None if cur is None else self._clauses(rank, cur, final)
+            if clauses is None:
+                free.append(rank)
+            else:
+                blocked[rank] = clauses
+        released = reduce_graph(blocked, free)
+        able = released.union(free)
+        stuck = sorted(r for r in blocked if r not in released)
+        unsat = {r: [c for c in blocked[r] if not any(t in able for t in c.targets)] for r in stuck}
+        edges = [
+            WaitEdge(r, t, c.kind, c.event, c.op, c.site, c.lock)
+            for r in stuck
+            for c in unsat[r]
+            for t in c.targets
+        ]
+        self._graph = [
+            self._describe(group, unsat, edges, known)
+            for group in weak_components(stuck, edges)
+            if any(r in unsat for r in group)
+        ]
+        return self.deadlocks
+
+    def _terminal(self, rank: int, known: dict[int, Deadlock]) -> str:
+        if self._finished[rank]:
+            return "finished"
+        if rank in known:
+            return f"stuck ({known[rank].check}, reported separately)"
+        return "not blocked"
+
+    def _describe(
+        self,
+        group: list[int],
+        unsat: dict[int, list[Clause]],
+        all_edges: list[WaitEdge],
+        known: dict[int, Deadlock],
+    ) -> Deadlock:
+        members = set(group)
+        edges = [e for e in all_edges if e.src in members]
+        cycle = find_cycle(edges)
+        on_cycle = set(pairwise(cycle))
+        if cycle:
+            kinds = {e.kind for e in edges if (e.src, e.dst) in on_cycle}
+        else:
+            kinds = {c.kind for r in group for c in unsat.get(r, ())}
+        sentences: list[str] = []
+        nodes: dict[int, str] = {}
+        events: list[tuple[int, int]] = []
+        for rank in group:
+            clauses = unsat.get(rank)
+            if clauses is None:
+                nodes[rank] = self._terminal(rank, known)
+                sentences.append(f"rank {rank} is {nodes[rank]}")
+                continue
+            events.append(clauses[0].event)
+            nodes[rank] = "; ".join(f"{c.op}{describe_site(c.site)}" for c in clauses)
+            phrases = [self._phrase(c, known) for c in _merge_collective(clauses)]
+            sentences.append(f"rank {rank} " + "; and ".join(phrases))
+        reason = "Deadlock: " + "; ".join(sentences) + "."
+        if cycle:
+            reason += " Wait-for cycle: " + " -> ".join(map(str, cycle)) + "."
+        return Deadlock(
+            kind=classify(kinds),
+            ranks=group,
+            reason=reason,
+            check="wait-for",
+            events=sorted(set(events)),
+            edges=edges,
+            cycle=cycle,
+            nodes=nodes,
+        )
+
+    def _phrase(self, clause: Clause, known: dict[int, Deadlock]) -> str:
+        def who(t: int) -> str:
+            if self._finished[t]:
+                return f"{t} (finished)"
+            if t in known:
+                return f"{t} (stuck in a reported deadlock)"
+            return str(t)
+
+        site = describe_site(clause.site)
+        names = ", ".join(who(t) for t in clause.targets)
+        if clause.kind == COLLECTIVE:
+            plural = "s" if len(clause.targets) > 1 else ""
+            return f"waits in {clause.op}{site} for rank{plural} {names} to reach it"
+        if clause.kind == LOCK:
+            return f"waits for {clause.op}{site}, held by rank {names}"
+        if not clause.targets:
+            return f"waits in {clause.op}{site}, which no other rank can satisfy"
+        if len(clause.targets) == 1:
+            return f"waits in {clause.op}{site} for rank {names}"
+        return f"waits in {clause.op}{site} for any of ranks {names}, none of which can act"
+
+
+def _merge_collective(clauses: list[Clause]) -> list[Clause]:
+    """One clause per collective (its per-member clauses joined), for the reason text."""
+    out: list[Clause] = []
+    for c in clauses:
+        last = out[-1] if out else None
+        if (
+            c.kind == COLLECTIVE
+            and last is not None
+            and last.kind == COLLECTIVE
+            and (last.event == c.event)
+        ):
+            out[-1] = Clause(last.targets + c.targets, c.kind, c.event, c.op, c.site)
+        else:
+            out.append(c)
+    return out
+
+
+def detect_deadlocks(records: Iterable[Record], nprocs: int) -> list[Deadlock]:
+    """Feed a whole causally ordered, normalised event stream and finish; the deadlocks."""
+    monitor = DeadlockMonitor(nprocs)
+    monitor.feed(list(records))
+    monitor.finish()
+    return monitor.deadlocks

@@ -1,0 +1,258 @@
+"""Point-to-point state for deadlock detection: messages in flight, open requests, wait clauses.
+
+Semantics (MPI, as MPICH runs it):
+
+* a standard send (``sync`` false, blocking or not) is buffered and never
+  blocks; a synchronous send (``sync`` true) completes only once a receive
+  matches it;
+* a receive completes when a matching message has been sent and not yet
+  consumed; otherwise it waits for its source, or, for a wildcard source, for
+  any rank of the communicator that could still send (an OR clause);
+* posted receives take the messages available to them in posting order, so two
+  pending receives do not both count the same message;
+* a wait on several requests (waitall) is the AND of its requests' clauses; a
+  waitany is their OR.
+
+The spec has no record for entering a wait (``wait`` is written on completion).
+A rank whose trace ends, without ``final``, with requests still open is taken
+to be blocked in a wait on all of them when the input has ended
+(``final=True``).  The optional record ``{"kind": "waiting", "reqs": [...],
+"mode": "all" | "any"}`` written on entry to MPI_Wait* makes this exact and
+also works live; see docs/deadlocks.md.
+
+Only live state is kept: unconsumed messages per destination and channel, and
+open requests per rank; both shrink as consumes and waits arrive.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+
+from mpvis.analysis.deadlock_report import P2P
+from mpvis.analysis.waitfor import Clause
+from mpvis.model.stream import Record
+
+__all__ = ["WAITING", "P2PState", "describe_p2p"]
+
+#: Optional record kind: a rank entered MPI_Wait/Waitall (mode "all") or Waitany/Waitsome ("any").
+WAITING = "waiting"
+
+Channel = tuple[int, int, int]  # (src, comm, tag) of messages to one destination
+
+
+def _arg(v: int) -> str:
+    return "ANY" if v == -1 else str(v)
+
+
+def describe_p2p(rec: Record) -> str:
+    """``recv(src=ANY, tag=3)``, ``ssend(dest=1, tag=0)``, ``irecv(...)``, ``issend(...)``."""
+    comm = rec.get("comm", 0)
+    tail = f", comm={comm}" if comm else ""
+    blocking = rec.get("blocking", True)
+    if rec["kind"] == "recv":
+        name = "recv" if blocking else "irecv"
+        return f"{name}(src={_arg(rec['src'])}, tag={_arg(rec['tag'])}{tail})"
+    name = ("s" if rec.get("sync") else "") + "send"
+    if not blocking:
+        name = "i" + name
+    return f"{name}(dest={rec['dest']}, tag={rec['tag']}{tail})"
+
+
+class P2PState:
+    """Messages sent and not consumed, and open requests, of every rank."""
+
+    def __init__(self, nprocs: int) -> None:
+        self.nprocs = nprocs
+        self._pool: list[dict[Channel, deque[Record]]] = [{} for _ in range(nprocs)]
+        self._open: list[dict[int, Record]] = [{} for _ in range(nprocs)]
+        self._open_recv: list[dict[int, Record]] = [{} for _ in range(nprocs)]
+        self._sync_pending: set[tuple[int, int]] = set()
+        self._groups: dict[int, tuple[int, ...]] = {}
+
+    # -- updates, one per record kind -------------------------------------------------
+
+    def on_send(self, rec: Record) -> None:
+        """A send: its message is available to the destination until consumed."""
+        rank = rec["rank"]
+        key = (rank, rec.get("comm", 0), rec["tag"])
+        pool = self._pool[rec["dest"]]
+        q = pool.get(key)
+        if q is None:
+            pool[key] = q = deque()
+        q.append(rec)
+        if not rec["blocking"]:
+            self._open[rank][rec["req"]] = rec
+        if rec["sync"]:
+            self._sync_pending.add((rank, rec["seq"]))
+
+    def on_recv(self, rec: Record) -> None:
+        """A receive; a nonblocking one opens a request."""
+        if not rec["blocking"]:
+            rank = rec["rank"]
+            self._open[rank][rec["req"]] = rec
+            self._open_recv[rank][rec["seq"]] = rec
+
+    def on_consume(self, rec: Record) -> None:
+        """A message is consumed: it leaves the pool; its receive is no longer pending."""
+        rank = rec["rank"]
+        self._open_recv[rank].pop(rec["recv"], None)
+        src, tag = rec["src"], rec["tag"]
+        sent = rec.get("send")
+        pool = self._pool[rank]
+        key = (src, rec.get("comm", 0), tag)
+        q = pool.get(key)
+        if q is None:  # a consume whose comm was not normalised: find the channel
+            key = next((k for k in pool if k[0] == src and k[2] == tag), key)
+            q = pool.get(key)
+        if not q:
+            return
+        if sent is None or q[0]["seq"] == sent[1]:
+            msg = q.popleft()
+        else:
+            msg = next((m for m in q if m["seq"] == sent[1]), q[0])
+            q.remove(msg)
+        if not q:
+            del pool[key]
+        if msg["sync"]:
+            self._sync_pending.discard((src, msg["seq"]))
+
+    def on_wait(self, rec: Record) -> None:
+        """Requests completed: they are closed."""
+        opened = self._open[rec["rank"]]
+        for req in rec["reqs"]:
+            opened.pop(req, None)
+
+    def set_group(self, comm: int, group: Sequence[int]) -> None:
+        """The world ranks of communicator ``comm`` (from a collective's ``group``)."""
+        self._groups[comm] = tuple(group)
+
+    # -- queries for the wait-for graph ----------------------------------------------
+
+    def open_requests(self, rank: int) -> dict[int, Record]:
+        """The rank's requests not yet completed by a ``wait``, by request id."""
+        return self._open[rank]
+
+    def in_flight(self) -> int:
+        """How many messages are sent and not yet consumed."""
+        return sum(len(q) for pool in self._pool for q in pool.values())
+
+    def blocking_clauses(
+        self, rank: int, cur: Record, final: bool, curs: Sequence[Record | None]
+    ) -> list[Clause] | None:
+        """The clauses of ``rank`` if its state ``cur`` blocks it in p2p, else ``None``.
+
+        ``curs`` holds every rank's last relevant record (a pending blocking
+        receive of the destination lets a synchronous send complete).
+        """
+        kind = cur["kind"]
+        if kind == "recv" and cur["blocking"]:
+            return self._recv_clauses(rank, [cur], cur, "")
+        if kind == "send" and cur["blocking"] and cur["sync"]:
+            c = self._ssend_clause(cur, curs, cur, "")
+            return [] if c is None else [c]
+        if kind == WAITING:
+            reqs = [self._open[rank][q] for q in cur["reqs"] if q in self._open[rank]]
+            return self._wait_clauses(
+                rank, reqs, cur, curs, any_mode=cur.get("mode") == "any", note=""
+            )
+        if final and self._open[rank]:
+            reqs = sorted(self._open[rank].values(), key=lambda r: r["seq"])
+            note = " in a wait (inferred: the trace ends with the request open)"
+            clauses = self._wait_clauses(rank, reqs, None, curs, any_mode=False, note=note)
+            return clauses or None
+        return None
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _senders(self, rank: int, comm: int) -> tuple[int, ...]:
+        group = self._groups.get(comm) if comm else None
+        ranks = group if group is not None else range(self.nprocs)
+        return tuple(r for r in ranks if r != rank)
+
+    def _take(self, rank: int, recv: Record, taken: dict[Channel, int]) -> bool:
+        src, tag, comm = recv["src"], recv["tag"], recv.get("comm", 0)
+        pool = self._pool[rank]
+        if src != -1 and tag != -1:
+            keys: list[Channel] = [(src, comm, tag)]
+        else:
+            keys = sorted(
+                k
+                for k in pool
+                if k[1] == comm and (src == -1 or k[0] == src) and (tag == -1 or k[2] == tag)
+            )
+        for key in keys:
+            q = pool.get(key)
+            if q is not None and len(q) > taken.get(key, 0):
+                taken[key] = taken.get(key, 0) + 1
+                return True
+        return False
+
+    def _recv_clauses(
+        self, rank: int, waited: list[Record], at: Record | None, note: str
+    ) -> list[Clause]:
+        """Clauses of the ``waited`` receives that no available message satisfies."""
+        pending = sorted(
+            [*self._open_recv[rank].values(), *(r for r in waited if r["blocking"])],
+            key=lambda r: r["seq"],
+        )
+        waited_seqs = {r["seq"] for r in waited}
+        taken: dict[Channel, int] = {}
+        clauses = []
+        for recv in pending:
+            if self._take(rank, recv, taken) or recv["seq"] not in waited_seqs:
+                continue
+            src = recv["src"]
+            if src == -1:
+                targets = self._senders(rank, recv.get("comm", 0))
+            else:
+                targets = () if src == rank else (src,)
+            ev = at if at is not None else recv
+            clauses.append(
+                Clause(targets, P2P, (rank, ev["seq"]), describe_p2p(recv) + note, recv.get("site"))
+            )
+        return clauses
+
+    def _ssend_clause(
+        self, send: Record, curs: Sequence[Record | None], at: Record | None, note: str
+    ) -> Clause | None:
+        rank, dest = send["rank"], send["dest"]
+        if (rank, send["seq"]) not in self._sync_pending:
+            return None
+        comm, tag = send.get("comm", 0), send["tag"]
+        posted = [*self._open_recv[dest].values()]
+        dcur = curs[dest]
+        if dcur is not None and dcur["kind"] == "recv" and dcur["blocking"]:
+            posted.append(dcur)
+        for r in posted:
+            if r.get("comm", 0) == comm and r["src"] in (-1, rank) and r["tag"] in (-1, tag):
+                return None
+        ev = at if at is not None else send
+        return Clause((dest,), P2P, (rank, ev["seq"]), describe_p2p(send) + note, send.get("site"))
+
+    def _wait_clauses(
+        self,
+        rank: int,
+        reqs: list[Record],
+        at: Record | None,
+        curs: Sequence[Record | None],
+        *,
+        any_mode: bool,
+        note: str,
+    ) -> list[Clause]:
+        recvs = [r for r in reqs if r["kind"] == "recv" and r["seq"] in self._open_recv[rank]]
+        clauses = self._recv_clauses(rank, recvs, at, note)
+        for r in reqs:
+            if r["kind"] == "send" and r["sync"]:
+                c = self._ssend_clause(r, curs, at, note)
+                if c is not None:
+                    clauses.append(c)
+        if not any_mode:
+            return clauses
+        stuck = len(clauses) == len(reqs) and reqs
+        if not stuck:
+            return []
+        targets = tuple(sorted({t for c in clauses for t in c.targets}))
+        ops = "waitany over " + ", ".join(c.op for c in clauses)
+        ev = (rank, at["seq"]) if at is not None else clauses[0].event
+        return [Clause(targets, P2P, ev, ops, at.get("site") if at else None)]
