@@ -122,8 +122,8 @@ class Compute:
 
 
 Op = Send | Recv | Wait | Coll | Lock | Unlock | State | Compute
-#: What a simulated process is: a generator of operations.
-Program = Generator[Op, Any, None]
+#: What a simulated process is: a generator of operations (its return value is free).
+Program = Generator[Op, Any, Any]
 
 
 @dataclass(frozen=True)

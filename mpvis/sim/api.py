@@ -1,0 +1,68 @@
+"""The simulated demo as the rest of mpvis uses it.
+
+* :func:`scenario_names`, :func:`describe`: what ``mpvis demo --list`` shows.
+* :func:`simulate`: a scenario and a seed give a header and the records, in
+  simulated-time order (a pure function: same arguments, same trace).
+* :func:`stream_scenario` (in :mod:`mpvis.sim.live`): the same records sent
+  live, paced by their simulated times, through the collector path.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from mpvis.protocol.records import Record, make_header
+from mpvis.sim.engine import Simulator
+from mpvis.sim.scenario import Scenario
+from mpvis.sim.scenarios import SCENARIOS
+
+#: What ``mpvis`` with no arguments shows in the window.
+DEFAULT_GUI_SCENARIO: Final = "showcase"
+#: What ``mpvis demo`` runs when no scenario is named.
+DEFAULT_SCENARIO: Final = "master_worker"
+
+
+class UnknownScenarioError(KeyError):
+    """No built-in scenario has this name; ``str()`` lists the known ones."""
+
+    def __str__(self) -> str:
+        return f"unknown demo scenario {self.args[0]!r} (known: {', '.join(scenario_names())})"
+
+
+def scenario_names() -> list[str]:
+    """The built-in scenarios, in the order ``mpvis demo --list`` shows them."""
+    return list(SCENARIOS)
+
+
+def get_scenario(name: str) -> Scenario:
+    """The scenario called ``name``; raises :class:`UnknownScenarioError`."""
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise UnknownScenarioError(name) from None
+
+
+def describe(name: str) -> str:
+    """A short paragraph: the summary line, then what to look for."""
+    s = get_scenario(name)
+    ending = "ends with blocked ranks" if s.ends_stuck else "ends normally"
+    return f"{s.summary}\n{s.shows} ({s.nprocs} ranks, {ending}.)"
+
+
+def header_for(name: str, seed: int = 0) -> Record:
+    """The trace header of a scenario run (no wall-clock field: deterministic)."""
+    s = get_scenario(name)
+    return make_header(s.nprocs, program=f"mpvis demo {name} --seed {seed}", demo=name, seed=seed)
+
+
+def simulate(name: str, seed: int = 0) -> tuple[Record, list[Record]]:
+    """Run scenario ``name`` with ``seed``; return ``(header, records)``.
+
+    Records come in simulated-time order, each rank's in ``seq`` order; ranks
+    that end blocked have no ``final``.
+    """
+    s = get_scenario(name)
+    sim = Simulator(
+        s.program, s.nprocs, seed, comms=s.comms, latency=s.latency, overhead=s.overhead
+    )
+    return header_for(name, seed), sim.run()
