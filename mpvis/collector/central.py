@@ -1,0 +1,416 @@
+"""The central process: receives the collectors' batches, journals them, feeds the model.
+
+MPVisualizer, section 2: ranks send their events to a collector on their
+machine, the collectors forward them to a central process, and the central
+process feeds the manager that builds the functional model.  Here the central
+process is :class:`CentralProcess`, an asyncio server in a background thread
+(:mod:`mpvis.collector.loopthread`); the window runs one and advertises it
+(:mod:`mpvis.collector.rendezvous`), ``mpvis run`` runs a headless one when no
+window is there.
+
+Contract:
+
+* Only collectors connect, and each must open with a HELLO carrying the token
+  (compared in constant time) and its run id; anything else is answered with
+  REFUSED, logged, and closed.  One run streams at a time.
+* Envelopes (:mod:`mpvis.protocol.messages`) are numbered per collector.  A
+  number already seen is a duplicate of a resent batch: dropped and acknowledged
+  again.  Records are checked and appended to the run's :class:`Journal` and
+  flushed *before* the ACK and before any callback sees them; so a collector
+  that reconnects and resends its unacknowledged batches neither loses nor
+  duplicates a record.
+* Records that arrive before the run's header is known are held (not
+  acknowledged) until it arrives.
+* A protocol violation (garbage, oversized frame, truncated stream, a batch
+  number out of order) closes that connection with a logged reason; the run
+  goes on.
+
+Callbacks run on the server thread, in this order per run: ``on_run_start``
+once, then ``on_records`` and ``on_rank_end`` as data arrive, then
+``on_run_end`` once.  A GUI queues them to its own thread.  An exception in a
+callback is logged and does not stop the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import logging
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mpvis.collector.auth import Address, format_address, new_token, token_matches
+from mpvis.collector.journal import Journal
+from mpvis.collector.loopthread import LoopThread
+from mpvis.protocol import messages as m
+from mpvis.protocol.framing import (
+    EOF,
+    MAX_PAYLOAD,
+    NEED_DATA,
+    FrameDecoder,
+    Message,
+    MsgType,
+    ProtocolError,
+    encode_frame,
+)
+from mpvis.protocol.records import RecordError, check_header, make_header
+
+__all__ = ["CentralProcess", "RunEndCallback", "RunStartCallback"]
+
+log = logging.getLogger(__name__)
+
+Record = dict[str, Any]
+RunStartCallback = Callable[[Record, Path], None]
+RecordsCallback = Callable[[list[Record]], None]
+RankEndCallback = Callable[[int, str, str], None]
+RunEndCallback = Callable[[dict[str, Any]], None]
+
+READ_SIZE = 1 << 18
+NO_END = "no end reported: never connected, or its collector was lost"
+
+
+class _RefusedError(Exception):
+    """A peer is refused: REFUSED is sent with this reason, then the connection closes."""
+
+
+@dataclass
+class _Collector:
+    """What the central process remembers of a collector across its reconnections."""
+
+    cid: str
+    host: str
+    expected: int = 0  # the next batch number it may send
+    acked: int = -1  # every batch up to this one is journaled
+    writer: asyncio.StreamWriter | None = None
+
+
+@dataclass
+class _Run:
+    run_id: str
+    header: Record | None = None
+    journal: Journal | None = None
+    held: list[tuple[_Collector, Record]] = field(default_factory=list)
+    collectors: dict[str, _Collector] = field(default_factory=dict)
+    ends: dict[int, tuple[str, str]] = field(default_factory=dict)
+    max_rank: int = -1
+    end_info: Record | None = None
+    finished: bool = False
+
+
+class CentralProcess:
+    """The central process of the live path (see the module docstring).
+
+    ``token=None`` makes a fresh token (read it from :attr:`token`): a central
+    process never accepts collectors without one.  ``journal_path`` fixes the
+    journal of the (single) run; otherwise each run gets a file in
+    ``journal_dir`` (default: the current directory).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        journal_dir: str | Path | None = None,
+        *,
+        journal_path: str | Path | None = None,
+        on_run_start: RunStartCallback | None = None,
+        on_records: RecordsCallback | None = None,
+        on_rank_end: RankEndCallback | None = None,
+        on_run_end: RunEndCallback | None = None,
+        max_payload: int = MAX_PAYLOAD,
+        hello_timeout: float = 10.0,
+        end_grace: float = 2.0,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.token = token if token is not None else new_token()
+        self.journal_dir = Path(journal_dir) if journal_dir is not None else Path.cwd()
+        self.journal_path = Path(journal_path) if journal_path is not None else None
+        self.on_run_start = on_run_start
+        self.on_records = on_records
+        self.on_rank_end = on_rank_end
+        self.on_run_end = on_run_end
+        self.max_payload = max_payload
+        self.hello_timeout = hello_timeout
+        self.end_grace = end_grace
+        self._address: Address | None = None
+        self._runs: dict[str, _Run] = {}
+        self._active: _Run | None = None
+        self._thread = LoopThread("mpvis-central")
+        #: Reasons of refused connections and protocol errors, for reports and tests.
+        self.incidents: list[str] = []
+
+    # -- public API (any thread) ------------------------------------------
+
+    def start(self) -> CentralProcess:
+        """Listen and serve in a background thread; returns once listening."""
+        self._thread.start(self._main)
+        return self
+
+    @property
+    def address(self) -> Address:
+        """``(host, port)`` the central process listens on (after :meth:`start`)."""
+        if self._address is None:
+            raise RuntimeError("the central process is not started")
+        return self._address
+
+    def stop(self) -> None:
+        """Stop serving; a run still open is ended (``stopped`` in its info)."""
+        self._thread.stop()
+
+    # -- server ----------------------------------------------------------
+
+    async def _main(self, stop: asyncio.Event) -> None:
+        server = await asyncio.start_server(self._serve, self.host, self.port)
+        sock = server.sockets[0].getsockname()
+        self._address = (sock[0], sock[1])
+        log.info("central process listening on %s", format_address(self._address))
+        self._thread.ready()
+        async with server:
+            await stop.wait()
+            server.close()
+            for run in list(self._runs.values()):
+                if not run.finished:
+                    self._finish(run, stopped=True)
+            for run in self._runs.values():
+                for c in run.collectors.values():
+                    if c.writer is not None:
+                        c.writer.close()
+
+    def _incident(self, peer: str, reason: str) -> None:
+        self.incidents.append(f"{peer}: {reason}")
+        log.warning("central process: %s: %s", peer, reason)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = _peer_name(writer)
+        dec = FrameDecoder(self.max_payload)
+        coll: _Collector | None = None
+        run: _Run | None = None
+        try:
+            while True:
+                if coll is None:
+                    data = await asyncio.wait_for(reader.read(READ_SIZE), self.hello_timeout)
+                else:
+                    data = await reader.read(READ_SIZE)
+                dec.receive_data(data)
+                while True:
+                    ev = dec.next_event()
+                    if ev is NEED_DATA or ev is EOF:
+                        break
+                    assert isinstance(ev, Message)
+                    if coll is None:
+                        run, coll = self._hello(ev, writer, peer)
+                    else:
+                        assert run is not None
+                        self._envelope(run, coll, ev)
+                if not data:
+                    return
+                await writer.drain()
+        except TimeoutError:
+            self._incident(peer, "no HELLO in time")
+        except _RefusedError as exc:
+            self._incident(peer, f"refused: {exc}")
+            writer.write(encode_frame(MsgType.REFUSED, {"reason": str(exc)}))
+        except ProtocolError as exc:
+            self._incident(peer, f"protocol error: {exc.reason}")
+        except (ConnectionError, OSError) as exc:
+            log.info("central process: %s: connection lost: %s", peer, exc)
+        finally:
+            if coll is not None and coll.writer is writer:
+                coll.writer = None
+            with contextlib.suppress(Exception):
+                writer.close()
+            if run is not None and run.end_info is not None and not run.finished:
+                self._maybe_finish(run)
+
+    def _hello(
+        self, msg: Message, writer: asyncio.StreamWriter, peer: str
+    ) -> tuple[_Run, _Collector]:
+        if msg.type != MsgType.HELLO:
+            raise _RefusedError(f"expected HELLO, got {msg.type.name}")
+        body = m.check_hello(msg.body)
+        if not token_matches(self.token, body.get("token")):
+            raise _RefusedError("wrong token")
+        if body["role"] != m.ROLE_COLLECTOR:
+            raise _RefusedError("only collectors connect to the central process")
+        run_id: str = body["run"]
+        run = self._runs.get(run_id)
+        if run is None:
+            if self._active is not None and not self._active.finished:
+                raise _RefusedError(f"busy with run {self._active.run_id}")
+            if self.journal_path is not None and self._runs:
+                raise _RefusedError("this central process records a single run")
+            run = self._runs[run_id] = _Run(run_id)
+            self._active = run
+            log.info("run %s: first collector from %s", run_id, peer)
+        elif run.finished:
+            raise _RefusedError(f"run {run_id} has ended")
+        cid: str = body["collector"]
+        coll = run.collectors.get(cid)
+        if coll is None:
+            coll = run.collectors[cid] = _Collector(cid, str(body.get("host", peer)))
+        elif coll.writer is not None:
+            coll.writer.close()  # a stale connection of a collector that reconnected
+        coll.writer = writer
+        writer.write(encode_frame(MsgType.STATUS, {"welcome": True, "acked": coll.acked}))
+        log.info("run %s: collector %s connected from %s", run_id, cid, peer)
+        return run, coll
+
+    def _envelope(self, run: _Run, coll: _Collector, msg: Message) -> None:
+        if msg.type != MsgType.RECORDS:
+            raise ProtocolError(f"a collector may only send RECORDS, got {msg.type.name}")
+        body = m.check_envelope(msg.body)
+        batch: int = body["batch"]
+        if batch < coll.expected:
+            if coll.acked >= 0 and coll.writer is not None:
+                coll.writer.write(encode_frame(MsgType.ACK, {"batch": coll.acked}))
+            return
+        if batch > coll.expected:
+            raise ProtocolError(f"batch {batch} out of order (expected {coll.expected})")
+        coll.expected += 1
+        if run.finished:
+            log.warning(
+                "run %s: batch %d of %s after the end, ignored", run.run_id, batch, coll.cid
+            )
+            return
+        header = body.get("header")
+        if run.journal is None and header is not None:
+            self._open_journal(run, header)
+        if run.journal is None:
+            run.held.append((coll, body))
+            return
+        self._apply(run, coll, body)
+
+    def _open_journal(self, run: _Run, header: Record) -> None:
+        header = dict(header)
+        header.setdefault("run", run.run_id)
+        try:
+            check_header(header)
+        except RecordError as exc:
+            raise ProtocolError(f"bad header: {exc}") from None
+        run.header = header
+        path = self.journal_path or self.journal_dir / _journal_name(run.run_id)
+        run.journal = Journal(path, header)
+        log.info("run %s: journal %s", run.run_id, path)
+        self._callback(self.on_run_start, header, path)
+        held, run.held = run.held, []
+        for coll, body in held:
+            self._apply(run, coll, body)
+
+    def _apply(self, run: _Run, coll: _Collector, body: Record) -> None:
+        journal = run.journal
+        assert journal is not None
+        header = body.get("header")
+        if header is not None and header.get("nprocs") != journal.nprocs:
+            log.warning(
+                "run %s: a second header says nprocs=%s, the journal's says %s",
+                run.run_id,
+                header.get("nprocs"),
+                journal.nprocs,
+            )
+        good = journal.append(body["records"])
+        coll.acked = body["batch"]
+        if coll.writer is not None:
+            coll.writer.write(encode_frame(MsgType.ACK, {"batch": coll.acked}))
+        if good:
+            run.max_rank = max(run.max_rank, *(r["rank"] for r in good))
+            self._callback(self.on_records, good)
+        for end in body.get("ends", ()):
+            rank, status, detail = end["rank"], end["status"], end.get("detail", "")
+            if rank in run.ends:
+                continue
+            run.ends[rank] = (status, detail)
+            run.max_rank = max(run.max_rank, rank)
+            if status != m.FINAL:
+                log.warning("run %s: rank %d %s: %s", run.run_id, rank, status, detail)
+            self._callback(self.on_rank_end, rank, status, detail)
+        if "end" in body:
+            run.end_info = body["end"]
+            self._maybe_finish(run)
+        elif run.end_info is not None:
+            self._maybe_finish(run)
+
+    def _maybe_finish(self, run: _Run) -> None:
+        """End the run once its last envelope is in, after the other collectors' grace."""
+        if run.finished:
+            return
+        nprocs = run.journal.nprocs if run.journal else run.max_rank + 1
+        others = [c for c in run.collectors.values() if c.writer is not None]
+        if len(others) <= 1 or all(r in run.ends for r in range(nprocs)):
+            self._finish(run)
+        else:
+            asyncio.get_running_loop().call_later(self.end_grace, self._finish, run)
+
+    def _finish(self, run: _Run, *, stopped: bool = False) -> None:
+        if run.finished:
+            return
+        end = dict(run.end_info or {})
+        if run.journal is None:
+            nprocs = end.get("nprocs") or max(run.max_rank + 1, 1)
+            self._open_journal(run, make_header(nprocs, started=_now()))
+        journal = run.journal
+        assert journal is not None
+        run.finished = True
+        interrupted = bool(end.get("interrupted"))
+        ranks = []
+        for rank in range(journal.nprocs):
+            if rank in journal.finals:
+                status, detail = m.FINAL, ""
+            elif rank in run.ends:
+                status, detail = run.ends[rank]
+            else:
+                status, detail = (
+                    "unknown",
+                    "no end reported: never connected, or its collector was lost",
+                )
+            if status != m.FINAL and interrupted:
+                status, detail = m.KILLED, f"stopped by the user ({detail})"
+            ranks.append({"rank": rank, "status": status, "detail": detail})
+        journal.close()
+        info = {
+            "run": run.run_id,
+            "journal": str(journal.path),
+            "header": run.header,
+            "nprocs": journal.nprocs,
+            "records": journal.written,
+            "rejected": journal.rejected,
+            "duplicates": journal.duplicates,
+            "ranks": ranks,
+            "exit_code": end.get("exit_code"),
+            "interrupted": interrupted,
+            "stopped": stopped,
+        }
+        log.info("run %s ended: %d records in %s", run.run_id, journal.written, journal.path)
+        self._callback(self.on_run_end, info)
+        for c in run.collectors.values():
+            if c.writer is not None:
+                c.writer.write(encode_frame(MsgType.STATUS, {"stop": True}))
+
+    def _callback(self, fn: Callable[..., None] | None, *args: Any) -> None:
+        if fn is None:
+            return
+        try:
+            fn(*args)
+        except Exception:
+            log.exception("central process: a callback failed")
+
+
+def _peer_name(writer: asyncio.StreamWriter) -> str:
+    peer = writer.get_extra_info("peername")
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return format_address((str(peer[0]), int(peer[1])))
+    return str(peer)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _journal_name(run_id: str) -> str:
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    return f"mpvis-run-{stamp}-{run_id[:8]}-{os.getpid()}.jsonl"

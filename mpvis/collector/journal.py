@@ -1,0 +1,123 @@
+"""The central process's journal: every admitted record, on disk, before the model.
+
+MPVisualizer's central process (section 2) feeds the manager that builds the
+functional model.  mpvis first appends each record to a journal file in the
+trace format (``shared/spec/trace-format.md``) and flushes it to the operating
+system, so a crash of the window loses nothing; only then is the batch
+acknowledged and handed on.
+
+A record from the wire is admitted when it passes
+:func:`mpvis.protocol.records.check_record` and its ``seq`` is the next one of
+its rank.  A repeated ``seq`` is a duplicate and is dropped; a gap, a bad record
+or a value JSON cannot hold is rejected.  Each refusal is logged with the rank,
+the ``seq`` and the reason, and the rest of the batch goes on, so the journal
+always stays a valid trace file.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from mpvis.protocol.records import RecordError, check_record
+from mpvis.tracefile.writer import TraceWriter, encode_record
+
+__all__ = ["Journal"]
+
+log = logging.getLogger(__name__)
+
+Record = dict[str, Any]
+
+#: Refusals logged one by one per journal; later ones are only counted.
+LOGGED_REFUSALS = 20
+
+
+class Journal:
+    """The journal of one run (a trace file), with the per-record admission rules."""
+
+    def __init__(self, path: str | Path, header: Record) -> None:
+        self.path = Path(path)
+        self.header = header
+        self.nprocs: int = header["nprocs"]
+        self._writer = TraceWriter(self.path, header)
+        self._next_seq: dict[int, int] = {}
+        self.written = 0
+        self.duplicates = 0
+        self.rejected = 0
+        #: Ranks whose ``final`` record is journaled.
+        self.finals: set[int] = set()
+
+    def next_seq(self, rank: int) -> int:
+        """The ``seq`` the next admitted record of ``rank`` must carry."""
+        return self._next_seq.get(rank, 0)
+
+    def _refuse(self, rec: object, reason: str) -> None:
+        self.rejected += 1
+        if self.rejected <= LOGGED_REFUSALS:
+            rank = rec.get("rank") if isinstance(rec, dict) else None
+            seq = rec.get("seq") if isinstance(rec, dict) else None
+            log.warning("record refused (rank %s, seq %s): %s", rank, seq, reason)
+        elif self.rejected == LOGGED_REFUSALS + 1:
+            log.warning("further refused records of %s are counted, not logged", self.path)
+
+    def admit(self, records: list[Any]) -> list[Record]:
+        """The records of ``records`` that may be journaled, in order."""
+        good: list[Record] = []
+        next_seq = self._next_seq
+        nprocs = self.nprocs
+        for rec in records:
+            try:
+                check_record(rec, nprocs)
+            except RecordError as exc:
+                self._refuse(rec, str(exc))
+                continue
+            rank = rec["rank"]
+            seq = rec["seq"]
+            want = next_seq.get(rank, 0)
+            if seq != want:
+                if seq < want:
+                    self.duplicates += 1
+                else:
+                    self._refuse(rec, f"seq {seq} leaves a gap (rank {rank} expects {want})")
+                continue
+            next_seq[rank] = want + 1
+            if rec["kind"] == "final":
+                self.finals.add(rank)
+            good.append(rec)
+        return good
+
+    def append(self, records: list[Any]) -> list[Record]:
+        """Admit, write and flush ``records``; return those written."""
+        good = self.admit(records)
+        if not good:
+            return good
+        try:
+            self._writer.write_many(good)
+        except (TypeError, ValueError):
+            # Some value cannot be written as JSON (msgpack bytes, say): sort them out.
+            good = self._write_one_by_one(good)
+        self._writer.flush()
+        self.written += len(good)
+        return good
+
+    def _write_one_by_one(self, records: list[Record]) -> list[Record]:
+        written: list[Record] = []
+        for rec in records:
+            try:
+                encode_record(rec)
+            except (TypeError, ValueError) as exc:
+                self._refuse(rec, f"not representable in JSON: {exc}")
+                # Its successors on the rank would now leave a gap: stop the rank here.
+                self._next_seq[rec["rank"]] = -1
+                continue
+            if self._next_seq.get(rec["rank"]) == -1:
+                self._refuse(rec, "follows a refused record of its rank")
+                continue
+            self._writer.write(rec)
+            written.append(rec)
+        return written
+
+    def close(self) -> None:
+        """Flush and close the file; it stays a valid trace."""
+        self._writer.close()
