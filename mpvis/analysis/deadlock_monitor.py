@@ -211,7 +211,8 @@ class DeadlockMonitor:
             clauses = unsat.get(rank)
             if clauses is None:
                 nodes[rank] = self._terminal(rank, known)
-                sentences.append(f"rank {rank} is {nodes[rank]}")
+                verb = "has" if self._finished[rank] else "is"
+                sentences.append(f"rank {rank} {verb} {nodes[rank]}")
                 continue
             events.append(clauses[0].event)
             nodes[rank] = "; ".join(f"{c.op}{describe_site(c.site)}" for c in clauses)

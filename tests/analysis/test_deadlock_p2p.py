@@ -22,10 +22,13 @@ def detect(text: str) -> list[Deadlock]:
 H2 = '{"kind":"header","format":"mpvis-trace","version":1,"nprocs":2}\n'
 H3 = '{"kind":"header","format":"mpvis-trace","version":1,"nprocs":3}\n'
 
-RECV_RECV = H2 + """
+RECV_RECV = (
+    H2
+    + """
 {"rank":0,"seq":0,"kind":"recv","src":1,"tag":0,"blocking":true,"site":"cyc.py:4"}
 {"rank":1,"seq":0,"kind":"recv","src":0,"tag":0,"blocking":true,"site":"cyc.py:7"}
 """
+)
 
 
 def test_receive_receive_cycle_is_a_p2p_deadlock_naming_ranks_and_sites() -> None:
@@ -176,16 +179,35 @@ def test_ring_completes_without_report() -> None:
     lines = [H3.strip()]
     for r in range(3):
         lines += [
-            json.dumps({"rank": r, "seq": 0, "kind": "send", "dest": (r + 1) % 3, "tag": 0,
-                        "blocking": True, "sync": False}),
+            json.dumps(
+                {
+                    "rank": r,
+                    "seq": 0,
+                    "kind": "send",
+                    "dest": (r + 1) % 3,
+                    "tag": 0,
+                    "blocking": True,
+                    "sync": False,
+                }
+            ),
         ]
     for r in range(3):
         left = (r - 1) % 3
         lines += [
-            json.dumps({"rank": r, "seq": 1, "kind": "recv", "src": left, "tag": 0,
-                        "blocking": True}),
-            json.dumps({"rank": r, "seq": 2, "kind": "consume", "recv": 1, "src": left,
-                        "tag": 0, "send": [left, 0]}),
+            json.dumps(
+                {"rank": r, "seq": 1, "kind": "recv", "src": left, "tag": 0, "blocking": True}
+            ),
+            json.dumps(
+                {
+                    "rank": r,
+                    "seq": 2,
+                    "kind": "consume",
+                    "recv": 1,
+                    "src": left,
+                    "tag": 0,
+                    "send": [left, 0],
+                }
+            ),
             json.dumps({"rank": r, "seq": 3, "kind": "final"}),
         ]
     assert not detect("\n".join(lines))
@@ -195,14 +217,39 @@ def test_master_worker_completes_without_report() -> None:
     lines = [H3.strip()]
     seq0 = 0
     for w in (1, 2):
-        lines.append(json.dumps({"rank": w, "seq": 0, "kind": "send", "dest": 0, "tag": 1,
-                                 "blocking": True, "sync": False}))
+        lines.append(
+            json.dumps(
+                {
+                    "rank": w,
+                    "seq": 0,
+                    "kind": "send",
+                    "dest": 0,
+                    "tag": 1,
+                    "blocking": True,
+                    "sync": False,
+                }
+            )
+        )
         lines.append(json.dumps({"rank": w, "seq": 1, "kind": "final"}))
     for w in (2, 1):
-        lines.append(json.dumps({"rank": 0, "seq": seq0, "kind": "recv", "src": -1,
-                                 "tag": -1, "blocking": True}))
-        lines.append(json.dumps({"rank": 0, "seq": seq0 + 1, "kind": "consume", "recv": seq0,
-                                 "src": w, "tag": 1, "send": [w, 0]}))
+        lines.append(
+            json.dumps(
+                {"rank": 0, "seq": seq0, "kind": "recv", "src": -1, "tag": -1, "blocking": True}
+            )
+        )
+        lines.append(
+            json.dumps(
+                {
+                    "rank": 0,
+                    "seq": seq0 + 1,
+                    "kind": "consume",
+                    "recv": seq0,
+                    "src": w,
+                    "tag": 1,
+                    "send": [w, 0],
+                }
+            )
+        )
         seq0 += 2
     lines.append(json.dumps({"rank": 0, "seq": seq0, "kind": "final"}))
     assert not detect("\n".join(lines))
