@@ -118,6 +118,7 @@ class _Proc:
 
 @dataclass
 class _CollInstance:
+    comm: int
     signature: tuple[Any, ...]
     members: tuple[int, ...]
     values: dict[int, Any] = field(default_factory=dict)
@@ -412,7 +413,7 @@ class Simulator:
         k = p.coll_count.get(op.comm, 0)
         p.coll_count[op.comm] = k + 1
         signature = (op.op, op.root, op.count, op.dtype, op.redop)
-        inst = self._colls.setdefault((op.comm, k), _CollInstance(signature, members))
+        inst = self._colls.setdefault((op.comm, k), _CollInstance(op.comm, signature, members))
         args = {
             n: v
             for n, v in zip(("root", "count", "dtype", "redop"), signature[1:], strict=True)
@@ -436,14 +437,14 @@ class Simulator:
                 value = collectives.result(
                     op, p.rank, root=root, redop=redop, members=inst.members, values=inst.values
                 )
-                self._after(self._hop(), self._leaver(p, op, site, value))
+                self._after(self._hop(), self._leaver(p, op, inst.comm, site, value))
             else:
                 still.append((p, site))
         inst.waiting = still
 
-    def _leaver(self, p: _Proc, op: str, site: str, value: Any) -> Callable[[], None]:
+    def _leaver(self, p: _Proc, op: str, comm: int, site: str, value: Any) -> Callable[[], None]:
         def leave() -> None:
-            self._emit(p, "coll_exit", site, op=op)
+            self._emit(p, "coll_exit", site, op=op, comm=comm)
             self._resume(p, value)
 
         return leave
