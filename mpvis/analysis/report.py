@@ -1,0 +1,136 @@
+"""The analysis report of ``mpvis check`` (spec: "Analysis report").
+
+:func:`build_report` gathers what the model and its analyzers found into the
+spec's JSON object; :func:`format_report` renders it for a person;
+:func:`exit_code` gives the spec's exit status (0 nothing found, 1 found).
+Only ``legitimate`` and ``unverified`` races count as found and are shown by
+default; ``spurious`` and ``false`` ones are listed in the JSON and counted in
+the text.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpvis.model.manager import ModelManager
+from mpvis.protocol import records as R
+
+Report = dict[str, Any]
+SHOWN_VERDICTS = ("legitimate", "unverified")
+
+
+def classifier_races(m: ModelManager, *, nonadjacent: bool = False) -> list[dict[str, Any]]:
+    """Report entries of the classifier: adjacent pairs, plus non-adjacent ones on request."""
+    out = [r.to_report() for r in m.potential_races()]
+    if nonadjacent:
+        recv = R.KIND_CODE[R.RECV]
+        kinds, peers, tags = m.c_kind.view(), m.c_peer.view(), m.c_tag.view()
+        for rank in range(m.nprocs):
+            for seq in range(m.count(rank)):
+                g = m.gidx(rank, seq)
+                if kinds[g] == recv and peers[g] == -1 and tags[g] == -1:
+                    out.extend(r.to_report() for r in m.nonadjacent_races(rank, seq))
+    out.sort(key=lambda e: (e["rank"], e["recvs"], e["scope"] != "adjacent"))
+    return out
+
+
+def build_report(
+    m: ModelManager,
+    *,
+    nonadjacent: bool = False,
+    extra_races: list[dict[str, Any]] | None = None,
+    deadlocks: list[dict[str, Any]] | None = None,
+) -> Report:
+    """The spec's report object for a model whose input has ended.
+
+    ``extra_races`` are entries of other methods (``exact``); ``deadlocks`` the
+    deadlock entries.  Adds optional fields: ``ranks`` (status per rank).
+    """
+    ranks = []
+    for r in range(m.nprocs):
+        st = {"rank": r, "status": m.status(r), "events": m.count(r)}
+        where = m.where(r)
+        if where is not None:
+            st["at"] = where
+            st["site"] = m.site_of(r, where)
+        if r in m.dead:
+            st["detail"] = m.dead[r]
+        ranks.append(st)
+    return {
+        "nprocs": m.nprocs,
+        "events": m.event_count,
+        "races": classifier_races(m, nonadjacent=nonadjacent) + list(extra_races or []),
+        "deadlocks": list(deadlocks or []),
+        "ranks": ranks,
+    }
+
+
+def found_races(report: Report) -> list[dict[str, Any]]:
+    """Races a user is shown by default (legitimate or unverified)."""
+    return [r for r in report["races"] if r["verdict"] in SHOWN_VERDICTS]
+
+
+def exit_code(report: Report) -> int:
+    """0 when no race and no deadlock was found, else 1 (spec)."""
+    return 1 if found_races(report) or report["deadlocks"] else 0
+
+
+def _msg(m: list[int] | None) -> str:
+    return "nothing consumed" if m is None else f"message sent at {m[0]}:{m[1]}"
+
+
+def _format_race(e: dict[str, Any]) -> list[str]:
+    rank = e["rank"]
+    sites = e.get("sites") or [None, None]
+    if e["method"] == "classifier":
+        recvs = ", ".join(
+            f"recv {rank}:{s}" + (f" ({site})" if site else "")
+            for s, site in zip(e["recvs"], sites, strict=False))
+        head = (f"rank {rank}: {recvs} — situation {e['situation']}"
+                f" [{e.get('consumption', '')}], {e['scope']}")
+    else:
+        head = f"rank {rank}: recv {rank}:{e['recvs'][0]} — {e['method']}"
+    msgs = "; ".join(_msg(x) for x in e["messages"])
+    lines = [f"  {head}", f"      {msgs} → {e['verdict'].upper()}"]
+    if e.get("confirmed") is not None:
+        lines.append("      exact test: " + ("confirms this race" if e["confirmed"]
+                                            else "does not confirm it"))
+    return lines
+
+
+def format_report(report: Report, *, source: str | None = None) -> str:
+    """A readable report: races (rank, both receives with sites, situation,
+    messages, verdict), deadlocks, the status of each rank, and a summary."""
+    out = []
+    title = f"{source}: " if source else ""
+    out.append(f"{title}{report['nprocs']} ranks, {report['events']} events")
+    shown = found_races(report)
+    hidden = len(report["races"]) - len(shown)
+    by_method: dict[str, list[dict[str, Any]]] = {}
+    for e in shown:
+        by_method.setdefault(e["method"], []).append(e)
+    if not shown:
+        out.append("No races found." + (f" ({hidden} pairs judged spurious or false)"
+                                        if hidden else ""))
+    for method, entries in by_method.items():
+        out.append(f"Races ({method}): {len(entries)}")
+        for e in entries:
+            out.extend(_format_race(e))
+    if shown and hidden:
+        out.append(f"({hidden} more pairs judged spurious or false are not shown; "
+                   "use --json to see them)")
+    if report["deadlocks"]:
+        out.append(f"Deadlocks: {len(report['deadlocks'])}")
+        for d in report["deadlocks"]:
+            out.append(f"  [{d['kind']}] ranks {', '.join(map(str, d['ranks']))}: {d['reason']}")
+    else:
+        out.append("No deadlocks found.")
+    odd = [r for r in report.get("ranks", []) if r["status"] != "finished"]
+    for r in odd:
+        where = f" at event {r['at']}" if "at" in r else ""
+        site = f" ({r['site']})" if r.get("site") else ""
+        detail = f": {r['detail']}" if r.get("detail") else ""
+        out.append(f"rank {r['rank']} {r['status']}{where}{site}{detail}")
+    nr, nd = len(shown), len(report["deadlocks"])
+    out.append(f"Summary: {nr} race{'s' * (nr != 1)}, {nd} deadlock{'s' * (nd != 1)}.")
+    return "\n".join(out)
