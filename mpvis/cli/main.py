@@ -22,6 +22,8 @@ from mpvis.cli.errors import UserError
 #: Subcommand modules, in the order ``mpvis --help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "check",
+    "run",
+    "collector",
 )
 
 #: What ``mpvis`` with no arguments runs.

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mpvis.collector import rendezvous
 from mpvis.collector.auth import Address, format_address, new_token, token_matches
 from mpvis.collector.journal import Journal
 from mpvis.collector.loopthread import LoopThread
@@ -142,6 +143,7 @@ class CentralProcess:
         self._runs: dict[str, _Run] = {}
         self._active: _Run | None = None
         self._thread = LoopThread("mpvis-central")
+        self._rendezvous: Path | None = None
         #: Reasons of refused connections and protocol errors, for reports and tests.
         self.incidents: list[str] = []
 
@@ -162,6 +164,17 @@ class CentralProcess:
     def stop(self) -> None:
         """Stop serving; a run still open is ended (``stopped`` in its info)."""
         self._thread.stop()
+
+    def advertise(self, path: Path | None = None) -> Path:
+        """Publish this central process for ``mpvis run`` (the window calls this)."""
+        self._rendezvous = rendezvous.advertise(self.address, self.token, path)
+        return self._rendezvous
+
+    def withdraw(self) -> None:
+        """Remove the rendezvous file written by :meth:`advertise`."""
+        if self._rendezvous is not None:
+            rendezvous.withdraw(self._rendezvous)
+            self._rendezvous = None
 
     # -- server ----------------------------------------------------------
 

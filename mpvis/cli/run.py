@@ -1,0 +1,318 @@
+"""``mpvis run [-n N] [--out FILE] [mpiexec options] -- prog.py [args]``: watch an MPI program.
+
+Launches the unmodified mpi4py program with ``mpiexec``, every rank under the
+in-rank library (``python -m mpvis.instrument.launch``), and the live path of
+MPVisualizer (section 2): ranks → this machine's collector → a central process.
+If an mpvis window is running (:mod:`mpvis.collector.rendezvous`) the run
+streams there; otherwise a headless central process writes the trace to FILE
+and prints the race report at the end, like ``mpvis check``.
+
+Exit status: the program's when it failed, else the report's (0 no race and no
+deadlock, 1 some); 130 after Ctrl-C; 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import os
+import secrets
+import shlex
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mpvis.cli.errors import UserError
+from mpvis.collector.auth import format_address, is_loopback, new_token, parse_address
+from mpvis.collector.collector import Collector
+from mpvis.collector.headless import HeadlessSession
+from mpvis.collector.mpiexec import find_mpiexec, launch, rank_command, stop_group
+from mpvis.collector.rendezvous import discover
+from mpvis.protocol.records import make_header
+
+#: Options of ``mpvis run`` that take a value; any other option before ``--``
+#: goes to mpiexec.
+_VALUED = ("-n", "-np", "--out", "--listen", "--token", "--run-id", "--collector-port", "--mpiexec")
+_FLAGS = ("--headless", "-h", "--help")
+
+#: Seconds to wait for a window to accept the run before recording headless.
+WINDOW_WAIT = 3.0
+#: Seconds to wait, after mpiexec ended, for the last records to be journaled.
+DRAIN_WAIT = 30.0
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "run",
+        help="run an MPI program under mpvis and watch it",
+        description="Run an unmodified mpi4py program with mpiexec, every rank traced. "
+        "Options that mpvis does not know are passed to mpiexec; put them before '--'.",
+        usage="mpvis run [-n N] [--out FILE] [mpiexec options] -- prog.py [args]",
+    )
+    p.add_argument("-n", "-np", type=int, dest="nprocs", metavar="N", help="number of ranks")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="trace file when no window is running (default: mpvis-run-<time>.jsonl here)",
+    )
+    p.add_argument(
+        "--headless", action="store_true", help="record to FILE even if a window is running"
+    )
+    p.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="central process address for a run across machines (needs a fixed "
+        "port; implies --headless; prints how to start the other collectors)",
+    )
+    p.add_argument("--token", help="shared secret of a run across machines (default: random)")
+    p.add_argument("--run-id", help="run id the other machines' collectors join (default: random)")
+    p.add_argument(
+        "--collector-port",
+        type=int,
+        default=None,
+        help="port of the collector on each machine (default: random, or the --listen port + 1)",
+    )
+    p.add_argument(
+        "--mpiexec",
+        help="mpiexec to use (default: the one next to this Python, else the first on PATH)",
+    )
+    p.set_defaults(func=run, mpiexec_options=[], program=[])
+    _accept_mpiexec_options(p)
+
+
+def _accept_mpiexec_options(p: argparse.ArgumentParser) -> None:
+    """Let options mpvis does not know through to mpiexec (argparse alone rejects them)."""
+    parse_known = p.parse_known_args
+
+    def split_known(
+        args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        try:
+            ours, passthrough, program = split_run_args(list(args or []))
+        except ValueError as exc:
+            p.error(str(exc))
+        ns, extra = parse_known(ours, namespace)
+        if extra:
+            p.error(f"unrecognized arguments: {' '.join(extra)}")
+        ns.mpiexec_options, ns.program = passthrough, program
+        return ns, []
+
+    p.parse_known_args = split_known  # type: ignore[method-assign,assignment]
+
+
+def split_run_args(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
+    """``(mpvis options, mpiexec options, program and its arguments)`` of ``argv``.
+
+    Without ``--`` the program starts at the first word that is not an option
+    or an option's value, and mpiexec options are not allowed.
+    """
+    dashdash = argv.index("--") if "--" in argv else None
+    head = argv if dashdash is None else argv[:dashdash]
+    program = [] if dashdash is None else argv[dashdash + 1 :]
+    ours: list[str] = []
+    passthrough: list[str] = []
+    i = 0
+    while i < len(head):
+        tok = head[i]
+        name = tok.split("=", 1)[0]
+        if name in _VALUED:
+            take = 1 if "=" in tok else 2
+            ours.extend(head[i : i + take])
+            i += take
+        elif tok in _FLAGS:
+            ours.append(tok)
+            i += 1
+        elif dashdash is None and not tok.startswith("-"):
+            program = head[i:]
+            break
+        else:
+            passthrough.append(tok)
+            i += 1
+    if dashdash is None and passthrough:
+        raise ValueError(
+            f"mpiexec options ({' '.join(passthrough)}) go before '--': "
+            "mpvis run [-n N] [mpiexec options] -- prog.py [args]"
+        )
+    return ours, passthrough, program
+
+
+def _default_out() -> Path:
+    return Path(f"mpvis-run-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl")
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _say(text: str) -> None:
+    print(f"mpvis: {text}", file=sys.stderr, flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.program:
+        raise UserError("no program given: mpvis run [-n N] [mpiexec options] -- prog.py [args]")
+    if args.nprocs is not None and args.nprocs < 1:
+        raise UserError("-n must be at least 1")
+    mpiexec = find_mpiexec(args.mpiexec)
+    if mpiexec is None:
+        raise UserError(
+            "mpiexec not found: install the 'mpich' package into this Python's "
+            "environment, put an MPI's mpiexec on PATH, or give --mpiexec"
+        )
+    token = args.token or new_token()
+    run_id = args.run_id or secrets.token_hex(8)
+    header = None
+    if args.nprocs is not None:
+        header = make_header(
+            args.nprocs, program=shlex.join(["python", *args.program]), started=_now(), run=run_id
+        )
+    listen = _listen_address(args)
+    collector_port = args.collector_port
+    if collector_port is None:
+        collector_port = listen[1] + 1 if listen else 0
+
+    session: HeadlessSession | None = None
+    collector = _window_collector(
+        args,
+        token=token,
+        run_id=run_id,
+        header=header,
+        collector_port=collector_port,
+        listen=listen,
+    )
+    if collector is None:
+        out = args.out or _default_out()
+        host, port = listen or ("127.0.0.1", 0)
+        try:
+            session = HeadlessSession(out, host, port, token).start()
+        except OSError as exc:
+            raise UserError(f"cannot listen on {format_address((host, port))}: {exc}") from None
+        collector = Collector(
+            session.central.address, token, run_id, header=header, port=collector_port
+        )
+        try:
+            collector.start()
+        except OSError as exc:
+            session.stop()
+            raise UserError(f"cannot start the collector on port {collector_port}: {exc}") from None
+        _say(f"recording to {out}")
+        if listen:
+            _print_remote_instructions(session.central.address, token, run_id, collector_port)
+
+    env = dict(os.environ)
+    env["MPVIS_COLLECTOR"] = format_address(collector.address)
+    env["MPVIS_TOKEN"] = token
+    env["MPVIS_RUN"] = run_id
+    proc = launch(rank_command(mpiexec, args.nprocs, args.mpiexec_options, args.program), env)
+    interrupted = False
+    try:
+        try:
+            while proc.poll() is None:
+                if session is not None:
+                    session.pump(timeout=0.1)
+                else:
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        proc.wait(0.2)
+        except KeyboardInterrupt:
+            interrupted = True
+            _say("interrupted: stopping the ranks")
+            stop_group(proc)
+        returncode = proc.returncode
+        end = {"exit_code": returncode, "interrupted": interrupted}
+        if args.nprocs is not None:
+            end["nprocs"] = args.nprocs
+        if not collector.finish(end, timeout=DRAIN_WAIT):
+            _say(
+                f"warning: {collector.unacked} batches were not acknowledged "
+                f"({collector.refused or 'central process unreachable'})"
+            )
+        if session is None:
+            _say(f"mpiexec exited with status {returncode}; the trace is in the window")
+            return 130 if interrupted else returncode
+        if not session.wait_end(DRAIN_WAIT):
+            _say("warning: the run's end was not recorded in time")
+        text, code = session.report()
+        print(text, flush=True)
+        if interrupted:
+            return 130
+        return returncode if returncode else code
+    except KeyboardInterrupt:
+        stop_group(proc, grace=0.5)
+        return 130
+    finally:
+        if proc.poll() is None:
+            stop_group(proc, grace=0.5)
+        collector.stop()
+        if session is not None:
+            session.stop()
+
+
+def _listen_address(args: argparse.Namespace) -> tuple[str, int] | None:
+    if not args.listen:
+        return None
+    try:
+        host, port = parse_address(args.listen)
+    except ValueError as exc:
+        raise UserError(f"--listen: {exc}") from None
+    if port == 0:
+        raise UserError("--listen needs a fixed port: the other machines' collectors must find it")
+    if is_loopback(host):
+        _say(f"note: {host} is loopback; other machines cannot reach it")
+    return host, port
+
+
+def _window_collector(
+    args: argparse.Namespace,
+    *,
+    token: str,
+    run_id: str,
+    header: dict[str, Any] | None,
+    collector_port: int,
+    listen: tuple[str, int] | None,
+) -> Collector | None:
+    """A collector streaming to the running window, or ``None`` to record headless."""
+    if args.headless or listen:
+        return None
+    window = discover()
+    if window is None:
+        return None
+    collector = Collector(
+        window.address, window.token, run_id, rank_token=token, header=header, port=collector_port
+    )
+    try:
+        collector.start()
+    except OSError as exc:
+        raise UserError(f"cannot start the collector on port {collector_port}: {exc}") from None
+    if collector.wait_welcome(WINDOW_WAIT):
+        _say(
+            f"streaming to the mpvis window (pid {window.pid}) at {format_address(window.address)}"
+        )
+        return collector
+    reason = collector.refused or "no answer"
+    collector.stop()
+    _say(f"the window did not take this run ({reason}); recording headless")
+    return None
+
+
+def _print_remote_instructions(
+    central: tuple[str, int], token: str, run_id: str, collector_port: int
+) -> None:
+    cmd = shlex.join(
+        [
+            "mpvis",
+            "collector",
+            "--central",
+            format_address(central),
+            "--token",
+            token,
+            "--run",
+            run_id,
+            "--port",
+            str(collector_port),
+        ]
+    )
+    _say("on every other machine of this run, start a collector (before its ranks start):")
+    print(f"    {cmd}", file=sys.stderr, flush=True)

@@ -1,0 +1,119 @@
+"""The headless central process of ``mpvis run``: journal, model, and the report at the end.
+
+When no window is running, ``mpvis run`` records the run itself: a
+:class:`~mpvis.collector.central.CentralProcess` journals every record to the
+trace file, and this session feeds the records to the manager that builds the
+functional model (MPVisualizer, section 2) on the caller's thread, through a
+queue, the way the window does.  At the end, ranks that did not terminate
+normally are marked dead and the report of ``mpvis check`` is built.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import time
+from pathlib import Path
+from typing import Any
+
+from mpvis.analysis.report import build_report, exit_code, format_report
+from mpvis.collector.central import CentralProcess
+from mpvis.model.errors import ModelInputError
+from mpvis.model.manager import ModelManager
+
+__all__ = ["HeadlessSession"]
+
+log = logging.getLogger(__name__)
+
+Record = dict[str, Any]
+
+
+class HeadlessSession:
+    """A central process writing ``journal_path``, plus the model fed from it.
+
+    Call :meth:`pump` regularly from the owning thread; :attr:`info` is set
+    once the run has ended (the central process's ``on_run_end`` info).
+    """
+
+    def __init__(
+        self, journal_path: Path, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+    ) -> None:
+        self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self.central = CentralProcess(
+            host,
+            port,
+            token,
+            journal_path=journal_path,
+            on_run_start=lambda header, path: self._queue.put(("start", header)),
+            on_records=lambda recs: self._queue.put(("records", recs)),
+            on_run_end=lambda info: self._queue.put(("end", info)),
+        )
+        self.model: ModelManager | None = None
+        self.info: dict[str, Any] | None = None
+        self.model_errors = 0
+
+    def start(self) -> HeadlessSession:
+        """Start listening (see :attr:`central` for the address and token)."""
+        self.central.start()
+        return self
+
+    def pump(self, timeout: float = 0.0) -> bool:
+        """Feed whatever has arrived to the model; return whether the run has ended."""
+        try:
+            item = self._queue.get(timeout=timeout) if timeout > 0 else self._queue.get_nowait()
+        except queue.Empty:
+            return self.info is not None
+        while True:
+            self._take(*item)
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return self.info is not None
+
+    def _take(self, what: str, payload: Any) -> None:
+        if what == "start":
+            self.model = ModelManager(payload)
+        elif what == "records" and self.model is not None:
+            self._feed(self.model, payload)
+        elif what == "end":
+            self.info = payload
+
+    def _feed(self, model: ModelManager, records: list[Record]) -> None:
+        while records:
+            try:
+                model.add_batch(records)
+                return
+            except ModelInputError as exc:
+                self.model_errors += 1
+                log.warning("model refused record (rank %s, seq %s): %s", exc.rank, exc.seq, exc)
+                if exc.index is None:
+                    return
+                records = records[exc.index + 1 :]
+
+    def wait_end(self, timeout: float) -> bool:
+        """Pump until the run has ended or ``timeout`` s have passed."""
+        deadline = time.monotonic() + timeout
+        while self.info is None and time.monotonic() < deadline:
+            self.pump(timeout=0.05)
+        return self.info is not None
+
+    def report(self) -> tuple[str, int]:
+        """The readable report and its exit code (0 nothing found, 1 found)."""
+        info = self.info or {}
+        model = self.model
+        if model is None:
+            return "no records were received", 0
+        for r in info.get("ranks", []):
+            if r["status"] != "final":
+                model.mark_rank_dead(r["rank"], f"{r['status']}: {r['detail']}".rstrip(": "))
+        try:
+            model.finish()
+        except ModelInputError as exc:
+            log.warning("the trace is incomplete: %s", exc)
+        report = build_report(model)
+        return format_report(report, source=info.get("journal")), exit_code(report)
+
+    def stop(self) -> None:
+        """Stop the central process (a run still open is ended and its journal closed)."""
+        self.central.stop()
+        self.pump()
