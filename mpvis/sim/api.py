@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Final
 
 from mpvis.protocol.records import Record, make_header
@@ -55,14 +56,30 @@ def header_for(name: str, seed: int = 0) -> Record:
     return make_header(s.nprocs, program=f"mpvis demo {name} --seed {seed}", demo=name, seed=seed)
 
 
+@dataclass(frozen=True)
+class SimRun:
+    """A finished simulation: the trace, and where each blocked rank waits."""
+
+    header: Record
+    records: list[Record]
+    stuck: dict[int, str]
+
+
+def run(name: str, seed: int = 0) -> SimRun:
+    """Run scenario ``name`` with ``seed`` (see :func:`simulate`)."""
+    s = get_scenario(name)
+    sim = Simulator(
+        s.program, s.nprocs, seed, comms=s.comms, latency=s.latency, overhead=s.overhead
+    )
+    records = sim.run()
+    return SimRun(header_for(name, seed), records, dict(sim.stuck))
+
+
 def simulate(name: str, seed: int = 0) -> tuple[Record, list[Record]]:
     """Run scenario ``name`` with ``seed``; return ``(header, records)``.
 
     Records come in simulated-time order, each rank's in ``seq`` order; ranks
     that end blocked have no ``final``.
     """
-    s = get_scenario(name)
-    sim = Simulator(
-        s.program, s.nprocs, seed, comms=s.comms, latency=s.latency, overhead=s.overhead
-    )
-    return header_for(name, seed), sim.run()
+    result = run(name, seed)
+    return result.header, result.records
