@@ -24,6 +24,7 @@ COMMANDS: tuple[str, ...] = (
     "check",
     "run",
     "collector",
+    "demo",
 )
 
 #: What ``mpvis`` with no arguments runs.

@@ -168,7 +168,7 @@ SCENARIO = Scenario(
     shows=(
         "Legitimate races, adjacent and non-adjacent, on rank 0's recv(ANY, ANY); a false "
         "race in the handoff; nonblocking and synchronous sends; a second communicator; "
-        "lock waits; state variables x, phase, iter, done. Ends normally."
+        "lock waits; state variables x, phase, iter, done."
     ),
     nprocs=8,
     program=program,
