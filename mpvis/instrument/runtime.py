@@ -1,0 +1,107 @@
+"""Install and tear down the trace library in one rank.
+
+:func:`start` is called once per rank by :mod:`mpvis.instrument.launch` before
+the program runs.  It imports ``mpi4py.MPI`` (initialising MPI), creates the
+:class:`~mpvis.instrument.recorder.Recorder`, opens the sink chosen by the
+environment (:func:`mpvis.instrument.transport.open_sink`), sends the header
+(rank 0), and puts the traced objects in place of mpi4py's:
+
+* ``MPI.COMM_WORLD`` becomes a :class:`~mpvis.instrument.traced_comm.TracedIntracomm`;
+* ``MPI.Request`` becomes :class:`~mpvis.instrument.traced_request.TracedRequest`
+  (so ``MPI.Request.Waitall`` and friends are traced);
+* the collective wrappers are added (:mod:`mpvis.instrument.traced_coll`), with
+  Roy et al.'s ring check (:mod:`mpvis.instrument.ringcheck`) before each
+  collective unless ``MPVIS_RINGCHECK=0``.
+
+Environment: ``MPVIS_COLLECTOR``, ``MPVIS_TOKEN``, ``MPVIS_TRACE_DIR`` (see
+:mod:`~mpvis.instrument.transport`), ``MPVIS_FLUSH_MS`` (flush period,
+default 10), ``MPVIS_RINGCHECK`` (``0`` or ``1``, default 1).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from pathlib import Path
+from typing import Any
+
+import mpvis.instrument as _public
+from mpvis.instrument.recorder import Recorder, Site
+from mpvis.instrument.transport import Flusher, open_sink
+from mpvis.protocol.records import make_header
+
+__all__ = ["Runtime", "start"]
+
+
+class Runtime:
+    """The trace library of this rank once installed; ends with :meth:`finish` or :meth:`crash`."""
+
+    def __init__(self, program: str, env: dict[str, str]) -> None:
+        import mpi4py
+        from mpi4py import MPI
+
+        from mpvis.instrument import traced_coll, traced_comm, traced_request
+
+        self._MPI = MPI
+        raw_world = MPI.COMM_WORLD
+        rank, size = raw_world.Get_rank(), raw_world.Get_size()
+        here = str(Path(__file__).resolve().parent) + os.sep
+        mpi4py_dir = str(Path(mpi4py.__file__).resolve().parent) + os.sep
+        unresolved = str(Path(__file__).parent) + os.sep  # as in code objects' file names
+        self.recorder = Recorder(rank, (here, unresolved, mpi4py_dir))
+        sink = open_sink(rank, env)
+        if rank == 0:
+            started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            sink.header(make_header(size, program=program, started=started))
+        self.ringcheck = env.get("MPVIS_RINGCHECK", "1") != "0"
+        traced_comm.TracedIntracomm.ring_factory = self._ring if self.ringcheck else None
+        traced_coll.install_collectives()
+        traced_coll.set_precheck(_ring_precheck if self.ringcheck else None)
+        self.world = traced_comm.bind_world(self.recorder)
+        setattr(MPI, "COMM_WORLD", self.world)  # noqa: B010 (a Final name in the stubs)
+        setattr(MPI, "Request", traced_request.TracedRequest)  # noqa: B010
+        _public._recorder[0] = self.recorder
+        period = float(env.get("MPVIS_FLUSH_MS", "10")) / 1000.0
+        self.flusher = Flusher(self.recorder.drain, sink, max(period, 0.001))
+        self._closed = False
+
+    def _ring(self, comm: Any) -> Any:
+        """A ring checker for a new traced communicator (collective over it)."""
+        from mpvis.instrument.ringcheck import RingChecker
+
+        return RingChecker(self._MPI.Intracomm(comm), on_error=self.crash)
+
+    def finish(self) -> None:
+        """Normal end: ring-check finalisation, ``final`` record, flush, ``BYE final``."""
+        if self._closed:
+            return
+        if self.ringcheck and not self._MPI.Is_finalized():
+            self.world.mv_finalize_checks()
+        self.recorder.final()
+        self._closed = True
+        self.flusher.close("final")
+
+    def crash(self, detail: str) -> None:
+        """Abnormal end: flush what was recorded and say ``BYE crashed`` (no ``final``)."""
+        if self._closed:
+            return
+        self._closed = True
+        self.flusher.close("crashed", detail)
+
+
+def _ring_precheck(comm: Any, op: str, fields: dict[str, Any], site: Site) -> None:
+    ring = comm._mv_ring
+    if ring is not None:
+        ring.check(
+            op,
+            root=fields.get("root"),
+            count=fields.get("count"),
+            dtype=fields.get("dtype"),
+            redop=fields.get("redop"),
+            site=None if site is None else f"{site[0]}:{site[1]}",
+        )
+
+
+def start(program: str, env: dict[str, str] | None = None) -> Runtime:
+    """Install the trace library in this rank (initialises MPI)."""
+    return Runtime(program, dict(os.environ) if env is None else env)

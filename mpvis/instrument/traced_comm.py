@@ -1,0 +1,528 @@
+"""The traced communicator: mpi4py point-to-point calls with records and piggyback.
+
+:class:`TracedIntracomm` is a Python subclass of ``mpi4py.MPI.Intracomm``
+(mpi4py's C types refuse new attributes, but accept subclasses).  ``launch``
+replaces ``MPI.COMM_WORLD`` by one; every communicator derived from a traced
+one (``Dup``, ``Split``, ``Create``, ``Create_group``, ``Split_type``) is traced
+too.  Collective wrappers are added by :mod:`mpvis.instrument.traced_coll`.
+
+Records follow ``shared/spec/trace-format.md``: ranks are world ranks (a
+derived communicator's ranks are translated), wildcards are ``-1``, a blocking
+receive is a ``recv`` then a ``consume``, a nonblocking one a ``recv`` whose
+``consume`` is recorded by the completing wait or test
+(:mod:`mpvis.instrument.traced_request`).
+
+Piggyback: how a consume learns the ``[rank, seq]`` of the send it matched
+---------------------------------------------------------------------------
+The send's ``seq`` travels with the message, invisibly to the program.
+
+* Object calls (``send``, ``isend``, ``recv``, ``sendrecv``, ...): the trace
+  library sends the tuple ``(seq, obj)`` (``(seq, obj, extra)`` when record /
+  replay hooks attach data) in place of ``obj``, and the receiving wrapper
+  returns ``obj``.  The number is inside the message, so it is right whatever
+  the wildcards, the order of completion or the use of probes (a probe sees
+  the user's source and tag; the byte count of a pickled message is not
+  something a program can rely on anyway).
+* Buffer calls (``Send``, ``Isend``, ``Recv``, ``Irecv``, ``Sendrecv``, ...): the
+  user's message is sent untouched, so ``Probe``/``Get_count`` see exactly the
+  program's message.  Just before it, an 8-byte header with the ``seq`` goes
+  to the same destination with the same tag on a *shadow* communicator (a
+  ``Dup`` made when the traced communicator is created; creation is
+  collective, so every member has one).  When a receive completes, its status
+  gives the real source ``S`` and tag ``T``, and the wrapper receives the next
+  header from ``(S, T)`` on the shadow.  MPI's non-overtaking rule makes both
+  channels FIFO per (source, tag), and receives take a channel's messages in
+  their posting order, so the k-th completion on a channel gets the k-th
+  header -- provided completions on a channel are observed in posting order.
+  When a receive completes while an earlier-posted, still pending receive of
+  the same communicator could match the same channel, the order is unknown:
+  the consume then omits ``send`` (the reader infers it by the same
+  non-overtaking rule, exactly), and so do the pending receives it overtook.
+  Headers are sent with ``Isend`` (tiny, eager) and reaped without blocking.
+
+Probes (``probe``, ``iprobe``, ``Probe``, ``Iprobe``) are not records (the spec
+has no kind for them) and need no wrapper.  Matched probes (``mprobe``,
+``Mprobe``...) are wrapped so that ``Message.recv``/``Message.Recv`` records
+``recv`` + ``consume`` and strips the piggyback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+import msgpack
+from mpi4py import MPI
+
+from mpvis.instrument.hooks import MessageHooks, active_hooks
+from mpvis.instrument.recorder import Recorder, Site
+from mpvis.instrument.traced_request import RECV_BUF, RECV_OBJ, SEND, TracedRequest
+
+__all__ = ["TracedIntracomm", "TracedMessage", "bind_world"]
+
+_ANY_SOURCE = MPI.ANY_SOURCE
+_ANY_TAG = MPI.ANY_TAG
+_PROC_NULL = MPI.PROC_NULL
+_Status = MPI.Status
+_BYTE = MPI.BYTE
+_C = MPI.Intracomm
+
+#: Header receive buffer (8-byte seq, then msgpack of the hooks' extra data).
+_HDR_MAX = 1 << 16
+_hdr_buf = bytearray(_HDR_MAX)
+_hdr_status = MPI.Status()
+#: Header send requests not yet known complete (reaped by Testsome).
+_hdr_reqs: list[MPI.Request] = []
+_REAP_AT = 64
+
+
+def _t(tag: int) -> int:
+    return -1 if tag == _ANY_TAG else tag
+
+
+class TracedIntracomm(MPI.Intracomm):
+    """An intracommunicator whose point-to-point calls are traced (module docstring)."""
+
+    __slots__ = (
+        "_mv_group",
+        "_mv_group_sent",
+        "_mv_id",
+        "_mv_local",
+        "_mv_pending",
+        "_mv_ring",
+        "_mv_shadow",
+        "_mv_w",
+    )
+    _mv_rec: ClassVar[Recorder]
+    #: Per-rank state shared by all traced communicators: ``[next creation index, nprocs]``.
+    _mv_counter: ClassVar[list[int]] = [1, 1]
+    #: Makes the collective checker of a new communicator (``None``: no checks).
+    ring_factory: ClassVar[Callable[[TracedIntracomm], Any] | None] = None
+    #: Live traced communicators, by id (for the end-of-run checks).
+    _mv_live: ClassVar[dict[int, TracedIntracomm]] = {}
+
+    _mv_id: int
+    _mv_w: tuple[int, ...] | None  # local rank -> world rank, None for the identity
+    _mv_local: dict[int, int] | None  # world rank -> local rank
+    _mv_shadow: MPI.Intracomm
+    _mv_pending: dict[int, tuple[int, int, TracedRequest]]
+    _mv_group: list[int]
+    _mv_group_sent: bool
+    _mv_ring: Any
+
+    @classmethod
+    def traced(cls, raw: MPI.Intracomm, comm_id: int, world: list[int]) -> TracedIntracomm:
+        """Wrap ``raw`` (collective over it: duplicates the shadow communicator)."""
+        c = cls(raw)
+        c._mv_id = comm_id
+        identity = world == list(range(len(world))) and comm_id == 0
+        c._mv_w = None if identity else tuple(world)
+        c._mv_local = None if identity else {g: i for i, g in enumerate(world)}
+        c._mv_shadow = _C.Dup(_C(raw))
+        c._mv_pending = {}
+        c._mv_group = world
+        c._mv_group_sent = comm_id == 0
+        factory = cls.ring_factory
+        c._mv_ring = None if factory is None else factory(c)
+        cls._mv_live[comm_id] = c
+        return c
+
+    def mv_finalize_checks(self) -> None:
+        """End-of-run ring checks of every live traced communicator, in id order.
+
+        Ids grow with creation on every member, so members of overlapping
+        communicators finalise them in the same order (no cycle of waits).
+        """
+        for cid in sorted(self._mv_live):
+            ring = self._mv_live[cid]._mv_ring
+            if ring is not None:
+                ring.finalize()
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _mv_world(self, r: int) -> int:
+        w = self._mv_w
+        return r if w is None else w[r]
+
+    def _mv_force(self, h: MessageHooks, rseq: int, source: int, tag: int) -> tuple[int, int]:
+        src, t = h.force_source(
+            self._mv_id, rseq, -1 if source == _ANY_SOURCE else self._mv_world(source), _t(tag)
+        )
+        loc = self._mv_local
+        source = _ANY_SOURCE if src == -1 else (src if loc is None else loc[src])
+        return source, _ANY_TAG if t == -1 else t
+
+    def _mv_post_send(
+        self, dest: int, tag: int, blocking: bool, sync: bool, header: bool
+    ) -> tuple[int, Any]:
+        """Record a send; return its seq and the hooks' extra data (sends the header)."""
+        rec = self._mv_rec
+        w = self._mv_w
+        seq = rec.send(self._mv_id, dest if w is None else w[dest], tag, blocking, sync, rec.site())
+        h = active_hooks()
+        extra = None if h is None else h.outgoing(self._mv_id, self._mv_world(dest), tag, seq)
+        if header:
+            data = seq.to_bytes(8, "little")
+            if extra is not None:
+                data += msgpack.packb(extra, use_bin_type=True)
+            _hdr_reqs.append(_C.Isend(self._mv_shadow, [data, _BYTE], dest, tag))
+            if len(_hdr_reqs) >= _REAP_AT:
+                MPI.Request.Testsome(_hdr_reqs)
+                _hdr_reqs[:] = [r for r in _hdr_reqs if r]
+        return seq, extra
+
+    def _mv_post_recv(
+        self, source: int, tag: int, blocking: bool, site: Site
+    ) -> tuple[int, int, int]:
+        """Record a receive; return its seq and the (source, tag) to post it with."""
+        w = self._mv_w
+        rseq = self._mv_rec.recv(
+            self._mv_id,
+            -1 if source == _ANY_SOURCE else (source if w is None else w[source]),
+            -1 if tag == _ANY_TAG else tag,
+            blocking,
+            site,
+        )
+        h = active_hooks()
+        if h is not None:
+            source, tag = self._mv_force(h, rseq, source, tag)
+        return rseq, source, tag
+
+    def _mv_consume(  # noqa: PLR0917 (hot path: positional)
+        self, rseq: int, st: MPI.Status, msg: Any, by_buffer: bool, site: Site, taint: bool = False
+    ) -> Any:
+        """Record the consume completing receive ``rseq``; return the program's object."""
+        src = st.Get_source()
+        if src == _PROC_NULL or st.Is_cancelled():
+            return msg
+        tag = st.Get_tag()
+        extra = None
+        if by_buffer:
+            _C.Recv(self._mv_shadow, [_hdr_buf, _BYTE], src, tag, _hdr_status)
+            n = _hdr_status.Get_count(_BYTE)
+            sseq: int | None = int.from_bytes(_hdr_buf[:8], "little")
+            if n > 8:
+                extra = msgpack.unpackb(bytes(_hdr_buf[8:n]), raw=False)
+            if taint or (self._mv_pending and self._mv_overtakes(rseq, src, tag)):
+                sseq = None
+        else:
+            sseq = msg[0]
+            if len(msg) > 2:
+                extra = msg[2]
+            msg = msg[1]
+        w = self._mv_w
+        wsrc = src if w is None else w[src]
+        self._mv_rec.consume(self._mv_id, rseq, wsrc, tag, sseq, site)
+        h = active_hooks()
+        if h is not None:
+            h.incoming(self._mv_id, rseq, wsrc, tag, sseq, extra)
+        return msg
+
+    def _mv_overtakes(self, rseq: int, src: int, tag: int) -> bool:
+        """Whether a pending receive posted before ``rseq`` could match (src, tag).
+
+        Such receives are marked: their own consumes will omit ``send`` too.
+        """
+        hit = False
+        for p_seq, (p_src, p_tag, p_req) in self._mv_pending.items():
+            if p_seq < rseq and p_src in (_ANY_SOURCE, src) and p_tag in (_ANY_TAG, tag):
+                p_req._mv_taint = True
+                hit = True
+        return hit
+
+    def _mv_finish(self, req: TracedRequest, st: MPI.Status, msg: Any, site: Site) -> Any:
+        """Called by a completing wait/test for a receive request of this communicator."""
+        if req._mv_kind == RECV_BUF:
+            self._mv_pending.pop(req._mv_req, None)
+            return self._mv_consume(req._mv_req, st, None, True, site, req._mv_taint)
+        if msg is None:  # cancelled
+            return None
+        return self._mv_consume(req._mv_req, st, msg, False, site)
+
+    # -- object (lower-case) point-to-point ---------------------------------------
+
+    def _mv_obj_send(  # noqa: PLR0917 (hot path: positional)
+        self, fn: Any, obj: Any, dest: int, tag: int, blocking: bool, sync: bool
+    ) -> Any:
+        if dest == _PROC_NULL:
+            return fn(self, obj, dest, tag)
+        seq, extra = self._mv_post_send(dest, tag, blocking, sync, False)
+        out = fn(self, (seq, obj) if extra is None else (seq, obj, extra), dest, tag)
+        if blocking:
+            return out
+        return TracedRequest.of(out, SEND, seq, self)
+
+    def send(self, obj: Any, dest: int, tag: int = 0) -> None:
+        self._mv_obj_send(_C.send, obj, dest, tag, True, False)
+
+    def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
+        self._mv_obj_send(_C.ssend, obj, dest, tag, True, True)
+
+    def bsend(self, obj: Any, dest: int, tag: int = 0) -> None:
+        self._mv_obj_send(_C.bsend, obj, dest, tag, True, False)
+
+    def isend(self, obj: Any, dest: int, tag: int = 0) -> MPI.Request:
+        return self._mv_obj_send(_C.isend, obj, dest, tag, False, False)
+
+    def issend(self, obj: Any, dest: int, tag: int = 0) -> MPI.Request:
+        return self._mv_obj_send(_C.issend, obj, dest, tag, False, True)
+
+    def ibsend(self, obj: Any, dest: int, tag: int = 0) -> MPI.Request:
+        return self._mv_obj_send(_C.ibsend, obj, dest, tag, False, False)
+
+    def recv(
+        self,
+        buf: Any = None,
+        source: int = _ANY_SOURCE,
+        tag: int = _ANY_TAG,
+        status: MPI.Status | None = None,
+    ) -> Any:
+        if source == _PROC_NULL:
+            return _C.recv(self, buf, source, tag, status)
+        site = self._mv_rec.site()
+        rseq, source, tag = self._mv_post_recv(source, tag, True, site)
+        st = _Status() if status is None else status
+        msg = _C.recv(self, buf, source, tag, st)
+        return self._mv_consume(rseq, st, msg, False, site)
+
+    def irecv(self, buf: Any = None, source: int = _ANY_SOURCE, tag: int = _ANY_TAG) -> MPI.Request:
+        if source == _PROC_NULL:
+            return _C.irecv(self, buf, source, tag)
+        rseq, source, tag = self._mv_post_recv(source, tag, False, self._mv_rec.site())
+        return TracedRequest.of(_C.irecv(self, buf, source, tag), RECV_OBJ, rseq, self)
+
+    def sendrecv(  # noqa: PLR0917 (mpi4py's signature)
+        self,
+        sendobj: Any,
+        dest: int,
+        sendtag: int = 0,
+        recvbuf: Any = None,
+        source: int = _ANY_SOURCE,
+        recvtag: int = _ANY_TAG,
+        status: MPI.Status | None = None,
+    ) -> Any:
+        site = self._mv_rec.site()
+        if dest != _PROC_NULL:
+            seq, extra = self._mv_post_send(dest, sendtag, True, False, False)
+            sendobj = (seq, sendobj) if extra is None else (seq, sendobj, extra)
+        if source == _PROC_NULL:
+            return _C.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
+        rseq, source, recvtag = self._mv_post_recv(source, recvtag, True, site)
+        st = _Status() if status is None else status
+        msg = _C.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, st)
+        return self._mv_consume(rseq, st, msg, False, site)
+
+    def mprobe(
+        self, source: int = _ANY_SOURCE, tag: int = _ANY_TAG, status: MPI.Status | None = None
+    ) -> MPI.Message:
+        return TracedMessage.of(_C.mprobe(self, source, tag, status), self, source, tag)
+
+    def improbe(
+        self, source: int = _ANY_SOURCE, tag: int = _ANY_TAG, status: MPI.Status | None = None
+    ) -> MPI.Message | None:
+        m = _C.improbe(self, source, tag, status)
+        return None if m is None else TracedMessage.of(m, self, source, tag)
+
+    # -- buffer (upper-case) point-to-point -----------------------------------------
+
+    def _mv_buf_send(  # noqa: PLR0917 (hot path: positional)
+        self, fn: Any, buf: Any, dest: int, tag: int, blocking: bool, sync: bool
+    ) -> Any:
+        if dest == _PROC_NULL:
+            return fn(self, buf, dest, tag)
+        seq, _ = self._mv_post_send(dest, tag, blocking, sync, True)
+        out = fn(self, buf, dest, tag)
+        if blocking:
+            return out
+        return TracedRequest.of(out, SEND, seq, self)
+
+    def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
+        self._mv_buf_send(_C.Send, buf, dest, tag, True, False)
+
+    def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        self._mv_buf_send(_C.Ssend, buf, dest, tag, True, True)
+
+    def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        self._mv_buf_send(_C.Bsend, buf, dest, tag, True, False)
+
+    def Rsend(self, buf: Any, dest: int, tag: int = 0) -> None:
+        self._mv_buf_send(_C.Rsend, buf, dest, tag, True, False)
+
+    def Isend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
+        return self._mv_buf_send(_C.Isend, buf, dest, tag, False, False)
+
+    def Issend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
+        return self._mv_buf_send(_C.Issend, buf, dest, tag, False, True)
+
+    def Ibsend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
+        return self._mv_buf_send(_C.Ibsend, buf, dest, tag, False, False)
+
+    def Irsend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
+        return self._mv_buf_send(_C.Irsend, buf, dest, tag, False, False)
+
+    def Recv(
+        self,
+        buf: Any,
+        source: int = _ANY_SOURCE,
+        tag: int = _ANY_TAG,
+        status: MPI.Status | None = None,
+    ) -> None:
+        if source == _PROC_NULL:
+            return _C.Recv(self, buf, source, tag, status)
+        site = self._mv_rec.site()
+        rseq, source, tag = self._mv_post_recv(source, tag, True, site)
+        st = _Status() if status is None else status
+        _C.Recv(self, buf, source, tag, st)
+        self._mv_consume(rseq, st, None, True, site)
+        return None
+
+    def Irecv(self, buf: Any, source: int = _ANY_SOURCE, tag: int = _ANY_TAG) -> MPI.Request:
+        if source == _PROC_NULL:
+            return _C.Irecv(self, buf, source, tag)
+        rseq, source, tag = self._mv_post_recv(source, tag, False, self._mv_rec.site())
+        r = TracedRequest.of(_C.Irecv(self, buf, source, tag), RECV_BUF, rseq, self)
+        self._mv_pending[rseq] = (source, tag, r)
+        return r
+
+    def Sendrecv(  # noqa: PLR0917 (mpi4py's signature)
+        self,
+        sendbuf: Any,
+        dest: int,
+        sendtag: int = 0,
+        recvbuf: Any = None,
+        source: int = _ANY_SOURCE,
+        recvtag: int = _ANY_TAG,
+        status: MPI.Status | None = None,
+    ) -> None:
+        site = self._mv_rec.site()
+        if dest != _PROC_NULL:
+            self._mv_post_send(dest, sendtag, True, False, True)
+        if source == _PROC_NULL:
+            return _C.Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
+        rseq, source, recvtag = self._mv_post_recv(source, recvtag, True, site)
+        st = _Status() if status is None else status
+        _C.Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, st)
+        self._mv_consume(rseq, st, None, True, site)
+        return None
+
+    def Sendrecv_replace(  # noqa: PLR0917 (mpi4py's signature)
+        self,
+        buf: Any,
+        dest: int,
+        sendtag: int = 0,
+        source: int = _ANY_SOURCE,
+        recvtag: int = _ANY_TAG,
+        status: MPI.Status | None = None,
+    ) -> None:
+        site = self._mv_rec.site()
+        if dest != _PROC_NULL:
+            self._mv_post_send(dest, sendtag, True, False, True)
+        if source == _PROC_NULL:
+            return _C.Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, status)
+        rseq, source, recvtag = self._mv_post_recv(source, recvtag, True, site)
+        st = _Status() if status is None else status
+        _C.Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, st)
+        self._mv_consume(rseq, st, None, True, site)
+        return None
+
+    def Mprobe(
+        self, source: int = _ANY_SOURCE, tag: int = _ANY_TAG, status: MPI.Status | None = None
+    ) -> MPI.Message:
+        return TracedMessage.of(_C.Mprobe(self, source, tag, status), self, source, tag)
+
+    def Improbe(
+        self, source: int = _ANY_SOURCE, tag: int = _ANY_TAG, status: MPI.Status | None = None
+    ) -> MPI.Message | None:
+        m = _C.Improbe(self, source, tag, status)
+        return None if m is None else TracedMessage.of(m, self, source, tag)
+
+    # -- derived communicators ---------------------------------------------------
+
+    def _mv_derive(self, new: MPI.Comm) -> MPI.Comm:
+        """Trace a communicator created collectively from this one (COMM_NULL stays)."""
+        if new == MPI.COMM_NULL or not isinstance(new, MPI.Intracomm):
+            return new
+        raw = _C(new)
+        counter = self._mv_counter
+        # Members may have created different numbers of communicators: agree
+        # on the largest next index, so the id is the same on every member.
+        k = _C.allreduce(raw, counter[0], op=MPI.MAX)
+        counter[0] = k + 1
+        world_group = MPI.COMM_WORLD.Get_group()
+        group = raw.Get_group()
+        world = MPI.Group.Translate_ranks(group, list(range(raw.Get_size())), world_group)
+        group.Free()
+        world_group.Free()
+        # Disjoint groups made by one Split share k but not their lowest member.
+        comm_id = k * counter[1] + min(world)
+        return TracedIntracomm.traced(raw, comm_id, world)
+
+    def Dup(self, info: MPI.Info | None = None) -> TracedIntracomm:
+        return self._mv_derive(_C.Dup(_C(self), info))  # type: ignore[return-value]
+
+    def Split(self, color: int = 0, key: int = 0) -> MPI.Comm:
+        return self._mv_derive(_C.Split(self, color, key))
+
+    def Create(self, group: MPI.Group) -> MPI.Comm:
+        return self._mv_derive(_C.Create(self, group))
+
+    def Create_group(self, group: MPI.Group, tag: int = 0) -> MPI.Intracomm:
+        return self._mv_derive(_C.Create_group(self, group, tag))  # type: ignore[return-value]
+
+    def Split_type(self, split_type: int, key: int = 0, info: MPI.Info = MPI.INFO_NULL) -> MPI.Comm:
+        return self._mv_derive(_C.Split_type(self, split_type, key, info))
+
+    def Free(self) -> None:
+        if self._mv_ring is not None:
+            self._mv_ring.finalize()
+        self._mv_live.pop(self._mv_id, None)
+        _C.Free(self._mv_shadow)
+        _C.Free(self)
+
+
+class TracedMessage(MPI.Message):
+    """A matched-probe message whose receive is recorded and unwrapped."""
+
+    __slots__ = ("_mv_comm", "_mv_src", "_mv_tag")
+
+    _mv_comm: TracedIntracomm
+    _mv_src: int
+    _mv_tag: int
+
+    @classmethod
+    def of(cls, raw: MPI.Message, comm: TracedIntracomm, source: int, tag: int) -> TracedMessage:
+        """Wrap the message ``raw`` probed on ``comm`` with the probe's arguments."""
+        m = cls(raw)
+        m._mv_comm = comm
+        m._mv_src = source
+        m._mv_tag = tag
+        return m
+
+    def _mv_wsrc(self) -> int:
+        src = self._mv_src
+        return -1 if src == _ANY_SOURCE else self._mv_comm._mv_world(src)
+
+    def recv(self, status: MPI.Status | None = None) -> Any:
+        c = self._mv_comm
+        site = c._mv_rec.site()
+        rseq = c._mv_rec.recv(c._mv_id, self._mv_wsrc(), _t(self._mv_tag), True, site)
+        st = _Status() if status is None else status
+        return c._mv_consume(rseq, st, MPI.Message.recv(self, st), False, site)
+
+    def Recv(self, buf: Any, status: MPI.Status | None = None) -> None:
+        c = self._mv_comm
+        site = c._mv_rec.site()
+        rseq = c._mv_rec.recv(c._mv_id, self._mv_wsrc(), _t(self._mv_tag), True, site)
+        st = _Status() if status is None else status
+        MPI.Message.Recv(self, buf, st)
+        c._mv_consume(rseq, st, None, True, site)
+
+
+def bind_world(recorder: Recorder) -> TracedIntracomm:
+    """Set the recorder of every traced object; return the traced ``COMM_WORLD``."""
+    TracedIntracomm._mv_rec = recorder
+    TracedRequest._mv_rec = recorder
+    world = _C(MPI.COMM_WORLD)
+    n = world.Get_size()
+    TracedIntracomm._mv_counter[:] = [1, n]
+    return TracedIntracomm.traced(world, 0, list(range(n)))

@@ -1,0 +1,301 @@
+"""Traced requests: completions of nonblocking sends and receives.
+
+:class:`TracedRequest` is a Python subclass of ``mpi4py.MPI.Request`` (the
+copy constructor keeps the MPI handle and, for object receives, mpi4py's
+receive buffer).  The traced communicator returns one for every nonblocking
+send and receive; every completion function of mpi4py, instance and class
+methods, upper case (buffers) and lower case (objects), is overridden so that
+a completion records, in this order (trace-format spec, ``wait`` and
+``consume``):
+
+* one ``consume`` per completed receive, in the receives' posting order,
+  delivered by the receive's communicator (``_mv_finish``, which also strips
+  the piggybacked send number from the message, see
+  :mod:`mpvis.instrument.traced_comm`);
+* one ``wait`` naming every traced request the call completed.
+
+An unsuccessful test records nothing.  Requests that are not traced (from
+nonblocking collectives, persistent requests) pass through untouched.
+
+``launch`` puts this class in place of ``MPI.Request`` so that programs calling
+``MPI.Request.Waitall(reqs)`` reach these overrides; its metaclass keeps
+``isinstance(r, MPI.Request)`` true for every mpi4py request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
+
+from mpi4py import MPI
+
+from mpvis.instrument.recorder import Recorder
+
+__all__ = ["RECV_BUF", "RECV_OBJ", "SEND", "TracedRequest"]
+
+#: Values of ``TracedRequest._mv_kind``.
+SEND = 0
+RECV_OBJ = 1  # lower-case irecv: the message is (send_seq, obj[, extra])
+RECV_BUF = 2  # upper-case Irecv: the send number comes on the shadow communicator
+
+_Base = MPI.Request
+_Status = MPI.Status
+_UNDEFINED = MPI.UNDEFINED
+
+
+class _RequestMeta(type):
+    """``isinstance``/``issubclass`` against the traced class accept any mpi4py request."""
+
+    def __instancecheck__(cls, obj: object) -> bool:
+        return isinstance(obj, _Base)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return issubclass(sub, _Base)
+
+
+def _is_live(r: object) -> bool:
+    return type(r) is TracedRequest and bool(r)
+
+
+class TracedRequest(_Base, metaclass=_RequestMeta):
+    """A request created by a traced communicator; see the module docstring."""
+
+    __slots__ = ("_mv_comm", "_mv_kind", "_mv_req", "_mv_taint")
+    _mv_rec: ClassVar[Recorder]
+
+    _mv_kind: int
+    _mv_req: int
+    _mv_comm: Any
+    _mv_taint: bool
+
+    @classmethod
+    def of(cls, raw: MPI.Request, kind: int, req: int, comm: Any) -> TracedRequest:
+        """Wrap ``raw`` (the request of the posting event ``req``) for ``comm``."""
+        r = cls(raw)
+        r._mv_kind = kind
+        r._mv_req = req
+        r._mv_comm = comm
+        r._mv_taint = False
+        return r
+
+    # -- bookkeeping shared by every completion function ---------------------
+
+    def _mv_one(self, status: MPI.Status, msg: Any) -> Any:
+        """Record the completion of this request alone; return the delivered object."""
+        site = self._mv_rec.site()
+        if self._mv_kind != SEND:
+            msg = self._mv_comm._mv_finish(self, status, msg, site)
+        self._mv_rec.wait([self._mv_req], site)
+        return msg
+
+    # -- instance methods ------------------------------------------------------
+
+    def Wait(self, status: MPI.Status | None = None) -> Literal[True]:
+        if not self:
+            return _Base.Wait(self, status)
+        st = _Status() if status is None else status
+        _Base.Wait(self, st)
+        self._mv_one(st, None)
+        return True
+
+    def wait(self, status: MPI.Status | None = None) -> Any:
+        if not self:
+            return _Base.wait(self, status)
+        st = _Status() if status is None else status
+        return self._mv_one(st, _Base.wait(self, st))
+
+    def Test(self, status: MPI.Status | None = None) -> bool:
+        if not self:
+            return _Base.Test(self, status)
+        st = _Status() if status is None else status
+        flag = _Base.Test(self, st)
+        if flag:
+            self._mv_one(st, None)
+        return flag
+
+    def test(self, status: MPI.Status | None = None) -> tuple[bool, Any]:
+        if not self:
+            return _Base.test(self, status)
+        st = _Status() if status is None else status
+        flag, msg = _Base.test(self, st)
+        if flag:
+            msg = self._mv_one(st, msg)
+        return flag, msg
+
+    # -- class methods over lists ----------------------------------------------
+
+    @classmethod
+    def Waitall(
+        cls, requests: Sequence[MPI.Request], statuses: list[MPI.Status] | None = None
+    ) -> Literal[True]:
+        live = [i for i, r in enumerate(requests) if _is_live(r)]
+        if not live:
+            return _Base.Waitall(requests, statuses)
+        sts = _statuses(requests, statuses)
+        _Base.Waitall(requests, sts)
+        _finish(requests, live, sts, None)
+        return True
+
+    @classmethod
+    def waitall(
+        cls, requests: Sequence[MPI.Request], statuses: list[MPI.Status] | None = None
+    ) -> list[Any]:
+        live = [i for i, r in enumerate(requests) if _is_live(r)]
+        if not live:
+            return _Base.waitall(requests, statuses)
+        sts = _statuses(requests, statuses)
+        objs = _Base.waitall(requests, sts)
+        _finish(requests, live, sts, objs)
+        return objs
+
+    @classmethod
+    def Testall(
+        cls, requests: Sequence[MPI.Request], statuses: list[MPI.Status] | None = None
+    ) -> bool:
+        live = [i for i, r in enumerate(requests) if _is_live(r)]
+        if not live:
+            return _Base.Testall(requests, statuses)
+        sts = _statuses(requests, statuses)
+        flag = _Base.Testall(requests, sts)
+        if flag:
+            _finish(requests, live, sts, None)
+        return flag
+
+    @classmethod
+    def testall(
+        cls, requests: Sequence[MPI.Request], statuses: list[MPI.Status] | None = None
+    ) -> tuple[bool, list[Any] | None]:
+        live = [i for i, r in enumerate(requests) if _is_live(r)]
+        if not live:
+            return _Base.testall(requests, statuses)
+        sts = _statuses(requests, statuses)
+        flag, objs = _Base.testall(requests, sts)
+        if flag and objs is not None:
+            _finish(requests, live, sts, objs)
+        return flag, objs
+
+    @classmethod
+    def Waitany(cls, requests: Sequence[MPI.Request], status: MPI.Status | None = None) -> int:
+        st = _Status() if status is None else status
+        index = _Base.Waitany(requests, st)
+        if index != _UNDEFINED and type(requests[index]) is TracedRequest:
+            requests[index]._mv_one(st, None)  # type: ignore[attr-defined]
+        return index
+
+    @classmethod
+    def waitany(
+        cls, requests: Sequence[MPI.Request], status: MPI.Status | None = None
+    ) -> tuple[int, Any]:
+        st = _Status() if status is None else status
+        index, msg = _Base.waitany(requests, st)
+        if index != _UNDEFINED and type(requests[index]) is TracedRequest:
+            msg = requests[index]._mv_one(st, msg)  # type: ignore[attr-defined]
+        return index, msg
+
+    @classmethod
+    def Testany(
+        cls, requests: Sequence[MPI.Request], status: MPI.Status | None = None
+    ) -> tuple[int, bool]:
+        st = _Status() if status is None else status
+        index, flag = _Base.Testany(requests, st)
+        if flag and index != _UNDEFINED and type(requests[index]) is TracedRequest:
+            requests[index]._mv_one(st, None)  # type: ignore[attr-defined]
+        return index, flag
+
+    @classmethod
+    def testany(
+        cls, requests: Sequence[MPI.Request], status: MPI.Status | None = None
+    ) -> tuple[int, bool, Any]:
+        st = _Status() if status is None else status
+        index, flag, msg = _Base.testany(requests, st)
+        if flag and index != _UNDEFINED and type(requests[index]) is TracedRequest:
+            msg = requests[index]._mv_one(st, msg)  # type: ignore[attr-defined]
+        return index, flag, msg
+
+    @classmethod
+    def Waitsome(
+        cls, requests: Sequence[MPI.Request], statuses: list[MPI.Status] | None = None
+    ) -> list[int] | None:
+        sts = _statuses(requests, statuses)
+        indices = _Base.Waitsome(requests, sts)
+        _finish_some(requests, indices, sts, None)
+        return indices
+
+    @classmethod
+    def waitsome(
+        cls, requests: Sequence[MPI.Request], statuses: list[MPI.Status] | None = None
+    ) -> tuple[list[int] | None, list[Any] | None]:
+        sts = _statuses(requests, statuses)
+        indices, objs = _Base.waitsome(requests, sts)
+        _finish_some(requests, indices, sts, objs)
+        return indices, objs
+
+    @classmethod
+    def Testsome(
+        cls, requests: Sequence[MPI.Request], statuses: list[MPI.Status] | None = None
+    ) -> list[int] | None:
+        sts = _statuses(requests, statuses)
+        indices = _Base.Testsome(requests, sts)
+        _finish_some(requests, indices, sts, None)
+        return indices
+
+    @classmethod
+    def testsome(
+        cls, requests: Sequence[MPI.Request], statuses: list[MPI.Status] | None = None
+    ) -> tuple[list[int] | None, list[Any] | None]:
+        sts = _statuses(requests, statuses)
+        indices, objs = _Base.testsome(requests, sts)
+        _finish_some(requests, indices, sts, objs)
+        return indices, objs
+
+
+def _statuses(
+    requests: Sequence[MPI.Request], statuses: list[MPI.Status] | None
+) -> list[MPI.Status]:
+    """The caller's status list, or a fresh one: completions need every source and tag."""
+    if statuses is None:
+        return [_Status() for _ in requests]
+    while len(statuses) < len(requests):
+        statuses.append(_Status())
+    return statuses
+
+
+def _finish(
+    requests: Sequence[MPI.Request], done: list[int], sts: list[MPI.Status], objs: list[Any] | None
+) -> None:
+    """Record the completion of ``requests[i]`` for ``i`` in ``done`` (all traced)."""
+    rec = TracedRequest._mv_rec
+    site = rec.site()
+    reqs: list[TracedRequest] = [requests[i] for i in done]  # type: ignore[misc]
+    # Receives in posting order: that is the order in which MPI matched them.
+    for i in sorted(done, key=lambda i: requests[i]._mv_req):  # type: ignore[attr-defined]
+        r: TracedRequest = requests[i]  # type: ignore[assignment]
+        if r._mv_kind != SEND:
+            msg = r._mv_comm._mv_finish(r, sts[i], None if objs is None else objs[i], site)
+            if objs is not None:
+                objs[i] = msg
+    rec.wait([r._mv_req for r in reqs], site)
+
+
+def _finish_some(
+    requests: Sequence[MPI.Request],
+    indices: list[int] | None,
+    sts: list[MPI.Status],
+    objs: list[Any] | None,
+) -> None:
+    """Waitsome/Testsome: ``objs``/``sts`` are indexed by position in ``indices``."""
+    if not indices:
+        return
+    traced = [k for k, i in enumerate(indices) if type(requests[i]) is TracedRequest]
+    if not traced:
+        return
+    rec = TracedRequest._mv_rec
+    site = rec.site()
+    order = sorted(traced, key=lambda k: requests[indices[k]]._mv_req)  # type: ignore[attr-defined]
+    for k in order:
+        r: TracedRequest = requests[indices[k]]  # type: ignore[assignment]
+        if r._mv_kind != SEND:
+            msg = r._mv_comm._mv_finish(r, sts[k], None if objs is None else objs[k], site)
+            if objs is not None:
+                objs[k] = msg
+    rec.wait([requests[indices[k]]._mv_req for k in traced], site)  # type: ignore[attr-defined]

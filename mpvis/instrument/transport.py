@@ -1,0 +1,201 @@
+"""Where a rank's records go, and the flusher thread that ships them.
+
+Sinks (chosen by :func:`open_sink` from the environment that ``mpvis run`` sets):
+
+* ``MPVIS_COLLECTOR=host:port`` (with ``MPVIS_TOKEN``): :class:`SocketSink`
+  speaks the wire protocol of :mod:`mpvis.protocol.framing` to the collector
+  of this machine: ``HELLO`` (role ``rank``), ``HEADER`` (rank 0 only),
+  ``RECORDS`` batches numbered from 0, and ``BYE`` with ``final`` or
+  ``crashed`` (MPVisualizer, section 2: ranks report to a per-machine
+  collector).  If the collector cannot be reached the rank says so on stderr
+  and runs untraced rather than failing.
+* else ``MPVIS_TRACE_DIR=DIR``: :class:`FileSink` writes ``DIR/rank-<r>.jsonl``
+  (JSON Lines, this rank's events in ``seq`` order); rank 0's file starts with
+  the header, so ``cat rank-0.jsonl rank-1.jsonl ...`` is a valid trace file.
+* else: :class:`NullSink`, records are dropped (the program still runs with
+  the wrappers, so its behaviour does not depend on being watched).
+
+Flushing (:class:`Flusher`): the program's thread never encodes or writes.  A
+daemon thread wakes every ``MPVIS_FLUSH_MS`` milliseconds (default 10) and
+ships whatever is pending.  mpi4py releases the GIL inside every blocking MPI
+call, so a rank that blocks (in a receive, a wait, a collective, a probe) has
+all its records at the collector at most one period later: the live view
+never lags behind a blocked rank by more than that.  A synchronous flush
+before each blocking call would cost a syscall per message, several times the
+latency of a small mpi4py message (see ``benchmarks/overhead_pingpong.py``).
+:meth:`Flusher.close` drains everything synchronously (normal end and crash).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Protocol
+
+from mpvis.protocol.framing import MsgType, encode_frame
+
+__all__ = ["FileSink", "Flusher", "NullSink", "Sink", "SocketSink", "open_sink"]
+
+Record = dict[str, Any]
+
+#: Records per ``RECORDS`` frame; keeps a frame far below the 16 MiB bound.
+BATCH_RECORDS = 20_000
+
+
+class Sink(Protocol):
+    """A destination for one rank's header, record batches and goodbye."""
+
+    def header(self, header: Record) -> None:
+        """The run's trace header (rank 0 only)."""
+
+    def records(self, batch: list[Record]) -> None:
+        """Records of this rank, in ``seq`` order, continuing the previous batch."""
+
+    def bye(self, status: str, detail: str) -> None:
+        """The rank is done (``final`` or ``crashed``); release resources."""
+
+
+class NullSink:
+    """Drops everything."""
+
+    def header(self, header: Record) -> None:
+        return None
+
+    def records(self, batch: list[Record]) -> None:
+        return None
+
+    def bye(self, status: str, detail: str) -> None:
+        return None
+
+
+class FileSink:
+    """Writes ``rank-<r>.jsonl`` in a directory (header first on rank 0)."""
+
+    def __init__(self, directory: Path, rank: int) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        self._file = open(directory / f"rank-{rank}.jsonl", "w", encoding="utf-8")  # noqa: SIM115
+
+    def header(self, header: Record) -> None:
+        self._write([header])
+
+    def records(self, batch: list[Record]) -> None:
+        self._write(batch)
+
+    def _write(self, recs: list[Record]) -> None:
+        self._file.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs))
+        self._file.flush()
+
+    def bye(self, status: str, detail: str) -> None:
+        self._file.close()
+
+
+class SocketSink:
+    """Frames of the wire protocol over one TCP connection to the collector."""
+
+    def __init__(self, address: str, token: str | None, rank: int) -> None:
+        host, _, port = address.rpartition(":")
+        self._sock = socket.create_connection((host or "127.0.0.1", int(port)), timeout=30)
+        self._sock.settimeout(None)
+        self._rank = rank
+        self._batch = 0
+        self._send(
+            MsgType.HELLO,
+            {
+                "role": "rank",
+                "token": token,
+                "rank": rank,
+                "pid": os.getpid(),
+                "host": socket.gethostname(),
+            },
+        )
+
+    def _send(self, msg_type: MsgType, body: dict[str, Any]) -> None:
+        self._sock.sendall(encode_frame(msg_type, body))
+
+    def header(self, header: Record) -> None:
+        self._send(MsgType.HEADER, header)
+
+    def records(self, batch: list[Record]) -> None:
+        for i in range(0, len(batch), BATCH_RECORDS):
+            self._send(
+                MsgType.RECORDS, {"batch": self._batch, "records": batch[i : i + BATCH_RECORDS]}
+            )
+            self._batch += 1
+
+    def bye(self, status: str, detail: str) -> None:
+        try:
+            self._send(MsgType.BYE, {"rank": self._rank, "status": status, "detail": detail})
+            self._sock.shutdown(socket.SHUT_WR)
+        finally:
+            self._sock.close()
+
+
+def open_sink(rank: int, env: dict[str, str] | None = None) -> Sink:
+    """The sink the environment asks for (see the module docstring)."""
+    env = dict(os.environ) if env is None else env
+    address = env.get("MPVIS_COLLECTOR", "")
+    if address:
+        try:
+            return SocketSink(address, env.get("MPVIS_TOKEN") or None, rank)
+        except OSError as exc:
+            print(
+                f"mpvis: rank {rank}: cannot reach collector {address}: {exc}; running untraced",
+                file=sys.stderr,
+            )
+            return NullSink()
+    directory = env.get("MPVIS_TRACE_DIR", "")
+    if directory:
+        return FileSink(Path(directory), rank)
+    return NullSink()
+
+
+class Flusher:
+    """A daemon thread that moves records from ``drain()`` to a sink periodically.
+
+    A sink that fails (the collector went away) is replaced by a
+    :class:`NullSink` after one message on stderr: the program keeps running.
+    """
+
+    def __init__(self, drain: Callable[[], list[Record]], sink: Sink, period: float) -> None:
+        self._drain = drain
+        self._sink = sink
+        self._period = period
+        self._lock = threading.Lock()  # serialises flushes (thread vs close)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mpvis-flusher", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._period):
+            self.flush()
+
+    def flush(self) -> None:
+        """Ship every pending record now."""
+        with self._lock:
+            batch = self._drain()
+            if batch:
+                self._call(self._sink.records, batch)
+
+    def _call(self, fn: Callable[..., None], *args: Any) -> None:
+        try:
+            fn(*args)
+        except OSError as exc:
+            print(
+                f"mpvis: trace output failed ({exc}); the rest of this rank is untraced",
+                file=sys.stderr,
+            )
+            self._sink = NullSink()
+
+    def close(self, status: str, detail: str = "") -> None:
+        """Stop the thread, ship the rest, say goodbye with ``status``."""
+        self._stop.set()
+        if threading.current_thread() is not self._thread:
+            self._thread.join(timeout=5)
+        self.flush()
+        with self._lock:
+            self._call(self._sink.bye, status, detail)
