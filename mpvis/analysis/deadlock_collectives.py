@@ -64,7 +64,7 @@ class _Instance:
 
     first: Record
     reached: int = 1
-    arrivals: list[Record] = field(default_factory=list)
+    arrivals: list[Record] = field(default_factory=list)  # every later rank's record
     report: int | None = None  # index of its mismatch Deadlock in the found list
 
 
@@ -124,8 +124,8 @@ class CollectiveTracker:
             insts[n] = inst = _Instance(rec)
         else:
             inst.reached += 1
+            inst.arrivals.append(rec)
             if inst.report is not None or _differs(inst.first, rec):
-                inst.arrivals.append(rec)
                 self._report_mismatch(comm, n, inst)
         if inst.reached >= self._size(comm):
             del insts[n]
@@ -174,16 +174,17 @@ class CollectiveTracker:
                 self._report_finished(comm, f, counts.get(f, 0), rec, n)
 
     def _report_mismatch(self, comm: int, n: int, inst: _Instance) -> None:
-        first = inst.first
-        parts = [
-            f"rank {first['rank']} called {describe_coll(first)}{describe_site(first.get('site'))}"
-        ]
+        recs = [inst.first, *inst.arrivals]
+        calls: dict[str, list[int]] = {}
         fields: set[str] = set()
-        for rec in inst.arrivals:
-            fields.update(_differs(first, rec))
-            parts.append(
-                f"rank {rec['rank']} called {describe_coll(rec)}{describe_site(rec.get('site'))}"
-            )
+        for rec in recs:
+            fields.update(_differs(inst.first, rec))
+            call = describe_coll(rec) + describe_site(rec.get("site"))
+            calls.setdefault(call, []).append(rec["rank"])
+        parts = [
+            f"rank{'s' if len(ranks) > 1 else ''} {', '.join(map(str, ranks))} called {call}"
+            for call, ranks in calls.items()
+        ]
         check = "collective-order" if "op" in fields else "collective-args"
         what = (
             "different collectives" if "op" in fields else "different " + "/".join(sorted(fields))
@@ -193,7 +194,6 @@ class CollectiveTracker:
             + "; ".join(parts)
             + f" ({what}); the ranks cannot all complete the same collective."
         )
-        recs = [first, *inst.arrivals]
         dl = Deadlock(
             kind=COLLECTIVE,
             ranks=sorted({r["rank"] for r in recs}),

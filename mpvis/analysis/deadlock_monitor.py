@@ -58,6 +58,7 @@ class DeadlockMonitor:
         self.nprocs = nprocs
         self._cur: list[Record | None] = [None] * nprocs
         self._finished = [False] * nprocs
+        self._dead: dict[int, str] = {}
         self._found: list[Deadlock] = []
         self._graph: list[Deadlock] = []
         self._p2p = P2PState(nprocs)
@@ -95,6 +96,10 @@ class DeadlockMonitor:
     def deadlocks(self) -> list[Deadlock]:
         """Deadlocks found so far: those proven while feeding, then those of the last check."""
         return [*self._found, *self._graph]
+
+    def mark_dead(self, rank: int, detail: str) -> None:
+        """The rank crashed or was killed: it will never act again (like a finished rank)."""
+        self._dead[rank] = detail
 
     # -- record handlers ---------------------------------------------------------------
 
@@ -158,7 +163,7 @@ class DeadlockMonitor:
         free: list[int] = []
         for rank in range(self.nprocs):
             cur = self._cur[rank]
-            if self._finished[rank] or rank in known:
+            if self._finished[rank] or rank in known or rank in self._dead:
                 continue
             clauses = None if cur is None else self._clauses(rank, cur, final)
             if clauses is None:
@@ -185,6 +190,8 @@ class DeadlockMonitor:
     def _terminal(self, rank: int, known: dict[int, Deadlock]) -> str:
         if self._finished[rank]:
             return "finished"
+        if rank in self._dead:
+            return f"dead ({self._dead[rank]})"
         if rank in known:
             return f"stuck ({known[rank].check}, reported separately)"
         return "not blocked"
@@ -236,6 +243,8 @@ class DeadlockMonitor:
         def who(t: int) -> str:
             if self._finished[t]:
                 return f"{t} (finished)"
+            if t in self._dead:
+                return f"{t} (dead)"
             if t in known:
                 return f"{t} (stuck in a reported deadlock)"
             return str(t)
