@@ -72,6 +72,7 @@ __all__ = [
     "holds",
     "names_used",
     "parse",
+    "reads_fields",
     "uses_event",
 ]
 
@@ -567,3 +568,8 @@ def uses_event(tree: Expr) -> bool:
     return any(
         isinstance(n, Attr) or (isinstance(n, Name) and n.name == KIND_NAME) for n in _walk(tree)
     )
+
+
+def reads_fields(tree: Expr) -> bool:
+    """Does ``tree`` read a field of the current event (``event.FIELD``)?"""
+    return any(isinstance(n, Attr) for n in _walk(tree))
