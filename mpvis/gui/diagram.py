@@ -1,0 +1,433 @@
+"""The space-time diagram widget (MPVisualizer's drawing area, paper section 2).
+
+One :class:`~mpvis.gui.layers.SymbolLayer` for every event symbol, one
+:class:`~mpvis.gui.layers.LineLayer` each for process lines, messages and
+unconsumed messages, and a pair per overlay: never one graphics item per
+event.  At every view change the scene's level of detail
+(:mod:`mpvis.scene.lod`) picks what the viewport can show.
+
+Extension points (documented in ``docs/gui.md``; keep them stable):
+
+* :meth:`DiagramView.set_overlay` / :meth:`DiagramView.clear_overlay`: draw an
+  :class:`~mpvis.scene.overlay.Overlay` (cones, ghost lines, wait-for cycles);
+* :meth:`DiagramView.add_event_action`: an entry in the right-click menu of an
+  event, called with the event's global index;
+* signals :attr:`DiagramView.event_selected` and :attr:`DiagramView.event_hovered`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from mpvis.gui.layers import LineLayer, SymbolLayer
+from mpvis.gui.symbol_art import ring_pixmap, symbol_pixmap
+from mpvis.model.manager import ModelManager
+from mpvis.scene import describe, hittest, lod, messages
+from mpvis.scene import symbols as sym
+from mpvis.scene.layout import Layout
+from mpvis.scene.overlay import Overlay, dim_mask, overlay_geometry
+
+_STOP_SPECS = [
+    sym.SymbolSpec("suspended", "suspended here", "pause", sym.SUSPENDED_COLOR, "#bf360c", 16),
+    sym.SymbolSpec("dead", "died here", "cross", sym.DEAD_COLOR, "#000000", 16),
+]
+
+
+@dataclass
+class EventAction:
+    """An entry of the event context menu (see :meth:`DiagramView.add_event_action`)."""
+
+    label: str
+    callback: Callable[[int], None]
+    enabled: Callable[[int], bool] | None = None
+
+
+def _pen(color: str, width: float, dashed: bool = False, alpha: int = 255) -> QtGui.QPen:
+    c = QtGui.QColor(color)
+    c.setAlpha(alpha)
+    pen = QtGui.QPen(c)
+    pen.setWidthF(width)
+    pen.setCosmetic(True)
+    if dashed:
+        pen.setStyle(QtCore.Qt.PenStyle.DashLine)
+    return pen
+
+
+class _OverlayItems:
+    def __init__(self, ov: Overlay, plot: pg.PlotItem) -> None:
+        self.lines = LineLayer(_pen(ov.color, ov.width, ov.dashed))
+        self.marks = SymbolLayer([ring_pixmap(ov.color, 22)])
+        layers: list[pg.GraphicsObject] = [self.lines, self.marks]
+        for i, item in enumerate(layers):
+            item.setZValue(20 + ov.z * 2 + i)
+            plot.addItem(item, ignoreBounds=True)
+
+    def remove(self, plot: pg.PlotItem) -> None:
+        plot.removeItem(self.lines)
+        plot.removeItem(self.marks)
+
+
+class DiagramView(pg.PlotWidget):
+    """Space-time diagram of one model; grows as the model does."""
+
+    #: global index of the selected event, -1 when the selection is cleared
+    event_selected = QtCore.Signal(int)
+    #: global index of the event under the pointer, -1 when none
+    event_hovered = QtCore.Signal(int)
+    #: the visible range changed (for the overview)
+    view_changed = QtCore.Signal()
+
+    def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
+        super().__init__(parent, background="w")
+        self.model: ModelManager | None = None
+        self.layout_: Layout | None = None
+        self.logical = False
+        self.follow = True
+        self.selected = -1
+        self.frame_budget = lod.DEFAULT_BUDGET
+        self._msgs: messages.MessageIndex | None = None
+        self._extents = np.zeros((0, 2))
+        self._overlays: dict[str, Overlay] = {}
+        self._overlay_items: dict[str, _OverlayItems] = {}
+        self._actions: list[EventAction] = []
+        self._redraw_pending = False
+        self._setting_range = False
+        pi = self.getPlotItem()
+        pi.setMenuEnabled(False)
+        pi.hideButtons()
+        pi.showGrid(x=True, y=False, alpha=0.15)
+        pi.invertY(True)
+        pi.getAxis("bottom").setLabel("time (s)")
+        pi.getAxis("left").setStyle(tickTextWidth=60, autoExpandTextSpace=False)
+        self.vb = pi.getViewBox()
+        self.vb.disableAutoRange()
+        self.vb.setMouseEnabled(x=True, y=True)
+        self._proc = LineLayer(_pen(sym.PROCESS_LINE_COLOR, 2.0))
+        self._msg = LineLayer(_pen(sym.MESSAGE_COLOR, 1.0), _pen(sym.MESSAGE_COLOR, 1.0, alpha=40))
+        self._lost = LineLayer(_pen(sym.UNCONSUMED_COLOR, 1.6, dashed=True))
+        self._syms = SymbolLayer(
+            [symbol_pixmap(s) for s in sym.SYMBOLS], [symbol_pixmap(s, 0.18) for s in sym.SYMBOLS]
+        )
+        self._stops = SymbolLayer([symbol_pixmap(s) for s in _STOP_SPECS])
+        self._select = SymbolLayer([ring_pixmap("#ff1744", 26, 3.0)])
+        layers: list[pg.GraphicsObject] = [
+            self._proc,
+            self._msg,
+            self._lost,
+            self._syms,
+            self._stops,
+        ]
+        for z, item in enumerate(layers):
+            item.setZValue(z)
+            pi.addItem(item, ignoreBounds=True)
+        self._select.setZValue(50)
+        pi.addItem(self._select, ignoreBounds=True)
+        self.vb.sigRangeChanged.connect(self._range_changed)
+        self.vb.sigRangeChangedManually.connect(self._user_moved)
+        self.scene().sigMouseMoved.connect(self._mouse_moved)
+        self.scene().sigMouseClicked.connect(self._mouse_clicked)
+        self.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
+
+    # ------------------------------------------------------------ model
+    def set_model(self, model: ModelManager | None) -> None:
+        """Show ``model`` (None: empty diagram); clears selection and overlays."""
+        self.model = model
+        self.layout_ = Layout(model) if model is not None else None
+        self.selected = -1
+        for name in list(self._overlays):
+            self.clear_overlay(name)
+        self.follow = True
+        self._update_axis()
+        self.data_changed()
+        self.fit_all()
+
+    def data_changed(self) -> None:
+        """The model grew or changed: lay out what is new and redraw once."""
+        if self.layout_ is not None:
+            self.layout_.update()
+            self._msgs = messages.message_index(self.layout_)
+            self._extents = messages.rank_extents(self.layout_, self.logical)
+            if self.follow:
+                self._follow_newest()
+        self.schedule_redraw()
+
+    # ------------------------------------------------------------ views
+    def set_logical(self, logical: bool) -> None:
+        """Switch between real time and the logical (happened-before) layout."""
+        if self.layout_ is not None and not self.layout_.has_time:
+            logical = True
+        if logical == self.logical:
+            return
+        self.logical = logical
+        self.getPlotItem().getAxis("bottom").setLabel(
+            "logical time (Lamport clock)" if logical else "time (s)"
+        )
+        if self.layout_ is not None:
+            self._extents = messages.rank_extents(self.layout_, self.logical)
+        self.fit_all()
+
+    def fit_all(self) -> None:
+        """Show the whole run."""
+        lay = self.layout_
+        x0, x1 = lay.bounds(self.logical) if lay is not None else (0.0, 1.0)
+        pad = (x1 - x0) * 0.03
+        rows = max(lay.visible_rows if lay is not None else 1, 1)
+        self._set_range(x0 - pad, x1 + pad, -0.7, rows - 0.3)
+
+    def zoom_to_ranks(self, first_row: int, last_row: int) -> None:
+        """Show rows ``first_row..last_row`` (inclusive), keeping the time range."""
+        (x0, x1), _ = self.vb.viewRange()
+        self._set_range(x0, x1, first_row - 0.6, last_row + 0.6)
+
+    def zoom_x(self, x0: float, x1: float) -> None:
+        """Show times ``x0..x1`` of the current layout."""
+        _, (y0, y1) = self.vb.viewRange()
+        self._set_range(x0, x1, y0, y1)
+
+    def set_rank_order(self, order: list[int], hidden: set[int] | None = None) -> None:
+        """Reorder (top to bottom) or hide ranks."""
+        if self.layout_ is None:
+            return
+        self.layout_.set_rows(order, hidden)
+        self._extents = messages.rank_extents(self.layout_, self.logical)
+        self._update_axis()
+        self.fit_all()
+
+    def data_viewport(self) -> lod.Viewport:
+        (x0, x1), (y0, y1) = self.vb.viewRange()
+        r = self.vb.sceneBoundingRect()
+        return lod.Viewport(x0, x1, y0, y1, max(int(r.width()), 1), max(int(r.height()), 1))
+
+    def _set_range(self, x0: float, x1: float, y0: float, y1: float) -> None:
+        self._setting_range = True
+        try:
+            self.vb.setRange(xRange=(x0, x1), yRange=(y0, y1), padding=0)
+        finally:
+            self._setting_range = False
+
+    def _follow_newest(self) -> None:
+        lay = self.layout_
+        if lay is None or not lay.count:
+            return
+        lo, hi = lay.bounds(self.logical)
+        (x0, x1), (y0, y1) = self.vb.viewRange()
+        width = x1 - x0
+        if hi - lo <= width * 0.95 or x1 < lo:
+            self.fit_all()
+        else:
+            self._set_range(hi + width * 0.05 - width, hi + width * 0.05, y0, y1)
+
+    def _user_moved(self, *args: object) -> None:
+        if self.layout_ is None:
+            return
+        hi = self.layout_.bounds(self.logical)[1]
+        x1 = self.vb.viewRange()[0][1]
+        self.follow = x1 >= hi  # scrolled back to the newest events: follow again
+
+    def _update_axis(self) -> None:
+        lay = self.layout_
+        ticks = []
+        if lay is not None:
+            for r in range(lay.nprocs):
+                if lay.rows[r] >= 0:
+                    ticks.append((float(lay.rows[r]), f"rank {r}"))
+        self.getPlotItem().getAxis("left").setTicks([ticks, []])
+
+    # ------------------------------------------------------------ drawing
+    def schedule_redraw(self) -> None:
+        """Redraw once, the next time the event loop runs (many calls, one frame)."""
+        if not self._redraw_pending:
+            self._redraw_pending = True
+            QtCore.QTimer.singleShot(0, self.redraw)
+
+    def _range_changed(self, *args: object) -> None:
+        self.schedule_redraw()
+        self.view_changed.emit()
+
+    def redraw(self) -> None:
+        """Recompute the level of detail for the current viewport and update every layer."""
+        self._redraw_pending = False
+        lay = self.layout_
+        if lay is None or self._msgs is None:
+            for item in (self._proc, self._msg, self._lost):
+                item.set_segments(np.zeros((0, 4)))
+            self._syms.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))
+            self._stops.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))
+            return
+        view = self.data_viewport()
+        x, y = lay.x(self.logical), lay.y
+        overlays = sorted(self._overlays.values(), key=lambda o: o.z)
+        faded = dim_mask(overlays, lay.count)
+        idx = lod.visible_events(
+            x[: lay.count], y, lay.cls, view, n_classes=sym.N_SYMBOLS, budget=self.frame_budget
+        )
+        self._syms.set_points(
+            np.column_stack([x[idx], y[idx]]), lay.cls[idx], None if faded is None else faded[idx]
+        )
+        seg = messages.message_segments(lay, self._msgs, self.logical)
+        keep = lod.visible_segments(
+            seg[:, 0], seg[:, 1], seg[:, 2], seg[:, 3], view, budget=self.frame_budget
+        )
+        split = None
+        if faded is not None:
+            split = faded[self._msgs.send[keep]] | faded[self._msgs.consume[keep]]
+        self._msg.set_segments(seg[keep], split)
+        self._lost.set_segments(
+            messages.unconsumed_segments(lay, self._msgs, self.logical, self._extents)
+        )
+        self._proc.set_segments(messages.process_lines(lay, self._extents))
+        self._draw_stops()
+        for name, ov in self._overlays.items():
+            geo = overlay_geometry(ov, lay, self.logical)
+            items = self._overlay_items[name]
+            poly = geo.polyline_xy
+            poly_seg = np.column_stack([poly[:-1], poly[1:]]) if len(poly) > 1 else np.zeros((0, 4))
+            items.lines.set_segments(np.concatenate([geo.segments_xy, poly_seg]))
+            items.marks.set_points(geo.highlight_xy, np.zeros(len(geo.highlight_xy), np.int8))
+        if 0 <= self.selected < lay.count and not np.isnan(x[self.selected]):
+            g = self.selected
+            self._select.set_points(np.array([[x[g], y[g]]]), np.zeros(1, np.int8))
+        else:
+            self._select.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))
+
+    def _draw_stops(self) -> None:
+        lay, m = self.layout_, self.model
+        assert lay is not None and m is not None
+        pts, cls = [], []
+        x = lay.x(self.logical)
+        for r in range(m.nprocs):
+            status = m.status(r)
+            if status not in ("suspended", "dead") or lay.rows[r] < 0:
+                continue
+            s = m.where(r)
+            if s is None:
+                continue
+            g = m.gidx(r, s)
+            if g < lay.count and not np.isnan(x[g]):
+                pts.append((x[g], lay.rows[r]))
+                cls.append(0 if status == "suspended" else 1)
+        self._stops.set_points(np.array(pts).reshape(-1, 2), np.array(cls, np.int8))
+
+    # ------------------------------------------------------------ overlays
+    def set_overlay(self, name: str, overlay: Overlay) -> None:
+        """Draw ``overlay`` under ``name``, replacing any overlay of that name."""
+        if (
+            name in self._overlay_items
+            and self._overlays[name].color == overlay.color
+            and (self._overlays[name].z == overlay.z)
+        ):
+            items = self._overlay_items[name]
+            items.lines.set_pen(_pen(overlay.color, overlay.width, overlay.dashed))
+        else:
+            if name in self._overlay_items:
+                self._overlay_items.pop(name).remove(self.getPlotItem())
+            self._overlay_items[name] = _OverlayItems(overlay, self.getPlotItem())
+        self._overlays[name] = overlay
+        self.schedule_redraw()
+
+    def clear_overlay(self, name: str) -> None:
+        """Remove the overlay called ``name`` (no error if there is none)."""
+        self._overlays.pop(name, None)
+        items = self._overlay_items.pop(name, None)
+        if items is not None:
+            items.remove(self.getPlotItem())
+        self.schedule_redraw()
+
+    def overlays(self) -> dict[str, Overlay]:
+        """The overlays shown now, by name."""
+        return dict(self._overlays)
+
+    # ------------------------------------------------------------ interaction
+    def add_event_action(
+        self,
+        label: str,
+        callback: Callable[[int], None],
+        enabled: Callable[[int], bool] | None = None,
+    ) -> None:
+        """Add ``label`` to the right-click menu of events; ``callback(g)`` runs when chosen."""
+        self._actions.append(EventAction(label, callback, enabled))
+
+    def event_actions(self) -> list[EventAction]:
+        return list(self._actions)
+
+    def event_at_scene(self, pos: QtCore.QPointF) -> int | None:
+        if self.layout_ is None or not self.vb.sceneBoundingRect().contains(pos):
+            return None
+        p = self.vb.mapSceneToView(pos)
+        return hittest.event_at(self.layout_, self.logical, p.x(), p.y(), self.data_viewport())
+
+    def select_event(self, g: int, center: bool = False) -> None:
+        """Select event ``g`` (-1: none); with ``center`` scroll it into the middle."""
+        self.selected = g
+        if center and self.layout_ is not None and 0 <= g < self.layout_.count:
+            x = float(self.layout_.x(self.logical)[g])
+            y = float(self.layout_.y[g])
+            (x0, x1), (y0, y1) = self.vb.viewRange()
+            if not np.isnan(x):
+                self.follow = False
+                hw, hh = (x1 - x0) / 2, (y1 - y0) / 2
+                if y >= 0 and not (y0 <= y <= y1):
+                    y0, y1 = y - hh, y + hh
+                self._set_range(x - hw, x + hw, y0, y1)
+        self.schedule_redraw()
+        self.event_selected.emit(g)
+
+    def _mouse_moved(self, pos: QtCore.QPointF) -> None:
+        g = self.event_at_scene(pos)
+        self.event_hovered.emit(-1 if g is None else g)
+        if g is not None and self.model is not None:
+            QtWidgets.QToolTip.showText(QtGui.QCursor.pos(), describe.summary(self.model, g), self)
+
+    def _mouse_clicked(self, ev: object) -> None:
+        pos = ev.scenePos()  # type: ignore[attr-defined]
+        g = self.event_at_scene(pos)
+        button = ev.button()  # type: ignore[attr-defined]
+        if button == QtCore.Qt.MouseButton.LeftButton:
+            self.select_event(-1 if g is None else g)
+        elif button == QtCore.Qt.MouseButton.RightButton and g is not None:
+            self.select_event(g)
+            self.context_menu(g).popup(QtGui.QCursor.pos())
+
+    def context_menu(self, g: int) -> QtWidgets.QMenu:
+        """The right-click menu of event ``g``: every registered action."""
+        menu = QtWidgets.QMenu(self)
+        for act in self._actions:
+            a = menu.addAction(act.label)
+            a.setEnabled(act.enabled is None or bool(act.enabled(g)))
+            a.triggered.connect(lambda _=False, cb=act.callback: cb(g))
+        return menu
+
+    def keyPressEvent(self, ev: QtGui.QKeyEvent) -> None:
+        key = ev.key()
+        (x0, x1), (y0, y1) = self.vb.viewRange()
+        w, h = x1 - x0, y1 - y0
+        keys = QtCore.Qt.Key
+        if key in (keys.Key_Plus, keys.Key_Equal):
+            self._set_range(x0 + w / 4, x1 - w / 4, y0, y1)
+        elif key == keys.Key_Minus:
+            self._set_range(x0 - w / 2, x1 + w / 2, y0, y1)
+        elif key == keys.Key_Left:
+            self._set_range(x0 - w / 5, x1 - w / 5, y0, y1)
+        elif key == keys.Key_Right:
+            self._set_range(x0 + w / 5, x1 + w / 5, y0, y1)
+        elif key == keys.Key_Up:
+            self._set_range(x0, x1, y0 - h / 5, y1 - h / 5)
+        elif key == keys.Key_Down:
+            self._set_range(x0, x1, y0 + h / 5, y1 + h / 5)
+        elif key in (keys.Key_Home, keys.Key_F):
+            self.fit_all()
+        elif key == keys.Key_End:
+            self.follow = True
+            self._follow_newest()
+        elif key == keys.Key_L:
+            self.set_logical(not self.logical)
+        else:
+            super().keyPressEvent(ev)
+            return
+        if key not in (keys.Key_End, keys.Key_Home, keys.Key_F, keys.Key_L):
+            self._user_moved()

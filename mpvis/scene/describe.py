@@ -1,0 +1,68 @@
+"""Words for events: the one-line hover summary and the details panel's fields."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mpvis.protocol import records as rec_kinds
+
+if TYPE_CHECKING:
+    from mpvis.model.manager import ModelManager
+
+
+def _arg(v: int) -> str:
+    return "ANY" if v == -1 else str(v)
+
+
+def summary(m: ModelManager, g: int) -> str:
+    """One line: ``rank 2 #5 recv(src=ANY, tag=7) blocking @ file.py:12``."""
+    rec = m.record(int(m.c_rank[g]), int(m.c_seq[g]))
+    kind = rec["kind"]
+    head = f"rank {rec['rank']} #{rec['seq']} "
+    if kind == rec_kinds.SEND:
+        mode = "ssend" if rec.get("sync") else ("send" if rec["blocking"] else "isend")
+        body = f"{mode} to {rec['dest']} tag {rec['tag']}"
+    elif kind == rec_kinds.RECV:
+        mode = "recv" if rec["blocking"] else "irecv"
+        body = f"{mode}(src={_arg(rec['src'])}, tag={_arg(rec['tag'])})"
+        if rec["src"] == -1 and rec["tag"] == -1:
+            body += " [wildcard: click for its races]"
+    elif kind == rec_kinds.CONSUME:
+        body = f"consume of recv #{rec['recv']}: message from {rec['src']} tag {rec['tag']}"
+    elif kind in (rec_kinds.COLL, rec_kinds.COLL_EXIT):
+        body = f"{'enter' if kind == rec_kinds.COLL else 'exit'} {rec.get('op', '?')}"
+    elif kind in (rec_kinds.LOCK, rec_kinds.LOCKED, rec_kinds.UNLOCK):
+        body = f"{kind} {rec.get('lock', '')}"
+    elif kind == rec_kinds.WAIT:
+        body = f"wait reqs {rec.get('reqs')}"
+    elif kind == rec_kinds.STATE:
+        body = "state " + ", ".join(f"{k}={v}" for k, v in rec.get("vars", {}).items())
+    else:
+        body = kind
+    site = rec.get("site")
+    return head + body + (f"  @ {site}" if site else "")
+
+
+def details(m: ModelManager, g: int) -> list[tuple[str, Any]]:
+    """Every field of the event, then what the model knows about it (name, value) pairs."""
+    r, s = int(m.c_rank[g]), int(m.c_seq[g])
+    rec = m.record(r, s)
+    rows: list[tuple[str, Any]] = [(k, v) for k, v in rec.items()]
+    partner = m.partner(r, s)
+    if partner is not None:
+        rows.append(("message partner", f"rank {partner[0]} #{partner[1]}"))
+    elif rec["kind"] == rec_kinds.SEND:
+        rows.append(("message partner", "not consumed"))
+    if rec["kind"] == rec_kinds.RECV:
+        cons = m.consume_of(r, s)
+        rows.append(("consumed by", "nothing (yet)" if cons is None else f"#{cons}"))
+    rows.append(
+        (
+            "vector clock",
+            m.vector_clock(r, s)
+            if m.clock_ready((r, s))
+            else "not known yet (causes still missing)",
+        )
+    )
+    rows.append(("global index", g))
+    return rows

@@ -1,0 +1,215 @@
+"""Coordinates of every event: a real-time layout and a logical layout.
+
+The space-time diagram (``mpvisualizer-race-detection.txt`` section 2) puts
+processes on one axis and time on the other, and "is consistent with the
+happened-before relation".  Two layouts of the time axis:
+
+* **real time**: ``x`` is the event's wall-clock ``t`` (seconds since the
+  first ``t`` seen); an event without ``t`` takes its rank's previous ``x``.
+  Clocks of different ranks are not synchronized (trace format), so a message
+  line may slant backwards here.
+* **logical**: ``x`` is a Lamport clock: ``x(e) = max(x(prev) + 1,
+  x(send) + 1)`` for a consume, and for a ``coll_exit`` one more than the
+  latest event of every rank in its causal past (from the model's vector
+  clock).  If ``a`` happened before ``b`` then ``x(a) < x(b)``: every message
+  line goes forward.  Only causally processed events (``m.done``) are laid
+  out; the others have ``x = NaN`` until their causes arrive.
+
+:class:`Layout` is incremental: :meth:`Layout.update` extends the arrays to the
+model's current events, so a live run costs work proportional to what is new.
+Rows: ``rows[rank]`` is the rank's row (``-1`` when hidden); ``y = rows[rank]``.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from mpvis.protocol import records as rec_kinds
+from mpvis.scene.symbols import classify
+
+if TYPE_CHECKING:
+    from mpvis.model.manager import ModelManager
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+_CONSUME = rec_kinds.KIND_CODE[rec_kinds.CONSUME]
+_COLL_EXIT = rec_kinds.KIND_CODE[rec_kinds.COLL_EXIT]
+
+
+class Layout:
+    """Per-event coordinates of one model, kept up to date incrementally."""
+
+    def __init__(self, model: ModelManager) -> None:
+        self.model = model
+        n = model.nprocs
+        self.nprocs = n
+        self.count = 0  # events laid out in real time (and classified)
+        self._t0: float | None = None
+        self._real = array("d")
+        self._logical = array("d")
+        self._cls = np.zeros(0, dtype=np.int8)
+        self._laid = [0] * n  # logical: events of each rank laid out
+        self._waiting: dict[tuple[int, int], list[int]] = {}
+        self.has_time = False
+        self.rows = np.arange(n, dtype=np.float64)
+        self._y_cache: FloatArray | None = None
+
+    # -------------------------------------------------------------- access
+    @property
+    def x_real(self) -> FloatArray:
+        return np.frombuffer(self._real, dtype=np.float64) if self._real else np.zeros(0)
+
+    @property
+    def x_logical(self) -> FloatArray:
+        return np.frombuffer(self._logical, dtype=np.float64) if self._logical else np.zeros(0)
+
+    def x(self, logical: bool) -> FloatArray:
+        """The x of every event in the chosen layout (NaN: not laid out yet)."""
+        return self.x_logical if logical or not self.has_time else self.x_real
+
+    @property
+    def cls(self) -> npt.NDArray[np.int8]:
+        """Symbol class of every event (:mod:`mpvis.scene.symbols`)."""
+        return self._cls[: self.count]
+
+    @property
+    def ranks(self) -> npt.NDArray[np.int32]:
+        return self.model.c_rank.view()[: self.count]  # type: ignore[return-value]
+
+    @property
+    def y(self) -> FloatArray:
+        """Row of every event (-1 when its rank is hidden)."""
+        if self._y_cache is None or len(self._y_cache) != self.count:
+            self._y_cache = self.rows[self.ranks]
+        return self._y_cache
+
+    def set_rows(self, order: list[int], hidden: set[int] | None = None) -> None:
+        """Show ranks top to bottom in ``order``; ranks in ``hidden`` or not listed vanish."""
+        hidden = hidden or set()
+        rows = np.full(self.nprocs, -1.0)
+        row = 0
+        for r in order:
+            if r not in hidden and 0 <= r < self.nprocs:
+                rows[r] = row
+                row += 1
+        self.rows = rows
+        self._y_cache = None
+
+    @property
+    def visible_rows(self) -> int:
+        return int((self.rows >= 0).sum())
+
+    def rank_events(self, rank: int) -> IntArray:
+        """Global indices of ``rank``'s events laid out, in seq order."""
+        ev = self.model.by_rank[rank]
+        a = np.frombuffer(ev, dtype=np.int64) if ev else np.zeros(0, dtype=np.int64)
+        return a[a < self.count]
+
+    # -------------------------------------------------------------- update
+    def update(self) -> tuple[int, int]:
+        """Lay out what is new in the model; returns the new real-time range ``(start, stop)``."""
+        m = self.model
+        start, stop = self.count, m.event_count
+        if stop > start:
+            self._extend_real(start, stop)
+            self._extend_cls(start, stop)
+            self._logical.extend([math.nan] * (stop - start))
+            self.count = stop
+            self._y_cache = None
+        self._extend_logical()
+        return start, stop
+
+    def _extend_cls(self, start: int, stop: int) -> None:
+        m = self.model
+        new = classify(
+            m.c_kind.view()[start:stop],
+            m.c_flags.view()[start:stop],
+            m.c_peer.view()[start:stop],
+            m.c_tag.view()[start:stop],
+        )
+        if len(self._cls) < stop:
+            grown = np.zeros(max(stop, 2 * len(self._cls)), dtype=np.int8)
+            grown[:start] = self._cls[:start]
+            self._cls = grown
+        self._cls[start:stop] = new
+
+    def _extend_real(self, start: int, stop: int) -> None:
+        m = self.model
+        t = m.c_t.view()[start:stop].astype(np.float64)
+        known = ~np.isnan(t)
+        if known.any():
+            if self._t0 is None:
+                self._t0 = float(t[known].min())
+            self.has_time = True
+        t0 = self._t0 or 0.0
+        self._real.frombytes((t - t0).tobytes())
+        real = self._real
+        missing = np.flatnonzero(~known)
+        if len(missing):
+            ranks, seqs = m.c_rank.view(), m.c_seq.view()
+            for i in missing:  # rare: events without a time take their rank's previous x
+                g = start + int(i)
+                s = int(seqs[g])
+                real[g] = real[m.by_rank[int(ranks[g])][s - 1]] if s > 0 else 0.0
+
+    def _extend_logical(self) -> None:
+        """Lamport clocks for causally processed events (see the module docstring)."""
+        m = self.model
+        lam = self._logical
+        kinds, partner = m.c_kind.data, m.c_partner.data
+        c_rank, c_seq = m.c_rank.data, m.c_seq.data
+        laid, done, by_rank = self._laid, m.done, m.by_rank
+        work = [r for r in range(self.nprocs) if laid[r] < min(done[r], len(by_rank[r]))]
+        while work:
+            r = work.pop()
+            events = by_rank[r]
+            s = laid[r]
+            limit = min(done[r], len(events))
+            prev = lam[events[s - 1]] if s > 0 else -1.0
+            while s < limit:
+                g = events[s]
+                v = prev + 1.0
+                k = kinds[g]
+                if k == _CONSUME:
+                    sg = partner[g]
+                    sr, ss = c_rank[sg], c_seq[sg]
+                    if ss >= laid[sr]:
+                        self._waiting.setdefault((sr, ss), []).append(r)
+                        work.append(sr)
+                        break
+                    v = max(v, lam[sg] + 1.0)
+                elif k == _COLL_EXIT:
+                    vc = m.clocks.clock(r, s)
+                    blocked = [q for q in range(self.nprocs) if q != r and vc[q] > laid[q]]
+                    if blocked:
+                        q = blocked[0]
+                        self._waiting.setdefault((q, int(vc[q]) - 1), []).append(r)
+                        work.append(q)
+                        break
+                    for qq in np.flatnonzero(vc > 0):
+                        q = int(qq)
+                        if q != r:
+                            v = max(v, lam[by_rank[q][int(vc[q]) - 1]] + 1.0)
+                lam[g] = v
+                prev = v
+                s += 1
+                laid[r] = s
+                woken = self._waiting.pop((r, s - 1), None)
+                if woken:
+                    work.extend(woken)
+
+    # ------------------------------------------------------------ extents
+    def bounds(self, logical: bool) -> tuple[float, float]:
+        """``(xmin, xmax)`` of the laid-out events (``(0, 1)`` when none)."""
+        x = self.x(logical)[: self.count]
+        x = x[~np.isnan(x)]
+        if not len(x):
+            return 0.0, 1.0
+        lo, hi = float(x.min()), float(x.max())
+        return lo, (hi if hi > lo else lo + 1.0)

@@ -1,0 +1,88 @@
+"""Messages and process lines in diagram coordinates.
+
+An oblique line joins each send to the consume of its message (section 2 of
+the MPVisualizer paper).  A message sent but not consumed (yet) has no
+consume: it is drawn from its send to the end of the destination's process
+line, distinctly, so that a message "in flight" or lost is visible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from mpvis.protocol import records as rec_kinds
+from mpvis.scene.layout import Layout
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+_SEND = rec_kinds.KIND_CODE[rec_kinds.SEND]
+
+
+@dataclass(frozen=True)
+class MessageIndex:
+    """Global indices of the sends of matched messages (and their consumes) and unmatched sends."""
+
+    send: IntArray
+    consume: IntArray
+    unconsumed: IntArray
+
+
+def message_index(layout: Layout) -> MessageIndex:
+    """Every message among the laid-out events."""
+    m, n = layout.model, layout.count
+    kind: npt.NDArray[Any] = m.c_kind.view()[:n]
+    partner: npt.NDArray[Any] = m.c_partner.view()[:n]
+    sends = np.flatnonzero(kind == _SEND)
+    p = partner[sends]
+    matched = (p >= 0) & (p < n)
+    return MessageIndex(sends[matched], p[matched].astype(np.int64), sends[~matched])
+
+
+def message_segments(layout: Layout, msgs: MessageIndex, logical: bool) -> FloatArray:
+    """``(k, 4)`` lines ``x0, y0, x1, y1`` from each send to its consume."""
+    x, y = layout.x(logical), layout.y
+    s, c = msgs.send, msgs.consume
+    return np.column_stack([x[s], y[s], x[c], y[c]]) if len(s) else np.zeros((0, 4))
+
+
+def rank_extents(layout: Layout, logical: bool) -> FloatArray:
+    """``(nprocs, 2)``: first and last ``x`` of each rank's laid-out events (NaN: none)."""
+    x = layout.x(logical)
+    out = np.full((layout.nprocs, 2), np.nan)
+    for r in range(layout.nprocs):
+        ev = layout.rank_events(r)
+        if len(ev):
+            xs = x[ev]
+            xs = xs[~np.isnan(xs)]
+            if len(xs):
+                out[r] = xs[0], xs[-1]
+    return out
+
+
+def unconsumed_segments(
+    layout: Layout, msgs: MessageIndex, logical: bool, extents: FloatArray
+) -> FloatArray:
+    """``(k, 4)`` lines from each unconsumed send to the end of its destination's line."""
+    s = msgs.unconsumed
+    if not len(s):
+        return np.zeros((0, 4))
+    x, y = layout.x(logical), layout.y
+    dest = layout.model.c_peer.view()[s].astype(np.int64)
+    dest = np.clip(dest, 0, layout.nprocs - 1)
+    end = extents[dest, 1]
+    x1 = np.fmax(np.where(np.isnan(end), x[s], end), x[s])
+    span = layout.bounds(logical)
+    x1 = x1 + (span[1] - span[0]) * 0.01
+    return np.column_stack([x[s], y[s], x1, layout.rows[dest]])
+
+
+def process_lines(layout: Layout, extents: FloatArray) -> FloatArray:
+    """``(k, 4)`` horizontal lines, one per shown rank with events."""
+    rows = layout.rows
+    ok = (rows >= 0) & ~np.isnan(extents[:, 0])
+    return np.column_stack([extents[ok, 0], rows[ok], extents[ok, 1], rows[ok]])
