@@ -25,6 +25,8 @@ COMMANDS: tuple[str, ...] = (
     "run",
     "collector",
     "demo",
+    "open",
+    "render",
 )
 
 #: What ``mpvis`` with no arguments runs.
