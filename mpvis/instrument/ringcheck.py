@@ -20,7 +20,8 @@ whose neighbour has finished (case 3) is reported instead of hanging, and a
 finishing rank whose neighbour is still in a collective reports too.
 
 The check runs on a duplicate of the communicator, so user messages and tags
-are untouched.  Signatures travel as JSON bytes (never pickle).  On a
+are untouched.  Signatures travel as JSON bytes of at most 1 KiB (never pickle),
+exchanged with one ``Sendrecv`` per collective (eager in every MPI).  On a
 mismatch the checker writes a message naming the ranks, collectives and call
 sites to stderr, flushes it, calls the ``on_error`` hook (the trace library
 flushes its trace there), then calls ``Abort`` on the communicator (or raises
@@ -43,6 +44,7 @@ __all__ = ["END", "CollectiveMismatchError", "RingChecker"]
 #: The signature operation a rank sends when it finishes (``end_of_execution``).
 END = "end_of_execution"
 _TAG = 7
+_MAX = 1024  # bytes of one signature message (eager in every MPI)
 _ARGS = ("root", "count", "dtype", "redop")
 
 
@@ -90,7 +92,7 @@ class RingChecker:
         self._right = (self.rank + 1) % self.size
         self._left = (self.rank - 1) % self.size
         self._n = 0
-        self._pending: list[tuple[MPI.Request, bytes]] = []
+        self._buf = bytearray(_MAX)
         self._on_error = on_error
         self._abort = abort
         self._done = False
@@ -139,20 +141,25 @@ class RingChecker:
         self._done = True
         if self.size > 1:
             self._exchange({"n": self._n, "rank": self.rank, "op": END})
-        MPI.Request.Waitall([req for req, _ in self._pending])
-        self._pending.clear()
         self._ring.Free()
 
     def _exchange(self, sig: dict[str, Any]) -> None:
-        self._pending = [(req, buf) for req, buf in self._pending if not req.Test()]
         payload = json.dumps(sig, separators=(",", ":")).encode()
-        req = self._ring.Isend([payload, MPI.BYTE], dest=self._right, tag=_TAG)
-        self._pending.append((req, payload))
+        if len(payload) > _MAX:  # long names: keep the comparison fields, shorten the rest
+            sig = {**sig, "site": str(sig.get("site"))[:80]}
+            sig = {k: (v[:100] if isinstance(v, str) else v) for k, v in sig.items()}
+            payload = json.dumps(sig, separators=(",", ":")).encode()[:_MAX]
         status = MPI.Status()
-        self._ring.Probe(source=self._left, tag=_TAG, status=status)
-        buf = bytearray(status.Get_count(MPI.BYTE))
-        self._ring.Recv([buf, MPI.BYTE], source=self._left, tag=_TAG)
-        theirs = json.loads(buf.decode())
+        self._ring.Sendrecv(
+            [payload, MPI.BYTE],
+            dest=self._right,
+            sendtag=_TAG,
+            recvbuf=[self._buf, MPI.BYTE],
+            source=self._left,
+            recvtag=_TAG,
+            status=status,
+        )
+        theirs = json.loads(self._buf[: status.Get_count(MPI.BYTE)].decode())
         fields = _differs(theirs, sig)
         if fields:
             self._report(sig, theirs, fields)
