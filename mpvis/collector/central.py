@@ -46,7 +46,7 @@ from typing import Any
 from mpvis.collector import rendezvous
 from mpvis.collector.auth import Address, format_address, new_token, token_matches
 from mpvis.collector.journal import Journal
-from mpvis.collector.loopthread import LoopThread
+from mpvis.collector.loopthread import Connections, LoopThread
 from mpvis.protocol import messages as m
 from mpvis.protocol.framing import (
     EOF,
@@ -144,6 +144,7 @@ class CentralProcess:
         self._active: _Run | None = None
         self._thread = LoopThread("mpvis-central")
         self._rendezvous: Path | None = None
+        self._conns = Connections()
         #: Reasons of refused connections and protocol errors, for reports and tests.
         self.incidents: list[str] = []
 
@@ -190,16 +191,17 @@ class CentralProcess:
             for run in list(self._runs.values()):
                 if not run.finished:
                     self._finish(run, stopped=True)
-            for run in self._runs.values():
-                for c in run.collectors.values():
-                    if c.writer is not None:
-                        c.writer.close()
+            await self._conns.close_all()
 
     def _incident(self, peer: str, reason: str) -> None:
         self.incidents.append(f"{peer}: {reason}")
         log.warning("central process: %s: %s", peer, reason)
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with self._conns.track(writer):
+            await self._converse(reader, writer)
+
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = _peer_name(writer)
         dec = FrameDecoder(self.max_payload)
         coll: _Collector | None = None
@@ -287,9 +289,10 @@ class CentralProcess:
             raise ProtocolError(f"batch {batch} out of order (expected {coll.expected})")
         coll.expected += 1
         if run.finished:
-            log.warning(
-                "run %s: batch %d of %s after the end, ignored", run.run_id, batch, coll.cid
-            )
+            log.warning("run %s: batch %d after the end, ignored", run.run_id, batch)
+            coll.acked = batch
+            if coll.writer is not None:
+                coll.writer.write(encode_frame(MsgType.ACK, {"batch": batch}))
             return
         header = body.get("header")
         if run.journal is None and header is not None:

@@ -34,7 +34,7 @@ from collections import deque
 from typing import Any
 
 from mpvis.collector.auth import Address, format_address, token_matches
-from mpvis.collector.loopthread import LoopThread
+from mpvis.collector.loopthread import Connections, LoopThread
 from mpvis.protocol import messages as m
 from mpvis.protocol.framing import (
     EOF,
@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 
 Record = dict[str, Any]
 READ_SIZE = 1 << 18
+#: Seconds without a new rank connection after which the ranks are taken as done.
+SETTLE = 0.1
 
 
 class _RefusedError(Exception):
@@ -118,6 +120,8 @@ class Collector:
         self._room: asyncio.Event | None = None
         self._idle: asyncio.Event | None = None
         self._closing = False
+        self._conns = Connections()
+        self._accepted = 0
         #: Set once the central process has welcomed this collector.
         self.welcomed = threading.Event()
         #: Set when the central process says the run is over (or refused us).
@@ -197,6 +201,7 @@ class Collector:
             await stop.wait()
             self._closing = True
             server.close()
+            await self._conns.close_all()
             for task in (uplink, flusher):
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -206,8 +211,15 @@ class Collector:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         assert self._idle is not None
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), max(0.0, deadline - loop.time()))
+        # Connections of ranks that just ended may still wait in the accept queue:
+        # the ranks are done once none is open and none arrived for SETTLE seconds.
+        while loop.time() < deadline:
+            accepted = self._accepted
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._idle.wait(), max(0.0, deadline - loop.time()))
+            await asyncio.sleep(SETTLE)
+            if self._idle.is_set() and accepted == self._accepted:
+                break
         if self._open_ranks:
             log.warning("collector: %d rank connections still open at the end", self._open_ranks)
         self._end = end
@@ -264,6 +276,11 @@ class Collector:
     # -- ranks -------------------------------------------------------------
 
     async def _serve_rank(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._accepted += 1
+        with self._conns.track(writer):
+            await self._converse(reader, writer)
+
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         dec = FrameDecoder(self.max_payload)
         rank: int | None = None
         said_bye = False

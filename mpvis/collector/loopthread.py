@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["LoopThread"]
+__all__ = ["Connections", "LoopThread"]
 
 T = TypeVar("T")
 Main = Callable[[asyncio.Event], Awaitable[None]]
@@ -90,3 +91,34 @@ class LoopThread:
             self.call(self._stop.set)
         if self._thread is not None:
             self._thread.join(timeout)
+
+
+class Connections:
+    """The open connections of a server, so that stopping lets each handler end cleanly.
+
+    Handlers run their body inside ``with connections.track(writer):``;
+    :meth:`close_all` closes every writer and waits for the handlers to return
+    (cancelling them instead would make asyncio log spurious errors).
+    """
+
+    def __init__(self) -> None:
+        self._open: dict[asyncio.Task[Any], asyncio.StreamWriter] = {}
+
+    @contextlib.contextmanager
+    def track(self, writer: asyncio.StreamWriter) -> Iterator[None]:
+        """Register the current handler task while its body runs."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._open[task] = writer
+        try:
+            yield
+        finally:
+            self._open.pop(task, None)
+
+    async def close_all(self, timeout: float = 2.0) -> None:
+        """Close every connection and wait (up to ``timeout`` s) for its handler."""
+        for writer in list(self._open.values()):
+            writer.close()
+        tasks = list(self._open)
+        if tasks:
+            await asyncio.wait(tasks, timeout=timeout)
