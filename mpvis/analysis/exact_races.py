@@ -168,6 +168,18 @@ class ExactRaceDetector:
         """The conflicting (match, send) pairs found so far, in discovery order."""
         return list(self._races)
 
+    def held(self) -> int:
+        """How many sends, receives, matches and records the detector holds (section 4.4)."""
+        tables = sum(len(entries) for t in self._tables for entries in t.values())
+        return (
+            sum(map(len, self._sends))
+            + sum(map(len, self._recvs))
+            + sum(map(len, self._queues))
+            + tables
+            + len(self._early)
+            + len(self._colls)
+        )
+
     # -- input ------------------------------------------------------------------
 
     def feed(self, batch: list[Record]) -> None:

@@ -94,11 +94,11 @@ def oracle_conflicts(records: list[Record]) -> set[Conflict]:
                 last_blocking = None
             elif kind == "wait" and any(q in reqs for q in rec["reqs"]):
                 for q in rec["reqs"]:
-                    post = reqs.pop(q, None)
-                    if post is None:
+                    waited = reqs.pop(q, None)
+                    if waited is None:
                         continue
-                    w = "WR" if post.kind == "PR" else ("WS" if post.rec["sync"] else "WB")
-                    new(w, rec, evs).corr = post
+                    w = "WR" if waited.kind == "PR" else ("WS" if waited.rec["sync"] else "WB")
+                    new(w, rec, evs).corr = waited
             else:
                 ev = new("INTERNAL", rec, evs)
                 comm = rec.get("comm", 0)
@@ -162,11 +162,11 @@ def oracle_conflicts(records: list[Record]) -> set[Conflict]:
                 continue
             if s2.rec["rank"] == s1.rec["rank"] or s2.node in after:
                 continue
-            r2 = matched_to.get(id(s2))
+            taker = matched_to.get(id(s2))
             if (
-                r2 is not None
-                and r2.rec["rank"] == r1.rec["rank"]
-                and r2.rec["seq"] < r1.rec["seq"]
+                taker is not None
+                and taker.rec["rank"] == r1.rec["rank"]
+                and taker.rec["seq"] < r1.rec["seq"]
             ):
                 continue
             out.add(
