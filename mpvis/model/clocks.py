@@ -53,7 +53,29 @@ class ClockStore:
         """
         cur = self._cur[rank]
         for q, s in others:
-            np.maximum(cur, self.clock(q, s), out=cur)
+            i = bisect_right(self.merge_seq[q], s) - 1
+            if i >= 0:
+                np.maximum(cur, self._row(self.merge_row[q][i]), out=cur)
+            if cur[q] <= s:
+                cur[q] = s + 1
+        cur[rank] = seq + 1
+        self._store(rank, seq, cur)
+
+    def joined(self, others: list[tuple[int, int]]) -> IntVec:
+        """The componentwise maximum of the clocks of ``others``."""
+        vec = np.zeros(self.nprocs, dtype=np.int32)
+        for q, s in others:
+            i = bisect_right(self.merge_seq[q], s) - 1
+            if i >= 0:
+                np.maximum(vec, self._row(self.merge_row[q][i]), out=vec)
+            if vec[q] <= s:
+                vec[q] = s + 1
+        return vec
+
+    def merge_vector(self, rank: int, seq: int, vec: IntVec) -> None:
+        """Event ``(rank, seq)`` merges a clock computed by :meth:`joined`."""
+        cur = self._cur[rank]
+        np.maximum(cur, vec, out=cur)
         cur[rank] = seq + 1
         self._store(rank, seq, cur)
 

@@ -29,7 +29,7 @@ from collections import deque
 from typing import Any
 
 from mpvis.model.clocks import ClockStore
-from mpvis.model.collectives import CollectiveBook
+from mpvis.model.collectives import ALL_TO_ALL, CollectiveBook
 from mpvis.model.columns import Column
 from mpvis.model.errors import ModelInputError
 from mpvis.model.matching import Channel, ChannelBook
@@ -49,7 +49,7 @@ F_BLOCKING, F_SYNC = 1, 2
 #: Columns hold these fields; any other field of a record goes to ``extras``.
 _COLUMN_FIELDS = frozenset({
     "rank", "seq", "kind", "t", "site", "comm", "dest", "src", "tag", "blocking", "sync",
-    "req", "recv", "send",
+    "req", "recv", "send", "size",
 })
 
 RUNNING, SUSPENDED, FINISHED, DEAD, ENDED = "running", "suspended", "finished", "dead", "ended"
@@ -69,6 +69,11 @@ class ModelManager:
         self.c_t, self.c_site, self.c_comm = Column("d"), Column("i"), Column("i")
         self.c_peer, self.c_tag, self.c_flags = Column("i"), Column("i"), Column("b")
         self.c_req, self.c_ref, self.c_partner = Column("i"), Column("i"), Column("q")
+        self.c_size = Column("q")
+        self._appenders = tuple(c.data.append for c in (
+            self.c_rank, self.c_seq, self.c_kind, self.c_t, self.c_site, self.c_comm,
+            self.c_peer, self.c_tag, self.c_flags, self.c_req, self.c_ref, self.c_partner,
+            self.c_size))
         self.extras: dict[int, dict[str, Any]] = {}
         self.sites: list[str] = []
         self._site_ids: dict[str, int] = {}
@@ -97,6 +102,7 @@ class ModelManager:
         self._status_dirty: set[int] = set()
         self._touched_sink: set[int] = set()  # ranks woken while ingesting
         self._exit_of: dict[Key, tuple[int, str]] = {}  # coll_exit -> (instance, op)
+        self._coll_cache: dict[int, tuple[int, Any]] = {}  # comm -> (instance, joined clock)
 
     # ------------------------------------------------------------------ input
     def add(self, rec: Record) -> None:
@@ -118,7 +124,9 @@ class ModelManager:
                     exc.index = i
                     raise
         finally:
+            self._status_dirty.update(touched)
             self._advance(touched)
+            self.races.flush(final=False)
             self._notify(start)
 
     def mark_rank_dead(self, rank: int, detail: str) -> None:
@@ -174,31 +182,35 @@ class ModelManager:
         handler = _HANDLERS.get(code)
         post = handler(self, rec, r, s, g, comm) if handler else None  # checks, may raise
         # -- all checks passed: commit the record --
-        self.c_rank.append(r)
-        self.c_seq.append(s)
-        self.c_kind.append(code)
+        (ap_rank, ap_seq, ap_kind, ap_t, ap_site, ap_comm, ap_peer, ap_tag, ap_flags, ap_req,
+         ap_ref, ap_partner, ap_size) = self._appenders
+        ap_rank(r)
+        ap_seq(s)
+        ap_kind(code)
         t = rec.get("t")
-        self.c_t.append(math.nan if t is None else t)
+        ap_t(math.nan if t is None else t)
         site = rec.get("site")
-        self.c_site.append(-1 if site is None else self._site_id(site))
-        self.c_comm.append(comm)
-        peer = rec.get("dest", rec.get("src", -1))
-        self.c_peer.append(peer)
-        self.c_tag.append(rec.get("tag", -1))
-        self.c_flags.append(
-            (F_BLOCKING if rec.get("blocking") else 0) | (F_SYNC if rec.get("sync") else 0))
-        self.c_req.append(rec.get("req", -1))
-        self.c_ref.append(rec.get("recv", -1))
-        self.c_partner.append(-1)
-        extra = {k: v for k, v in rec.items() if k not in _COLUMN_FIELDS}
-        if extra:
-            self.extras[g] = extra
+        if site is None:
+            ap_site(-1)
+        else:
+            sid = self._site_ids.get(site)
+            ap_site(self._site_id(site) if sid is None else sid)
+        ap_comm(comm)
+        ap_peer(rec.get("dest", rec.get("src", -1)))
+        ap_tag(rec.get("tag", -1))
+        ap_flags((F_BLOCKING if rec.get("blocking") else 0) | (F_SYNC if rec.get("sync") else 0))
+        ap_req(rec.get("req", -1))
+        ap_ref(rec.get("recv", -1))
+        ap_partner(-1)
+        ap_size(rec.get("size", -1))
+        if rec.keys() - _COLUMN_FIELDS:
+            self.extras[g] = {k: v for k, v in rec.items() if k not in _COLUMN_FIELDS}
         events.append(g)
-        if "comm" not in rec:
-            rec = {**rec, "comm": 0}
-        self._pending[r].append(rec)
+        if self.analyzers:
+            if "comm" not in rec:
+                rec["comm"] = 0
+            self._pending[r].append(rec)
         touched.add(r)
-        self._status_dirty.add(r)
         if post is not None:
             post()
 
@@ -374,30 +386,29 @@ class ModelManager:
         work = set(touched) | self._touched_sink
         self._touched_sink = set()
         out: list[Record] = []
-        ready_sends: list[Key] = []
         while work:
             r = work.pop()
-            self._advance_rank(r, out, work, ready_sends, final)
+            self._advance_rank(r, out, work, final)
             if self._touched_sink:
                 work |= self._touched_sink
                 self._touched_sink = set()
-        for key in ready_sends:
-            self.races.touch_send(key)
         if out:
             for a in self.analyzers:
                 a.feed(out)
 
-    def _advance_rank(self, r: int, out: list[Record], work: set[int],
-                      ready_sends: list[Key], final: bool) -> None:
+    def _advance_rank(self, r: int, out: list[Record], work: set[int], final: bool) -> None:
         events = self.by_rank[r]
         pending = self._pending[r]
         s = self.done[r]
         n = len(events)
         c_kind = self.c_kind.data
+        keep = bool(self.analyzers)
+        rec: Record = {}
         while s < n:
             g = events[s]
             code = c_kind[g]
-            rec = pending[0]
+            if keep:
+                rec = pending[0]
             if code == K_CONSUME:
                 sg = self.c_partner[g]
                 if sg < 0:
@@ -412,30 +423,47 @@ class ModelManager:
                             break
                     else:
                         self.clocks.merge(r, s, [key])
-                        if "send" not in rec:
-                            rec = {**rec, "send": list(key)}
+                        if keep and "send" not in rec:
+                            rec["send"] = list(key)
             elif code == K_COLL_EXIT:
-                comm = self.c_comm[g]
-                n_inst, op = self._exit_of[(r, s)]
-                deps = self.colls.exit_deps(r, comm, n_inst, op, final)
-                if deps is None:
-                    for q in range(self.nprocs):
-                        self._wait_on(("coll", comm, n_inst, q), r)
+                vec = self._collective_clock(r, s, final)
+                if vec is None:
                     break
-                late = [k for k in deps if self.done[k[0]] <= k[1]]
-                if late and not final:
-                    self._wait_on(("done", *late[0]), r)
-                    break
-                self.clocks.merge(r, s, [k for k in deps if k not in late])
-            elif code == K_SEND:
-                ready_sends.append((r, s))
-            pending.popleft()
-            out.append(rec)
+                self.clocks.merge_vector(r, s, vec)
+            if keep:
+                pending.popleft()
+                out.append(rec)
             s += 1
             self.done[r] = s
             woken = self._wake.pop(("done", r, s - 1), None)
             if woken:
                 work.update(woken)
+
+    def _collective_clock(self, r: int, s: int, final: bool) -> Any:
+        """Joined clock of the entries the ``coll_exit`` (r, s) depends on, or
+        ``None`` (after registering to be woken) while one is not processed."""
+        comm = self.c_comm[self.by_rank[r][s]]
+        n_inst, op = self._exit_of.pop((r, s))
+        shared = op in ALL_TO_ALL
+        if shared:
+            cached = self._coll_cache.get(comm)
+            if cached is not None and cached[0] == n_inst:
+                return cached[1]
+        deps = self.colls.exit_deps(r, comm, n_inst, op, final)
+        if deps is None:
+            for q in range(self.nprocs):
+                self._wait_on(("coll", comm, n_inst, q), r)
+            self._exit_of[(r, s)] = (n_inst, op)
+            return None
+        late = [k for k in deps if self.done[k[0]] <= k[1]]
+        if late and not final:
+            self._wait_on(("done", *late[0]), r)
+            self._exit_of[(r, s)] = (n_inst, op)
+            return None
+        vec = self.clocks.joined([k for k in deps if k not in late])
+        if shared:
+            self._coll_cache[comm] = (n_inst, vec)
+        return vec
 
     def _wait_on(self, key: Any, r: int) -> None:
         lst = self._wake.setdefault(key, [])

@@ -130,6 +130,7 @@ class RaceTracker:
         self._by_recv: dict[Key, list[int]] = {}
         self._by_send: dict[Key, list[int]] = {}
         self._announced: set[int] = set()
+        self._dirty: set[int] = set()
         self.added: list[int] = []
         self.changed: set[int] = set()
 
@@ -151,23 +152,28 @@ class RaceTracker:
         self.races.append(race)
         for s in (prev, seq):
             self._by_recv.setdefault((rank, s), []).append(race.id)
-        self._update(race.id)
+        self._dirty.add(race.id)
 
     def touch_recv(self, rank: int, recv_seq: int) -> None:
         """A consume of this receive arrived, or its message became known."""
-        for rid in self._by_recv.get((rank, recv_seq), ()):
-            self._update(rid)
+        ids = self._by_recv.get((rank, recv_seq))
+        if ids:
+            self._dirty.update(ids)
 
-    def touch_send(self, key: Key) -> None:
-        """The clock of send ``key`` is now known."""
-        for rid in self._by_send.pop(key, ()):
-            self._update(rid)
+    def flush(self, final: bool) -> None:
+        """Re-evaluate the pairs touched since the last flush, and those whose
+        awaited send clock is now known (called once per batch)."""
+        ready = [k for k in self._by_send if self.facts.clock_ready(k)]
+        for key in ready:
+            self._dirty.update(self._by_send.pop(key))
+        dirty, self._dirty = self._dirty, set()
+        for rid in sorted(dirty):
+            self._update(rid, final)
 
     def finish(self) -> None:
         """The input ended: settle every pair with what is known."""
-        for rid, race in enumerate(self.races):
-            if not race.settled:
-                self._update(rid, final=True)
+        self._dirty.update(rid for rid, race in enumerate(self.races) if not race.settled)
+        self.flush(final=True)
 
     def _update(self, rid: int, final: bool = False) -> None:
         race = self.races[rid]
