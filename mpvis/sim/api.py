@@ -3,7 +3,7 @@
 * :func:`scenario_names`, :func:`describe`: what ``mpvis demo --list`` shows.
 * :func:`simulate`: a scenario and a seed give a header and the records, in
   simulated-time order (a pure function: same arguments, same trace).
-* :func:`stream_scenario` (in :mod:`mpvis.sim.live`): the same records sent
+* :func:`stream_scenario` (from :mod:`mpvis.sim.live`): the same records sent
   live, paced by their simulated times, through the collector path.
 """
 
@@ -14,8 +14,25 @@ from typing import Final
 
 from mpvis.protocol.records import Record, make_header
 from mpvis.sim.engine import Simulator
+from mpvis.sim.live import DemoStreamError, StreamOutcome, stream_scenario
 from mpvis.sim.scenario import Scenario
 from mpvis.sim.scenarios import SCENARIOS
+
+__all__ = [
+    "DEFAULT_GUI_SCENARIO",
+    "DEFAULT_SCENARIO",
+    "DemoStreamError",
+    "SimRun",
+    "StreamOutcome",
+    "UnknownScenarioError",
+    "describe",
+    "get_scenario",
+    "header_for",
+    "run",
+    "scenario_names",
+    "simulate",
+    "stream_scenario",
+]
 
 #: What ``mpvis`` with no arguments shows in the window.
 DEFAULT_GUI_SCENARIO: Final = "showcase"

@@ -29,7 +29,6 @@ from mpvis.collector.client import RankClient
 from mpvis.collector.collector import Collector
 from mpvis.protocol import messages as m
 from mpvis.protocol.records import Record
-from mpvis.sim import api
 from mpvis.sim.pacing import DEFAULT_INTERVAL, paced_batches
 
 __all__ = ["DemoStreamError", "StreamOutcome", "stream_scenario"]
@@ -74,7 +73,9 @@ def stream_scenario(  # noqa: PLR0917 (the signature agreed with the GUI)
     the central process refuses the run (a wrong ``token``, a busy window) or
     does not answer within ``welcome_timeout`` seconds.
     """
-    sim = api.run(name, seed)
+    from mpvis.sim.api import run  # api re-exports this module's function
+
+    sim = run(name, seed)
     stop = stop_event or threading.Event()
     run_id = run_id or uuid.uuid4().hex
     header = {**sim.header, "started": _now_iso()}
