@@ -1,0 +1,233 @@
+"""Replay mode: collate the race record, force the traced deliveries, check the run.
+
+Netzer and Miller, section 4.2: only the traced (racing) deliveries need to be
+enforced; untraced messages reach the right receive by themselves (Theorem 1).
+The record is kept per receiver, but forcing needs the *sender* to tag a
+traced message, so the records are first collated by sender (:func:`plan_for`).
+
+How the tagging and buffering of section 4.2 map onto MPI here
+(:mod:`mpvis.instrument.replay_route` does the MPI side):
+
+* a traced message is sent on a *replay channel*, a duplicate of
+  ``COMM_WORLD`` that carries nothing else, so no untraced receive can take it
+  (the paper's tag);
+* the traced receive is posted on that channel with the recorded source and
+  tag (the "source/tag-specific receive"); the channel is FIFO per source and
+  tag, and traced receives post in the recorded order, so it takes exactly the
+  recorded message; a traced message that arrives early waits in MPI's
+  unexpected-message queue (the paper's buffer);
+* every other receive is posted unchanged.
+
+:class:`ReplayHooks` also checks the replay while it runs: a forced receive
+must get the recorded ``[src, send]``, and the chain of consumed messages must
+equal the recorded one at every ``check`` line and at the end
+(:mod:`mpvis.instrument.record_file`).  The first difference is reported with
+the receive where it was seen.
+
+A *flip* (``RANK:SEQ``) replays up to one race and resolves it the other way:
+the earlier receive ``PrevRecv`` of the race is forced to take the traced
+message instead of its own.  Every rank that this receive happened before
+(known at run time: the flag travels on every message) is *free* from then on:
+its sends go on the program's communicator, and its blocking receives take
+the first matching message from either channel.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mpvis.instrument.hooks import MessageHooks
+from mpvis.instrument.record_file import RaceEntry, RankRecord, RecordError, chain
+
+__all__ = ["Flip", "ReplayHooks", "ReplayPlan", "find_flip", "plan_for"]
+
+#: Where a receive is posted (see :meth:`ReplayHooks.route_recv`).
+USER, CHANNEL, POLL = 0, 1, 2
+#: Replayed consumes kept to show the window in which a chain check failed.
+_WINDOW = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Flip:
+    """Receive ``recv`` of ``rank`` takes ``[src, send]`` (tag ``tag``) instead."""
+
+    rank: int
+    recv: int
+    src: int
+    tag: int
+    send: int
+    was: tuple[int, int]  # the message it took in the recording
+
+
+@dataclass(slots=True)
+class ReplayPlan:
+    """What one rank forces and checks (section 4.2's collated trace file)."""
+
+    rank: int
+    forced: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # recv -> src,tag,send
+    routed_sends: set[int] = field(default_factory=set)
+    checks: dict[int, tuple[int, int]] = field(default_factory=dict)  # n -> (recv, digest)
+    consumes: int = 0
+    digest: int = 0
+    flip: Flip | None = None
+    unforceable: int = 0  # races on communicators other than COMM_WORLD
+
+
+def find_flip(records: list[RankRecord], rank: int, seq: int) -> Flip:
+    """The flip named by ``RANK:SEQ``: either receive of a recorded race.
+
+    ``SEQ`` may be the traced receive (``recv``) or the earlier receive it raced
+    with (``prev``); either way the earlier receive takes the traced message.
+    """
+    if not 0 <= rank < len(records):
+        raise RecordError(f"rank {rank} is not in the record ({len(records)} ranks)")
+    races = [e for e in records[rank].races if e.prev is not None and e.comm == 0]
+    hit: RaceEntry | None = next((e for e in races if e.recv == seq), None)
+    if hit is None:
+        hit = next((e for e in races if e.prev is not None and e.prev[0] == seq), None)
+    if hit is None or hit.prev is None:
+        known = ", ".join(f"{rank}:{e.prev[0]}/{e.recv}" for e in races if e.prev) or "none"
+        raise RecordError(
+            f"{rank}:{seq} is not a receive of a recorded race "
+            f"(races of rank {rank}, earlier/later receive: {known})"
+        )
+    return Flip(rank, hit.prev[0], hit.src, hit.tag, hit.send, (hit.prev[1], hit.prev[2]))
+
+
+def plan_for(records: list[RankRecord], rank: int, flip: Flip | None = None) -> ReplayPlan:
+    """Collate ``records`` (one per rank) into the plan of ``rank``."""
+    mine = records[rank]
+    plan = ReplayPlan(rank, consumes=mine.consumes, digest=mine.digest, flip=flip)
+    for e in mine.races:
+        if e.comm == 0:
+            plan.forced[e.recv] = (e.src, e.tag, e.send)
+        else:
+            plan.unforceable += 1
+    for other in records:
+        for e in other.races:
+            if e.comm == 0 and e.src == rank:
+                plan.routed_sends.add(e.send)
+    plan.checks = {n: (recv, digest) for n, recv, digest in mine.checks}
+    if flip is not None and flip.rank == rank:
+        plan.forced = {y: f for y, f in plan.forced.items() if y < flip.recv}
+        plan.forced[flip.recv] = (flip.src, flip.tag, flip.send)
+    return plan
+
+
+class ReplayHooks(MessageHooks):
+    """Replay mode in one rank: routing decisions, forcing, on-line checks."""
+
+    def __init__(self, plan: ReplayPlan) -> None:
+        self.plan = plan
+        self.flipping = plan.flip is not None
+        self.free = False  # the flipped receive happened before this point
+        self.next_force: tuple[int, int] | None = None
+        self._posted: dict[int, tuple[int, int, int]] = {}
+        self.consumes = 0
+        self.digest = 0
+        self.forced_ok = 0
+        self.divergence: str | None = None
+        self._window: list[tuple[int, int, int]] = []
+
+    # -- routing (asked by replay_route before each call) -------------------------
+
+    def route_send(self, seq: int) -> bool:
+        """Whether the send about to be event ``seq`` goes on the replay channel."""
+        return not self.free and seq in self.plan.routed_sends
+
+    def route_recv(self, seq: int, blocking: bool) -> int:
+        """``USER``, ``CHANNEL`` (forced) or ``POLL`` for the receive about to be ``seq``."""
+        if self.free:
+            return POLL if blocking else USER
+        forced = self.plan.forced.get(seq)
+        if forced is None:
+            return USER
+        self._posted[seq] = forced
+        return CHANNEL
+
+    # -- hooks ------------------------------------------------------------------------
+
+    def outgoing(self, comm: int, dest: int, tag: int, send_seq: int) -> Any:
+        return [send_seq, 1 if self.free else 0]
+
+    def force_source(self, comm: int, recv_seq: int, src: int, tag: int) -> tuple[int, int]:
+        nf = self.next_force
+        if nf is not None:
+            self.next_force = None
+            return nf
+        forced = self._posted.get(recv_seq)
+        return (src, tag) if forced is None or comm != 0 else (forced[0], forced[1])
+
+    def incoming(  # noqa: PLR0917 (the hook's signature)
+        self, comm: int, recv_seq: int, src: int, tag: int, send_seq: int | None, extra: Any
+    ) -> None:
+        if not isinstance(extra, list):
+            return
+        sseq, sender_free = extra[0], extra[1]
+        forced = self._posted.pop(recv_seq, None)
+        flip = self.plan.flip
+        if forced is not None:
+            if (src, sseq) == (forced[0], forced[2]):
+                self.forced_ok += 1
+            else:
+                self._diverge(
+                    f"receive {self.plan.rank}:{recv_seq} took message [{src}, {sseq}]"
+                    f" instead of the recorded [{forced[0]}, {forced[2]}]"
+                )
+        self.consumes += 1
+        self.digest = chain(self.digest, src, sseq)
+        if sender_free or (
+            flip is not None and flip.rank == self.plan.rank and recv_seq == flip.recv
+        ):
+            self.free = True
+        if not self.free:
+            self._window.append((recv_seq, src, sseq))
+            del self._window[:-_WINDOW]
+            check = self.plan.checks.get(self.consumes)
+            if check is not None and check[1] != self.digest:
+                self._diverge(
+                    f"rank {self.plan.rank}: the consumes up to #{self.consumes} "
+                    f"(receive {self.plan.rank}:{check[0]}) differ from the "
+                    f"recording; replayed: {self._window_text()}"
+                )
+
+    def _window_text(self) -> str:
+        return ", ".join(f"{y}<-[{s}, {x}]" for y, s, x in self._window)
+
+    def _diverge(self, text: str) -> None:
+        if self.divergence is None:
+            self.divergence = text
+
+    def verdict(self) -> dict[str, Any]:
+        """This rank's result, once the program has finished."""
+        p = self.plan
+        if (
+            not self.flipping
+            and self.divergence is None
+            and (self.consumes, self.digest) != (p.consumes, p.digest)
+        ):
+            self._diverge(
+                f"rank {p.rank}: {self.consumes} messages consumed (recorded "
+                f"{p.consumes}) or a different order after the last check; "
+                f"last replayed: {self._window_text()}"
+            )
+        return {
+            "rank": p.rank,
+            "consumes": self.consumes,
+            "digest": self.digest,
+            "recorded_consumes": p.consumes,
+            "recorded_digest": p.digest,
+            "forced": len(p.forced),
+            "forced_ok": self.forced_ok,
+            "unforceable": p.unforceable,
+            "free": self.free,
+            "divergence": self.divergence,
+        }
+
+    def write_verdict(self, directory: Path) -> None:
+        """Write :meth:`verdict` to ``DIR/rank-<r>.json``."""
+        directory.mkdir(parents=True, exist_ok=True)
+        (directory / f"rank-{self.plan.rank}.json").write_text(json.dumps(self.verdict()))
