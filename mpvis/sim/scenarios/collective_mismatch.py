@@ -21,7 +21,7 @@ def program(ctx: Ctx) -> Program:
     for it in range(ITERATIONS):
         local = round(residual * ctx.rng.uniform(0.3, 0.6), 4)
         yield state(iter=it, residual=local, phase="solve")
-        yield ctx.jitter(0.4)
+        yield ctx.jitter(1.0)
         if ctx.rank == BUGGY_RANK and it == 2:
             break
         residual = yield coll("allreduce", local, count=1, dtype="double", redop="max")

@@ -29,12 +29,12 @@ def program(ctx: Ctx) -> Program:
             yield state(x=answer.data, phase="answered")
             yield send(1, TAG_NEXT, rnd + 1)
         elif ctx.rank == 1:
-            yield ctx.jitter(0.4)
+            yield ctx.jitter(1.0)
             yield send(0, TAG_ASK, rnd)
             yield recv(0, TAG_NEXT)
         else:
             go = yield recv(0, TAG_GO)
-            yield ctx.jitter(0.3)
+            yield ctx.jitter(0.8)
             yield send(0, TAG_ANSWER, go.data + 100)
     if ctx.rank == 0:
         yield recv(ANY, ANY)

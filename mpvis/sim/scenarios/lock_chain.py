@@ -19,10 +19,10 @@ def program(ctx: Ctx) -> Program:
     if ctx.rank == 0:
         yield lock("a")
         yield state(x=1)
-        yield compute(2.0)
+        yield compute(4.0)
         yield unlock("a")
     elif ctx.rank == 1:
-        yield compute(0.3)
+        yield compute(1.0)
         yield lock("b")
         yield lock("a")
         yield state(x=2)
@@ -30,12 +30,12 @@ def program(ctx: Ctx) -> Program:
         yield unlock("a")
         yield unlock("b")
     elif ctx.rank == 2:
-        yield compute(0.6)
+        yield compute(2.0)
         yield lock("b")
         yield state(x=3)
         yield unlock("b")
     else:
-        yield compute(0.9)
+        yield compute(3.0)
         yield lock("a")
         yield state(x=4)
         yield unlock("a")

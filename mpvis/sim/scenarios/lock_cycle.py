@@ -16,10 +16,10 @@ def locked_update(first: str, second: str, ctx: Ctx) -> Program:
     """Take ``first``, work, take ``second``, work, release both."""
     yield lock(first)
     yield state(holding=first)
-    yield ctx.jitter(0.5, spread=0.2)
+    yield ctx.jitter(2.0, spread=0.2)
     yield lock(second)
     yield state(holding=f"{first}+{second}")
-    yield ctx.jitter(0.2)
+    yield ctx.jitter(0.5)
     yield unlock(second)
     yield unlock(first)
 
@@ -33,7 +33,7 @@ def program(ctx: Ctx) -> Program:
     elif ctx.rank == 1:
         yield from locked_update("log", "table", ctx)
     elif ctx.rank == 2:
-        yield ctx.jitter(0.3, spread=0.2)
+        yield ctx.jitter(1.0, spread=0.2)
         yield lock("table")
         yield unlock("table")
     else:

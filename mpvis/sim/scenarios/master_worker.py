@@ -47,7 +47,7 @@ def worker(ctx: Ctx) -> Program:
         if task.tag == TAG_STOP:
             break
         yield state(phase="compute", x=task.data)
-        yield ctx.jitter(0.6, spread=0.6)
+        yield ctx.jitter(1.5, spread=0.6)
         yield send(0, TAG_RESULT, task.data * task.data, size=8)
         count += 1
     yield coll("reduce", count, root=0, count=1, dtype="int", redop="sum")

@@ -40,7 +40,7 @@ def program(ctx: Ctx) -> Program:
         from_right = yield irecv(right, TAG_HALO)
         to_left = yield isend(left, TAG_HALO, x, size=800)
         to_right = yield issend(right, TAG_HALO, x, size=800)
-        yield ctx.jitter(0.4)
+        yield ctx.jitter(1.0)
         got = yield wait(from_left, from_right, to_left, to_right)
         x = (got[0].data + x + got[1].data) / 3.0
     yield state(iter=ITERATIONS, x=round(x, 3), phase="pipeline")

@@ -25,7 +25,7 @@ def program(ctx: Ctx) -> Program:
     else:
         yield recv(partner, TAG_WARMUP)
         yield send(partner, TAG_WARMUP, ctx.rank)
-    yield ctx.jitter(0.5)
+    yield ctx.jitter(2.0)
     if ctx.rank in (0, 1):
         yield state(phase="swap")
         yield ssend(partner, TAG_SWAP, ctx.rank, size=4096)

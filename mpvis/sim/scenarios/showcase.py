@@ -77,7 +77,7 @@ def tasks_worker(ctx: Ctx) -> Program:
         if task.tag == TAG_STOP:
             return count
         yield state(phase="compute", x=task.data)
-        yield ctx.jitter(2.4, spread=0.5)
+        yield ctx.jitter(3.0, spread=0.5)
         if count == 0:
             yield send(0, TAG_PROGRESS, ctx.rank, size=16)
         yield send(0, TAG_RESULT, task.data * 3, size=64)

@@ -26,7 +26,7 @@ def program(ctx: Ctx) -> Program:
         winner = yield coll("bcast", order[0], root=0, count=1, dtype="int")
     else:
         yield state(phase="compute", x=ctx.rank * 10)
-        yield ctx.jitter(1.0, spread=0.3)
+        yield ctx.jitter(3.0, spread=0.3)
         yield send(0, TAG_REPORT, ctx.rank * 10, size=8)
         winner = yield coll("bcast", root=0, count=1, dtype="int")
     yield state(phase="done", winner=winner)
