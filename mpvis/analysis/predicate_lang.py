@@ -198,6 +198,14 @@ _CONSTANTS: dict[str, Scalar] = {
 }
 
 
+_DIGITS = frozenset("0123456789")
+
+
+def _is_word(c: str) -> bool:
+    """ASCII letter, digit or underscore (``str.isdigit`` would accept '²')."""
+    return c.isascii() and (c.isalnum() or c == "_")
+
+
 def _tokenize(src: str) -> list[_Token]:
     out: list[_Token] = []
     i, n = 0, len(src)
@@ -205,13 +213,13 @@ def _tokenize(src: str) -> list[_Token]:
         c = src[i]
         if c in " \t\r\n":
             i += 1
-        elif c.isascii() and (c.isalpha() or c == "_"):
+        elif _is_word(c) and c not in _DIGITS:
             j = i + 1
-            while j < n and src[j].isascii() and (src[j].isalnum() or src[j] == "_"):
+            while j < n and _is_word(src[j]):
                 j += 1
             out.append(_Token("name", src[i:j], i))
             i = j
-        elif c.isdigit() or (c == "." and i + 1 < n and src[i + 1].isdigit()):
+        elif c in _DIGITS or (c == "." and i + 1 < n and src[i + 1] in _DIGITS):
             i = _number(src, i, out)
         elif c in "'\"":
             i = _string(src, i, out)
@@ -227,25 +235,25 @@ def _tokenize(src: str) -> list[_Token]:
 
 def _number(src: str, i: int, out: list[_Token]) -> int:
     j, n = i, len(src)
-    while j < n and src[j].isdigit():
+    while j < n and src[j] in _DIGITS:
         j += 1
     is_float = False
     if j < n and src[j] == ".":
         is_float = True
         j += 1
-        while j < n and src[j].isdigit():
+        while j < n and src[j] in _DIGITS:
             j += 1
     if j < n and src[j] in "eE":
         k = j + 1
         if k < n and src[k] in "+-":
             k += 1
-        if k < n and src[k].isdigit():
+        if k < n and src[k] in _DIGITS:
             is_float = True
             j = k
-            while j < n and src[j].isdigit():
+            while j < n and src[j] in _DIGITS:
                 j += 1
     text = src[i:j]
-    if j < n and (src[j].isalnum() or src[j] == "_"):
+    if j < n and _is_word(src[j]):
         raise PredicateSyntaxError(f"malformed number {src[i : j + 1]!r}", src, i)
     value: Scalar = float(text) if is_float else int(text)
     out.append(_Token("num", text, i, value))

@@ -39,7 +39,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import numpy.typing as npt
 
-from mpvis.analysis.predicate_lang import Expr, Scalar, holds, parse, reads_fields, uses_event
+from mpvis.analysis.predicate_lang import (
+    Expr,
+    PredicateSyntaxError,
+    Scalar,
+    holds,
+    parse,
+    reads_fields,
+    uses_event,
+)
 from mpvis.protocol.records import EVENT_KINDS, KIND_CODE, STATE
 
 if TYPE_CHECKING:
@@ -83,13 +91,18 @@ class LocalPredicate:
     @classmethod
     def make(cls, name: str, rank: int, source: str) -> LocalPredicate:
         """Check the name and parse ``source``; raises :class:`PredicateError`
-        (a :class:`~mpvis.analysis.predicate_lang.PredicateSyntaxError` for the
-        expression, which is one)."""
+        (for a bad expression its ``__cause__`` is the
+        :class:`~mpvis.analysis.predicate_lang.PredicateSyntaxError`, whose
+        ``position`` an editor can point at)."""
         if not _NAME.match(name):
             raise PredicateError(f"bad predicate name {name!r} (use letters, digits, _ . -)")
         if type(rank) is not int or rank < 0:
             raise PredicateError(f"predicate {name}: rank must be a non-negative integer")
-        return cls(name, rank, source, parse(source))
+        try:
+            tree = parse(source)
+        except PredicateSyntaxError as exc:
+            raise PredicateError(f"predicate {name}: {exc}") from exc
+        return cls(name, rank, source, tree)
 
 
 @dataclass(frozen=True)
