@@ -50,9 +50,10 @@ def main() -> int:
         gc.collect()
         if not args.no_memory:
             tracemalloc.start()
-            m = load_trace(path)
+            model = load_trace(path)
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
+            del model
             print(f"peak traced memory: {peak / 1e6:.0f} MB = {peak / n:.0f} bytes/event")
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         print(f"process max RSS: {rss / 1e6:.0f} MB (includes interpreter and libraries; "

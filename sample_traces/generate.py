@@ -80,7 +80,7 @@ def situation_trace(n: int, case: str, *, tag2: int | None = None, pid_variant: 
     first_sender = 2 if pid_variant else 0
     m_tag2 = t2 if t2 != -1 else 1
     m1 = tr.send(first_sender, 1, 1, line=5)
-    second_sender = 2 if src2 == -1 or src2 == 2 else src2
+    second_sender = 2 if src2 in (-1, 2) else src2
     if pid_variant:
         second_sender = 2
     m2 = tr.send(second_sender, 1, m_tag2, line=6)

@@ -44,7 +44,7 @@ def situation(src1: int, tag1: int, src2: int, tag2: int) -> int:
 
 
 def potential_race(
-    src1: int, tag1: int, src2: int, tag2: int,
+    src1: int, tag1: int, src2: int, tag2: int, *,
     cons1: tuple[int, int] | None, cons2: tuple[int, int] | None,
 ) -> bool:
     """Section 3.2's first step: is the pair a potential race?

@@ -43,7 +43,7 @@ class CollectiveBook:
         self.groups: dict[int, tuple[int, ...]] = {0: tuple(range(nprocs))}
         self.seen: dict[int, set[int]] = {}
 
-    def enter(self, rank: int, seq: int, comm: int, op: str, root: int | None,
+    def enter(self, rank: int, seq: int, comm: int, op: str, *, root: int | None,
               group: list[int] | None) -> int:
         """Record a ``coll``; returns its instance number."""
         n = self._count.get((comm, rank), 0)
@@ -89,10 +89,8 @@ class CollectiveBook:
             root = inst.roots.get(rank, next(iter(inst.roots.values()), None))
             if root is None:
                 return []
-            if op in FROM_ROOT:
-                need = (root,)
-            else:
-                need = self.members(comm, final) if rank == root else ()
+            need = (root,) if op in FROM_ROOT else (
+                self.members(comm, final) if rank == root else ())
         else:
             return []
         if need is None:

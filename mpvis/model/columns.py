@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,11 +32,11 @@ class Column:
     def extend(self, values: Iterable[float]) -> None:
         self.data.extend(values)  # type: ignore[arg-type]
 
-    def __getitem__(self, i: int) -> float:
+    def __getitem__(self, i: int) -> Any:
         return self.data[i]
 
     def __setitem__(self, i: int, value: float) -> None:
-        self.data[i] = value  # type: ignore[assignment]
+        self.data[i] = value  # type: ignore[call-overload]
 
     def view(self) -> npt.NDArray[np.generic]:
         """The column as a NumPy array sharing memory (read-only by convention)."""

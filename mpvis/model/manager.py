@@ -32,7 +32,7 @@ from mpvis.model.clocks import ClockStore
 from mpvis.model.collectives import ALL_TO_ALL, CollectiveBook
 from mpvis.model.columns import Column
 from mpvis.model.errors import ModelInputError
-from mpvis.model.matching import Channel, ChannelBook
+from mpvis.model.matching import ChannelBook
 from mpvis.model.observer import ModelChange, ModelObserver
 from mpvis.model.races import Race, RaceTracker, RecvFacts
 from mpvis.model.stream import RecordAnalyzer
@@ -70,7 +70,7 @@ class ModelManager:
         self.c_peer, self.c_tag, self.c_flags = Column("i"), Column("i"), Column("b")
         self.c_req, self.c_ref, self.c_partner = Column("i"), Column("i"), Column("q")
         self.c_size = Column("q")
-        self._appenders = tuple(c.data.append for c in (
+        self._appenders: tuple[Any, ...] = tuple(c.data.append for c in (
             self.c_rank, self.c_seq, self.c_kind, self.c_t, self.c_site, self.c_comm,
             self.c_peer, self.c_tag, self.c_flags, self.c_req, self.c_ref, self.c_partner,
             self.c_size))
@@ -95,8 +95,9 @@ class ModelManager:
         self.analyzers: list[RecordAnalyzer] = []
         self.observers: list[ModelObserver] = []
         self.races = RaceTracker(RecvFacts(
-            self._recv_args, self.consume_of, self._consumed, self.clock_ready,
-            self.clocks.happened_before, self.site_of,
+            recv_args=self._recv_args, consume_of=self.consume_of, consumed=self._consumed,
+            clock_ready=self.clock_ready, happened_before=self.clocks.happened_before,
+            site=self.site_of,
         ))
         self._new_messages: list[int] = []
         self._status_dirty: set[int] = set()
@@ -328,7 +329,7 @@ class ModelManager:
                                   "included", rank=r, seq=s)
 
         def commit() -> None:
-            n = self.colls.enter(r, s, comm, rec["op"], rec.get("root"), group)
+            n = self.colls.enter(r, s, comm, rec["op"], root=rec.get("root"), group=group)
             self._wake_key(("coll", comm, n, r), self._touched_sink)
         return commit
 
@@ -359,7 +360,8 @@ class ModelManager:
     def _check_pair(self, sg: int, rec: Record, r: int, s: int) -> None:
         """Send ``sg`` and consume ``rec`` must describe the same message."""
         if self.c_kind[sg] != K_SEND:
-            raise ModelInputError(f"consume names {rec['send']}, which is not a send", rank=r, seq=s)
+            raise ModelInputError(f"consume names {rec['send']}, which is not a send",
+                                  rank=r, seq=s)
         if self.c_partner[sg] != -1:
             raise ModelInputError(f"send {rec['send']} is consumed twice", rank=r, seq=s)
         if self.c_peer[sg] != r or self.c_tag[sg] != rec["tag"] or self.c_comm[sg] != rec.get(

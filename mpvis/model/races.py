@@ -71,6 +71,7 @@ class RecvFacts:
 
     def __init__(
         self,
+        *,
         recv_args: Callable[[int, int], tuple[int, int]],
         consume_of: Callable[[int, int], int | None],
         consumed: Callable[[int, int], tuple[int, int, Key | None]],
@@ -103,7 +104,7 @@ def evaluate(race: Race, facts: RecvFacts, final: bool) -> Key | None:
     race.messages = (m1[2] if m1 else None, m2[2] if m2 else None)
     race.potential = classifier.potential_race(
         src1, tag1, src2, tag2,
-        (m1[0], m1[1]) if m1 else None, (m2[0], m2[1]) if m2 else None,
+        cons1=(m1[0], m1[1]) if m1 else None, cons2=(m2[0], m2[1]) if m2 else None,
     )
     waiting: Key | None = None
     hb: bool | None = None

@@ -93,7 +93,8 @@ def check_header(rec: object) -> Record:
         raise RecordError(f"header 'format' must be '{FORMAT_NAME}', got {rec.get('format')!r}")
     if rec.get("version") != FORMAT_VERSION or not _is_int(rec.get("version")):
         raise RecordError(
-            f"unsupported header 'version' {rec.get('version')!r} (this mpvis reads {FORMAT_VERSION})"
+            f"unsupported header 'version' {rec.get('version')!r} "
+            f"(this mpvis reads {FORMAT_VERSION})"
         )
     _need_int(rec, "nprocs", minimum=1)
     return rec

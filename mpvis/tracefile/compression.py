@@ -5,13 +5,13 @@ from __future__ import annotations
 import gzip
 import io
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 
 
 def open_binary_read(path: Path) -> IO[bytes]:
     """Open ``path`` for streaming binary reading, decompressing by suffix."""
     if path.suffix == ".gz":
-        return gzip.open(path, "rb")
+        return cast(IO[bytes], gzip.open(path, "rb"))
     if path.suffix == ".zst":
         import zstandard
 
@@ -24,7 +24,7 @@ def open_binary_write(path: Path, *, append: bool = False) -> IO[bytes]:
     """Open ``path`` for binary writing (or appending), compressing by suffix."""
     mode = "ab" if append else "wb"
     if path.suffix == ".gz":
-        return gzip.open(path, mode)
+        return cast(IO[bytes], gzip.open(path, mode))
     if path.suffix == ".zst":
         import zstandard
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import random
 
 import networkx as nx
@@ -24,7 +25,7 @@ def explicit_graph(recs: list[dict]) -> nx.DiGraph:
         by_rank.setdefault(r["rank"], []).append(r)
     for rank, evs in by_rank.items():
         evs.sort(key=lambda e: e["seq"])
-        for a, b in zip(evs, evs[1:], strict=False):
+        for a, b in itertools.pairwise(evs):
             g.add_edge((rank, a["seq"]), (rank, b["seq"]))
         for e in evs:
             g.add_node((rank, e["seq"]))

@@ -112,7 +112,7 @@ def test_false_spurious_ring_master_worker() -> None:
 def test_check_cli_exit_codes_and_json(tmp_path: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "mpvis", "check", *args],
-                              capture_output=True, text=True, timeout=60)
+                              capture_output=True, text=True, timeout=60, check=False)
 
     race = run(str(SAMPLES / "situations" / "s16_RCRC.jsonl"), "--json")
     assert race.returncode == 1

@@ -150,7 +150,7 @@ def test_blank_lines_and_compression(tmp_path: Path) -> None:
 def test_truncated_gzip_and_bad_utf8(tmp_path: Path) -> None:
     raw = gzip.compress(("".join(json.dumps(x) + "\n" for x in ok_lines()) * 50).encode())
     (tmp_path / "t.jsonl.gz").write_bytes(raw[: len(raw) // 2])
-    with pytest.raises(TraceFileError, match="truncated|corrupt"):
+    with pytest.raises(TraceFileError, match=r"truncated|corrupt"):
         load_trace(tmp_path / "t.jsonl.gz")
     (tmp_path / "u.jsonl").write_bytes(json.dumps(H).encode() + b"\n\xff\xfe\n")
     with pytest.raises(TraceFileError) as info:
