@@ -314,6 +314,8 @@ class Simulator:
 
     def _recv(self, p: _Proc, op: Recv, site: str) -> None:
         self._check_peer(p, op.src, op.comm, "source", site)
+        if op.src < ANY or op.tag < ANY:
+            raise SimulationError(f"rank {p.rank}: a receive's source and tag are >= -1")
         req = None if op.blocking else self._new_req(p, is_recv=True)
         fields: dict[str, Any] = {"src": op.src, "tag": op.tag, "blocking": op.blocking}
         if req is not None:
@@ -376,6 +378,8 @@ class Simulator:
             req = p.reqs.get(r.req) if isinstance(r, Request) else None
             if req is None:
                 raise SimulationError(f"rank {p.rank}: wait on unknown request {r!r} ({site})")
+            if req in reqs:
+                raise SimulationError(f"rank {p.rank}: request {r.req} waited twice ({site})")
             reqs.append(req)
         p.waiting = (tuple(reqs), site)
         p.blocked = f"in wait(reqs={[r.rid for r in reqs]}) at {site}"

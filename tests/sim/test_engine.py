@@ -256,6 +256,33 @@ def test_unlocking_a_lock_not_held_is_an_error() -> None:
         simulate_program(prog, 1, 0)
 
 
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        (lambda: send(ANY, 0), "real destination"),
+        (lambda: send(5, 0), "not in communicator"),
+        (lambda: recv(0, -3), ">= -1"),
+        (lambda: coll("bcast"), "needs a root"),
+        (lambda: coll("barrier", comm=4), "not in communicator"),
+    ],
+)
+def test_misuse_is_an_error(bad: Any, message: str) -> None:
+    def prog(ctx: Ctx) -> Program:
+        yield bad()
+
+    with pytest.raises(SimulationError, match=message):
+        simulate_program(prog, 2, 0)
+
+
+def test_waiting_twice_for_a_request_is_an_error() -> None:
+    def prog(ctx: Ctx) -> Program:
+        r = yield irecv(0, 0)
+        yield wait(r, r)
+
+    with pytest.raises(SimulationError, match="waited twice"):
+        simulate_program(prog, 1, 0)
+
+
 def test_a_runaway_program_is_stopped() -> None:
     def prog(ctx: Ctx) -> Program:
         while True:
