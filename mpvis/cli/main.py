@@ -22,7 +22,10 @@ from mpvis.cli.errors import UserError
 #: Subcommand modules, in the order ``mpvis --help`` lists them.
 COMMANDS: tuple[str, ...] = (
     "check",
+    "cone",
+    "predicate",
     "run",
+    "replay",
     "collector",
     "demo",
     "open",

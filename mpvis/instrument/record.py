@@ -159,6 +159,10 @@ class RecordHooks(MessageHooks):
         if self.consumes % self.check_every == 0:
             self.writer.check(self.consumes, recv_seq, self.digest)
 
+    def log_any(self, at: int, index: int) -> None:
+        """A ``Waitany`` that started at event ``at`` chose request ``index``."""
+        self.writer.any(at, index)
+
     def close(self) -> None:
         """Write the ``end`` line (call once the program has finished)."""
         self.writer.close(self.sends, self.consumes, self.digest)

@@ -14,6 +14,8 @@ object:
   message ``[s', X']`` taken by the earlier receive ``Y'`` (Figure 3a's
   ``PrevRecv``).  ``prev`` is ``null`` in ``all`` mode for non-racing
   deliveries;
+* ``{"kind": "any", "at": A, "index": I}``: the ``Waitany`` call that started at
+  event ``A`` returned request ``I`` (:mod:`mpvis.instrument.any_completion`);
 * ``{"kind": "check", "n": N, "recv": Y, "digest": D}``: after its ``N``-th
   consume (of receive ``Y``), the CRC-32 chain of this rank's consumed messages
   was ``D`` (see :func:`chain`); replay compares it to find where a run diverged;
@@ -91,6 +93,7 @@ class RankRecord:
     check_every: int
     races: list[RaceEntry] = field(default_factory=list)
     checks: list[tuple[int, int, int]] = field(default_factory=list)  # (n, recv, digest)
+    anys: dict[int, int] = field(default_factory=dict)  # Waitany start seq -> index
     sends: int = 0
     consumes: int = 0
     digest: int = 0
@@ -125,6 +128,9 @@ class RecordWriter:
 
     def race(self, entry: RaceEntry) -> None:
         self._line(entry.to_json())
+
+    def any(self, at: int, index: int) -> None:
+        self._line({"kind": "any", "at": at, "index": index})
 
     def check(self, n: int, recv: int, digest: int) -> None:
         self._line({"kind": "check", "n": n, "recv": recv, "digest": digest})
@@ -187,6 +193,8 @@ def _read_rank(path: Path) -> RankRecord:
                         None if prev is None else (prev[0], prev[1], prev[2]),
                     )
                 )
+            elif kind == "any":
+                rec.anys[_int(obj, "at", where)] = _int(obj, "index", where)
             elif kind == "check":
                 rec.checks.append(
                     (_int(obj, "n", where), _int(obj, "recv", where), _int(obj, "digest", where))

@@ -70,6 +70,7 @@ class ReplayPlan:
     forced: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # recv -> src,tag,send
     routed_sends: set[int] = field(default_factory=set)
     checks: dict[int, tuple[int, int]] = field(default_factory=dict)  # n -> (recv, digest)
+    anys: dict[int, int] = field(default_factory=dict)  # Waitany start seq -> index
     consumes: int = 0
     digest: int = 0
     flip: Flip | None = None
@@ -79,15 +80,17 @@ class ReplayPlan:
 def find_flip(records: list[RankRecord], rank: int, seq: int) -> Flip:
     """The flip named by ``RANK:SEQ``: either receive of a recorded race.
 
-    ``SEQ`` may be the traced receive (``recv``) or the earlier receive it raced
-    with (``prev``); either way the earlier receive takes the traced message.
+    ``SEQ`` names a receive.  If it is the earlier receive (``prev``) of a
+    recorded race, it takes that race's traced message instead of its own;
+    otherwise, if it is the traced receive of a race, that race is reversed:
+    its earlier receive takes this receive's message.
     """
     if not 0 <= rank < len(records):
         raise RecordError(f"rank {rank} is not in the record ({len(records)} ranks)")
     races = [e for e in records[rank].races if e.prev is not None and e.comm == 0]
-    hit: RaceEntry | None = next((e for e in races if e.recv == seq), None)
+    hit: RaceEntry | None = next((e for e in races if e.prev and e.prev[0] == seq), None)
     if hit is None:
-        hit = next((e for e in races if e.prev is not None and e.prev[0] == seq), None)
+        hit = next((e for e in races if e.recv == seq), None)
     if hit is None or hit.prev is None:
         known = ", ".join(f"{rank}:{e.prev[0]}/{e.recv}" for e in races if e.prev) or "none"
         raise RecordError(
@@ -111,6 +114,7 @@ def plan_for(records: list[RankRecord], rank: int, flip: Flip | None = None) -> 
             if e.comm == 0 and e.src == rank:
                 plan.routed_sends.add(e.send)
     plan.checks = {n: (recv, digest) for n, recv, digest in mine.checks}
+    plan.anys = dict(mine.anys)
     if flip is not None and flip.rank == rank:
         plan.forced = {y: f for y, f in plan.forced.items() if y < flip.recv}
         plan.forced[flip.recv] = (flip.src, flip.tag, flip.send)
@@ -137,6 +141,10 @@ class ReplayHooks(MessageHooks):
     def route_send(self, seq: int) -> bool:
         """Whether the send about to be event ``seq`` goes on the replay channel."""
         return not self.free and seq in self.plan.routed_sends
+
+    def recorded_any(self, seq: int) -> int | None:
+        """The request the ``Waitany`` starting at event ``seq`` must return, if forced."""
+        return None if self.free else self.plan.anys.get(seq)
 
     def route_recv(self, seq: int, blocking: bool) -> int:
         """``USER``, ``CHANNEL`` (forced) or ``POLL`` for the receive about to be ``seq``."""

@@ -54,6 +54,10 @@ def install_layer(runtime: Runtime, env: Mapping[str, str]) -> Callable[[], None
     def next_seq() -> int:
         return recorder.seq
 
+    from mpi4py import MPI
+
+    from mpvis.instrument.any_completion import force_waitany, log_waitany
+
     if record_dir:
         from mpvis.instrument.record import RecordHooks
 
@@ -65,6 +69,7 @@ def install_layer(runtime: Runtime, env: Mapping[str, str]) -> Callable[[], None
             record_all=env.get("MPVIS_RECORD_ALL", "") == "1",
         )
         install_hooks(rec_hooks)
+        log_waitany(MPI.Request, next_seq, rec_hooks.log_any)
         return rec_hooks.close
 
     from mpvis.instrument.record_file import read_record
@@ -79,6 +84,7 @@ def install_layer(runtime: Runtime, env: Mapping[str, str]) -> Callable[[], None
     hooks = ReplayHooks(plan_for(records, rank, flip))
     channel = make_channel(world)
     install_routing(world, channel, hooks, next_seq)
+    force_waitany(MPI.Request, next_seq, hooks.recorded_any)
     install_hooks(hooks)
     out = env.get("MPVIS_REPLAY_OUT", "")
 

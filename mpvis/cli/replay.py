@@ -1,0 +1,199 @@
+"""``mpvis replay RECORD [--flip RANK:SEQ] [-n N] [--no-stream] -- prog.py [args]``.
+
+The replay phase of MPVisualizer's re-execution mode (section 2): every rank
+runs under :mod:`mpvis.instrument.replay_launch` with the record made by
+``mpvis run --record RECORD``, which forces the recorded racing deliveries
+(Netzer and Miller, section 4.2).  The run streams to the window like
+``mpvis run`` (or is written headless to ``--out``); ``--no-stream`` runs it
+without a collector.  At the end every rank's check is printed: the replay
+consumed the same messages in the same order as the recording, or where it
+first did not.
+
+``--flip RANK:SEQ`` re-executes with that race resolved the other way
+(:func:`mpvis.instrument.replay.find_flip`) and prints, rank by rank, the new
+run beside the recorded one.  ``--stats`` prints the record's figures only
+(messages, recorded deliveries, lower bound on the minimum).
+
+Exit status: the program's when it failed; else 0 when the replay matched
+the recording (or a flip ran), 1 when it diverged; 2 for a usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from mpvis.cli.errors import UserError
+from mpvis.cli.record_options import LAUNCH_MODULE, record_summary, run_unstreamed
+from mpvis.instrument.record_file import RankRecord, RecordError, read_record
+from mpvis.instrument.replay import Flip, find_flip
+from mpvis.instrument.replay_launch import parse_flip
+
+__all__ = ["register", "replay", "summarize"]
+
+
+def register(sub: Any) -> None:
+    p: argparse.ArgumentParser = sub.add_parser(
+        "replay",
+        help="re-execute a recorded run with the same message deliveries",
+        description="Replay a run recorded with 'mpvis run --record DIR': the racing "
+        "deliveries are forced, so the run consumes the same messages in the same order.",
+        usage="mpvis replay RECORD [--flip RANK:SEQ] [-n N] [--no-stream] -- prog.py [args]",
+    )
+    p.add_argument("record", type=Path, metavar="RECORD", help="the record directory")
+    p.add_argument("program", nargs="*", help="the program and its arguments (after --)")
+    p.add_argument(
+        "--flip",
+        metavar="RANK:SEQ",
+        help="resolve the race of receive RANK:SEQ the other way and show both runs",
+    )
+    p.add_argument("-n", "-np", type=int, dest="nprocs", metavar="N", help="number of ranks")
+    p.add_argument("--no-stream", action="store_true", help="do not stream the replay")
+    p.add_argument("--out", type=Path, help="trace file when no window is running")
+    p.add_argument("--headless", action="store_true", help="write to --out even with a window")
+    p.add_argument("--mpiexec", help="mpiexec to use")
+    p.add_argument("--stats", action="store_true", help="print the record's figures and stop")
+    p.set_defaults(func=replay)
+
+
+def replay(args: argparse.Namespace) -> int:
+    try:
+        records = read_record(args.record)
+    except RecordError as exc:
+        raise UserError(f"record: {exc}") from None
+    print(record_summary(args.record), flush=True)
+    if args.stats:
+        return 0
+    if not args.program:
+        raise UserError("no program given: mpvis replay RECORD -- prog.py [args]")
+    nprocs = args.nprocs if args.nprocs is not None else len(records)
+    if nprocs != len(records):
+        raise UserError(f"the record has {len(records)} ranks, not {nprocs}")
+    flip = None
+    if args.flip:
+        try:
+            flip = find_flip(records, *parse_flip(args.flip))
+        except (RecordError, ValueError) as exc:
+            raise UserError(f"--flip: {exc}") from None
+        print(
+            f"flip: receive {flip.rank}:{flip.recv} takes message [{flip.src}, {flip.send}] "
+            f"(recorded: [{flip.was[0]}, {flip.was[1]}])",
+            flush=True,
+        )
+    with tempfile.TemporaryDirectory(prefix="mpvis-replay-") as out:
+        env = {"MPVIS_REPLAY": str(args.record.resolve()), "MPVIS_REPLAY_OUT": out}
+        if args.flip:
+            env["MPVIS_REPLAY_FLIP"] = args.flip
+        if args.no_stream:
+            code = run_unstreamed(nprocs, args.program, env, mpiexec=args.mpiexec)
+        else:
+            code = _run_streamed(args, nprocs, env)
+        verdicts = _read_verdicts(Path(out), nprocs)
+    text, diverged = summarize(records, verdicts, flip)
+    print(text, flush=True)
+    if code:
+        return code
+    return 1 if diverged else 0
+
+
+def _run_streamed(args: argparse.Namespace, nprocs: int, env: dict[str, str]) -> int:
+    """Run through ``mpvis run``'s live path, with the replay launcher in every rank."""
+    from mpvis.cli import run as run_cmd
+    from mpvis.collector import mpiexec
+
+    run_args = argparse.Namespace(
+        nprocs=nprocs,
+        out=args.out,
+        headless=args.headless,
+        listen=None,
+        token=None,
+        run_id=None,
+        collector_port=None,
+        mpiexec=args.mpiexec,
+        mpiexec_options=[],
+        program=args.program,
+    )
+    with _patched(os.environ, env), _launch_module(mpiexec):
+        return int(run_cmd.run(run_args))
+
+
+@contextmanager
+def _patched(environ: Any, extra: dict[str, str]) -> Iterator[None]:
+    saved = {k: environ.get(k) for k in extra}
+    environ.update(extra)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                environ.pop(k, None)
+            else:
+                environ[k] = v
+
+
+@contextmanager
+def _launch_module(module: Any) -> Iterator[None]:
+    saved = module.LAUNCH_MODULE
+    module.LAUNCH_MODULE = LAUNCH_MODULE
+    try:
+        yield
+    finally:
+        module.LAUNCH_MODULE = saved
+
+
+def _read_verdicts(directory: Path, nprocs: int) -> list[dict[str, Any] | None]:
+    out: list[dict[str, Any] | None] = []
+    for r in range(nprocs):
+        path = directory / f"rank-{r}.json"
+        try:
+            out.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            out.append(None)
+    return out
+
+
+def summarize(
+    records: list[RankRecord], verdicts: list[dict[str, Any] | None], flip: Flip | None
+) -> tuple[str, bool]:
+    """The report printed after a replay, and whether it diverged from the recording."""
+    lines: list[str] = []
+    diverged = False
+    for r, (rec, v) in enumerate(zip(records, verdicts, strict=True)):
+        if v is None:
+            lines.append(f"  rank {r}: no result (the rank did not finish)")
+            diverged = True
+            continue
+        same = (v["consumes"], v["digest"]) == (rec.consumes, rec.digest)
+        state = "same messages, same order" if same else "different messages or order"
+        line = (
+            f"  rank {r}: consumed {v['consumes']} (recorded {rec.consumes}), {state}; "
+            f"forced {v['forced_ok']}/{v['forced']}"
+        )
+        if v["unforceable"]:
+            line += f"; {v['unforceable']} races on other communicators not forced"
+        if flip is not None and v["free"]:
+            line += "; after the flip"
+        lines.append(line)
+        if v["divergence"]:
+            lines.append(f"    diverged: {v['divergence']}")
+            diverged = True
+        elif flip is None and not same:
+            diverged = True
+    if flip is not None:
+        changed = sum(
+            1
+            for rec, v in zip(records, verdicts, strict=True)
+            if v is not None and (v["consumes"], v["digest"]) != (rec.consumes, rec.digest)
+        )
+        head = f"flipped run beside the recording: {changed} of {len(records)} ranks differ"
+    elif diverged:
+        head = "replay DIVERGED from the recording"
+    else:
+        head = "replay identical to the recording on every rank"
+    return "\n".join([head, *lines]), diverged and flip is None
