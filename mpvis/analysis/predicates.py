@@ -101,7 +101,9 @@ class LocalPredicate:
         try:
             tree = parse(source)
         except PredicateSyntaxError as exc:
-            raise PredicateError(f"predicate {name}: {exc}") from exc
+            raise PredicateError(
+                f"predicate {name}: {exc.message} at column {exc.position + 1} of {source!r}"
+            ) from exc
         return cls(name, rank, source, tree)
 
 

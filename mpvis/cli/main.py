@@ -25,7 +25,6 @@ COMMANDS: tuple[str, ...] = (
     "cone",
     "predicate",
     "run",
-    "replay",
     "collector",
     "demo",
     "open",
