@@ -25,6 +25,7 @@ COMMANDS: tuple[str, ...] = (
     "cone",
     "predicate",
     "run",
+    "replay",
     "collector",
     "demo",
     "open",
