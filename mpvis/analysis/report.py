@@ -98,23 +98,36 @@ def _format_race(e: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _unseen_exact(report: Report) -> list[dict[str, Any]]:
+    """Exact entries that no shown classifier race accounts for."""
+    seen = {(e["rank"], e["recvs"][0], tuple(map(tuple, e["messages"])))
+            for e in found_races(report) if e["method"] == "classifier"
+            and None not in e["messages"]}
+    return [e for e in report["races"] if e["method"] == "exact"
+            and (e["rank"], e["recvs"][0], tuple(map(tuple, e["messages"]))) not in seen]
+
+
 def format_report(report: Report, *, source: str | None = None) -> str:
-    """A readable report: races (rank, both receives with sites, situation,
-    messages, verdict), deadlocks, the status of each rank, and a summary."""
+    """A readable report: classifier races (rank, both receives with sites,
+    situation, messages, verdict, and whether the exact test confirms them),
+    the exact races the classifier cannot see, deadlocks, the status of each
+    rank, and a summary."""
     out = []
     title = f"{source}: " if source else ""
     out.append(f"{title}{report['nprocs']} ranks, {report['events']} events")
-    shown = found_races(report)
-    hidden = len(report["races"]) - len(shown)
-    by_method: dict[str, list[dict[str, Any]]] = {}
-    for e in shown:
-        by_method.setdefault(e["method"], []).append(e)
-    if not shown:
+    shown = [e for e in found_races(report) if e["method"] != "exact"]
+    hidden = sum(1 for e in report["races"] if e["verdict"] not in SHOWN_VERDICTS)
+    unseen = _unseen_exact(report)
+    if not shown and not unseen:
         out.append("No races found." + (f" ({hidden} pairs judged spurious or false)"
                                         if hidden else ""))
-    for method, entries in by_method.items():
-        out.append(f"Races ({method}): {len(entries)}")
-        for e in entries:
+    if shown:
+        out.append(f"Races (16-case classifier): {len(shown)}")
+        for e in shown:
+            out.extend(_format_race(e))
+    if unseen:
+        out.append(f"Exact races the classifier does not show: {len(unseen)}")
+        for e in unseen:
             out.extend(_format_race(e))
     if shown and hidden:
         out.append(f"({hidden} more pairs judged spurious or false are not shown; "
@@ -125,12 +138,14 @@ def format_report(report: Report, *, source: str | None = None) -> str:
             out.append(f"  [{d['kind']}] ranks {', '.join(map(str, d['ranks']))}: {d['reason']}")
     else:
         out.append("No deadlocks found.")
-    odd = [r for r in report.get("ranks", []) if r["status"] != "finished"]
-    for r in odd:
+    for r in report.get("ranks", []):
+        if r["status"] == "finished":
+            continue
         where = f" at event {r['at']}" if "at" in r else ""
         site = f" ({r['site']})" if r.get("site") else ""
         detail = f": {r['detail']}" if r.get("detail") else ""
         out.append(f"rank {r['rank']} {r['status']}{where}{site}{detail}")
-    nr, nd = len(shown), len(report["deadlocks"])
-    out.append(f"Summary: {nr} race{'s' * (nr != 1)}, {nd} deadlock{'s' * (nd != 1)}.")
+    nr, nx_, nd = len(shown), len(unseen), len(report["deadlocks"])
+    out.append(f"Summary: {nr} race{'s' * (nr != 1)} by the classifier, "
+               f"{nx_} more by the exact test, {nd} deadlock{'s' * (nd != 1)}.")
     return "\n".join(out)

@@ -117,7 +117,14 @@ def test_check_cli_exit_codes_and_json(tmp_path: Path) -> None:
     race = run(str(SAMPLES / "situations" / "s16_RCRC.jsonl"), "--json")
     assert race.returncode == 1
     rep = json.loads(race.stdout)
-    assert rep["nprocs"] == 3 and rep["deadlocks"] == [] and len(rep["races"]) == 1
+    assert rep["nprocs"] == 3 and rep["deadlocks"] == []
+    classifier = [r for r in rep["races"] if r["method"] == "classifier"]
+    exact = [r for r in rep["races"] if r["method"] == "exact"]
+    assert [(r["scope"], r["rank"], r["recvs"], r["situation"], r["messages"], r["verdict"])
+            for r in classifier] == [("adjacent", 1, [0, 2], 16, [[0, 0], [2, 0]], "legitimate")]
+    assert classifier[0]["confirmed"] is True
+    assert exact == [{"method": "exact", "rank": 1, "recvs": [0], "messages": [[0, 0], [2, 0]],
+                      "verdict": "legitimate"}]
     clean = run(str(SAMPLES / "ring.jsonl"))
     assert clean.returncode == 0 and "No races found" in clean.stdout
     text = run(str(SAMPLES / "situations" / "s16_RCRC.jsonl"))

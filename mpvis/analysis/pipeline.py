@@ -1,0 +1,76 @@
+"""The analyses that run beside the model, composed once for every front end.
+
+``mpvis check``, the headless central process of ``mpvis run``, the demo and
+the window all build a model the same way: :class:`Analyses` attaches the
+exact race detector (Cypher and Leu) and the deadlock monitor (Roy et al.) as
+analyzers of the model's causally ordered stream, and :meth:`Analyses.report`
+assembles the spec's report from the model and from them.
+
+Each classifier race in the report carries ``confirmed``: whether the exact
+test finds the same conflict (the match of the first receive with the second
+message).  It is decided from the full list of conflicts when the caller
+supplies it (``conflicts``, e.g. from
+:func:`mpvis.analysis.exact_offline.all_conflicts`), otherwise from what the
+on-the-fly detector listed (which keeps only the latest wildcard match per tag,
+so ``False`` there means "not shown by the on-the-fly test").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mpvis.analysis.deadlock_monitor import DeadlockMonitor
+from mpvis.analysis.exact_events import ExactRace
+from mpvis.analysis.exact_races import ExactRaceDetector
+from mpvis.analysis.report import Report, build_report
+from mpvis.model.manager import ModelManager
+
+__all__ = ["Analyses"]
+
+
+class Analyses:
+    """A model with its incremental analyses attached."""
+
+    def __init__(self, model: ModelManager, *, exact: bool = True, deadlocks: bool = True
+                 ) -> None:
+        self.model = model
+        self.exact = ExactRaceDetector(model.nprocs) if exact else None
+        self.deadlock = DeadlockMonitor(model.nprocs) if deadlocks else None
+        for a in (self.exact, self.deadlock):
+            if a is not None:
+                model.analyzers.append(a)
+
+    @classmethod
+    def for_header(cls, header: dict[str, Any], **kw: bool) -> Analyses:
+        """A fresh model for a run with this header, with analyses attached."""
+        return cls(ModelManager(header), **kw)
+
+    def mark_rank_dead(self, rank: int, detail: str) -> None:
+        """A rank crashed or was killed: tell the model and the deadlock monitor."""
+        self.model.mark_rank_dead(rank, detail)
+        if self.deadlock is not None:
+            self.deadlock.mark_dead(rank, detail)
+
+    def stuck(self) -> list[dict[str, Any]]:
+        """Live: the deadlocks the records so far prove, if the ranks are all idle."""
+        if self.deadlock is None:
+            return []
+        return [d.to_report() for d in self.deadlock.check(final=False)]
+
+    def report(
+        self, *, nonadjacent: bool = False, conflicts: list[ExactRace] | None = None
+    ) -> Report:
+        """The spec's report; ``conflicts`` replaces the on-the-fly exact list."""
+        exact = conflicts if conflicts is not None else (
+            self.exact.races if self.exact is not None else [])
+        found = {(r.rank, r.recv, r.s1, r.s2) for r in exact}
+        dl = [d.to_report() for d in self.deadlock.deadlocks] if self.deadlock else []
+        rep = build_report(self.model, nonadjacent=nonadjacent,
+                           extra_races=[r.to_report() for r in exact], deadlocks=dl)
+        if self.exact is not None or conflicts is not None:
+            for e in rep["races"]:
+                if e["method"] == "classifier":
+                    m1, m2 = e["messages"]
+                    e["confirmed"] = (m1 is not None and m2 is not None and (
+                        e["rank"], e["recvs"][0], tuple(m1), tuple(m2)) in found)
+        return rep
