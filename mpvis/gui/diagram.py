@@ -43,7 +43,7 @@ class EventAction:
     """An entry of the event context menu (see :meth:`DiagramView.add_event_action`)."""
 
     label: str
-    callback: Callable[[int], None]
+    callback: Callable[[int], object]
     enabled: Callable[[int], bool] | None = None
 
 
@@ -97,6 +97,7 @@ class DiagramView(pg.PlotWidget):
         self._actions: list[EventAction] = []
         self._redraw_pending = False
         self._setting_range = False
+        self._zoomed = False  # the user chose a zoom: following keeps its width
         pi = self.getPlotItem()
         pi.setMenuEnabled(False)
         pi.hideButtons()
@@ -134,10 +135,15 @@ class DiagramView(pg.PlotWidget):
         self.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
 
     # ------------------------------------------------------------ model
-    def set_model(self, model: ModelManager | None) -> None:
-        """Show ``model`` (None: empty diagram); clears selection and overlays."""
+    def set_model(self, model: ModelManager | None, layout: Layout | None = None) -> None:
+        """Show ``model`` (None: empty diagram); clears selection and overlays.
+
+        ``layout``: the model's :class:`Layout` if already built (off the GUI thread).
+        """
         self.model = model
-        self.layout_ = Layout(model) if model is not None else None
+        if model is not None and (layout is None or layout.model is not model):
+            layout = Layout(model)
+        self.layout_ = layout
         self.selected = -1
         for name in list(self._overlays):
             self.clear_overlay(name)
@@ -173,6 +179,7 @@ class DiagramView(pg.PlotWidget):
 
     def fit_all(self) -> None:
         """Show the whole run."""
+        self._zoomed = False
         lay = self.layout_
         x0, x1 = lay.bounds(self.logical) if lay is not None else (0.0, 1.0)
         pad = (x1 - x0) * 0.03
@@ -217,7 +224,7 @@ class DiagramView(pg.PlotWidget):
         lo, hi = lay.bounds(self.logical)
         (x0, x1), (y0, y1) = self.vb.viewRange()
         width = x1 - x0
-        if hi - lo <= width * 0.95 or x1 < lo:
+        if not self._zoomed or hi - lo <= width * 0.95 or x1 < lo:
             self.fit_all()
         else:
             self._set_range(hi + width * 0.05 - width, hi + width * 0.05, y0, y1)
@@ -225,8 +232,9 @@ class DiagramView(pg.PlotWidget):
     def _user_moved(self, *args: object) -> None:
         if self.layout_ is None:
             return
-        hi = self.layout_.bounds(self.logical)[1]
-        x1 = self.vb.viewRange()[0][1]
+        lo, hi = self.layout_.bounds(self.logical)
+        x0, x1 = self.vb.viewRange()[0]
+        self._zoomed = x1 - x0 < (hi - lo) * 0.9
         self.follow = x1 >= hi  # scrolled back to the newest events: follow again
 
     def _update_axis(self) -> None:
@@ -346,7 +354,7 @@ class DiagramView(pg.PlotWidget):
     def add_event_action(
         self,
         label: str,
-        callback: Callable[[int], None],
+        callback: Callable[[int], object],
         enabled: Callable[[int], bool] | None = None,
     ) -> None:
         """Add ``label`` to the right-click menu of events; ``callback(g)`` runs when chosen."""

@@ -42,8 +42,14 @@ class PanelSpec:
 _REGISTRY: dict[str, PanelSpec] = {}
 
 
-def register_panel(name: str, title: str, factory: Callable[[Any], Any], *,
-                   area: Area = "right", visible: bool = True) -> None:
+def register_panel(
+    name: str,
+    title: str,
+    factory: Callable[[Any], Any],
+    *,
+    area: Area = "right",
+    visible: bool = True,
+) -> None:
     """Register (or replace) the panel ``name``; ``factory(window)`` returns its QWidget."""
     _REGISTRY[name] = PanelSpec(name, title, factory, area, visible)
 

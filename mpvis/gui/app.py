@@ -1,0 +1,61 @@
+"""Entry points of the window: ``mpvis`` / ``mpvis demo --gui`` and ``mpvis open``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from PySide6 import QtWidgets
+
+from mpvis.gui.live import LiveSession
+from mpvis.gui.window import MainWindow
+
+
+def make_app() -> QtWidgets.QApplication:
+    """The QApplication (created once); offscreen when there is no display."""
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) and (
+        sys.platform.startswith("linux")
+    ):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    app = QtWidgets.QApplication.instance()
+    if not isinstance(app, QtWidgets.QApplication):
+        app = QtWidgets.QApplication([sys.argv[0]])
+        app.setApplicationName("mpvis")
+        app.setOrganizationName("mpvis")
+    return app
+
+
+def open_live_window(live: LiveSession | None = None) -> tuple[MainWindow, LiveSession]:
+    """A window with its own central process started and advertised; queue wired up."""
+    window = MainWindow()
+    live = (live or LiveSession()).start()
+    window.inbox = live.inbox
+    window.destroyed.connect(live.stop)
+    return window, live
+
+
+def _exec(window: MainWindow, live: LiveSession) -> int:
+    app = make_app()
+    window.show()
+    try:
+        return int(app.exec())
+    finally:
+        live.stop()
+
+
+def run_open_window(path: str | Path | None) -> int:
+    """``mpvis open [TRACE]``: the window on a trace (runs stream into it too)."""
+    make_app()
+    window, live = open_live_window()
+    if path is not None:
+        window.open_trace(path)
+    return _exec(window, live)
+
+
+def run_demo_window(scenario: str, seed: int, speed: float) -> int:
+    """``mpvis`` / ``mpvis demo --gui``: the window, with the scenario streaming live into it."""
+    make_app()
+    window, live = open_live_window()
+    live.stream_demo(scenario, seed, speed)
+    return _exec(window, live)

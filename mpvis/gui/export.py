@@ -1,0 +1,38 @@
+"""Export: the current view as PNG or SVG, the race list as CSV or JSON."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
+
+from mpvis.model.races import Race
+from mpvis.scene.race_marks import races_csv, races_json
+
+
+def export_png(widget: QtWidgets.QWidget, path: str | Path) -> None:
+    """What ``widget`` shows now, as a PNG of its size on screen."""
+    if not widget.grab().save(str(path), "PNG"):
+        raise OSError(f"cannot write {path}")
+
+
+def export_svg(widget: QtWidgets.QWidget, path: str | Path, title: str = "mpvis") -> None:
+    """What ``widget`` shows now, rendered into an SVG file (symbols as embedded images)."""
+    gen = QtSvg.QSvgGenerator()
+    gen.setFileName(str(path))
+    size = widget.size()
+    gen.setSize(size)
+    gen.setViewBox(QtCore.QRect(0, 0, size.width(), size.height()))
+    gen.setTitle(title)
+    painter = QtGui.QPainter(gen)
+    widget.render(painter, QtCore.QPoint(0, 0))
+    painter.end()
+    if not Path(path).is_file():
+        raise OSError(f"cannot write {path}")
+
+
+def export_races(races: list[Race], path: str | Path) -> None:
+    """The races as CSV (``.csv``) or JSON (anything else)."""
+    p = Path(path)
+    text = races_csv(races) if p.suffix.lower() == ".csv" else races_json(races)
+    p.write_text(text, encoding="utf-8")

@@ -1,0 +1,87 @@
+"""The overview (minimap): event density of the whole run, with the visible range.
+
+A small image, one row per shown rank and a few hundred columns, computed with
+one ``histogram2d`` per data update; dragging the highlighted region scrolls
+the diagram.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6 import QtCore
+
+from mpvis.gui.diagram import DiagramView
+
+BINS = 400
+
+
+class Overview(pg.PlotWidget):
+    """Density of events over time per rank, and the diagram's visible x range."""
+
+    def __init__(self, diagram: DiagramView) -> None:
+        super().__init__(background="w")
+        self.diagram = diagram
+        self.setFixedHeight(70)
+        pi = self.getPlotItem()
+        pi.hideAxis("left")
+        pi.hideAxis("bottom")
+        pi.setMenuEnabled(False)
+        pi.hideButtons()
+        pi.invertY(True)
+        self.vb = pi.getViewBox()
+        self.vb.setMouseEnabled(x=False, y=False)
+        self.image = pg.ImageItem()
+        self.image.setLookupTable(_lut())
+        pi.addItem(self.image)
+        self.region = pg.LinearRegionItem(
+            brush=pg.mkBrush(30, 136, 229, 50), pen=pg.mkPen("#1e88e5", width=2)
+        )
+        pi.addItem(self.region)
+        self.region.sigRegionChanged.connect(self._region_moved)
+        diagram.view_changed.connect(self.sync_region)
+        self._syncing = False
+        self._extent = (0.0, 1.0)
+
+    def refresh(self) -> None:
+        """Recompute the density image from the diagram's layout."""
+        lay = self.diagram.layout_
+        if lay is None or not lay.count:
+            self.image.clear()
+            return
+        x = lay.x(self.diagram.logical)[: lay.count]
+        y = lay.y
+        ok = ~np.isnan(x) & (y >= 0)
+        lo, hi = lay.bounds(self.diagram.logical)
+        rows = max(lay.visible_rows, 1)
+        h, _, _ = np.histogram2d(
+            x[ok], y[ok], bins=(BINS, rows), range=((lo, hi), (-0.5, rows - 0.5))
+        )
+        self.image.setImage(np.log1p(h), autoLevels=True)
+        self.image.setRect(QtCore.QRectF(lo, -0.5, hi - lo, rows))
+        self._extent = (lo, hi)
+        self.vb.setRange(xRange=(lo, hi), yRange=(-0.5, rows - 0.5), padding=0)
+        self.sync_region()
+
+    def sync_region(self) -> None:
+        (x0, x1), _ = self.diagram.vb.viewRange()
+        self._syncing = True
+        try:
+            self.region.setRegion((x0, x1))
+        finally:
+            self._syncing = False
+
+    def _region_moved(self) -> None:
+        if self._syncing:
+            return
+        x0, x1 = self.region.getRegion()
+        self.diagram.follow = False
+        self.diagram.zoom_x(x0, x1)
+
+
+def _lut() -> np.ndarray:
+    t = np.linspace(0, 1, 256)[:, None]
+    white, blue = np.array([255, 255, 255]), np.array([21, 101, 192])
+    lut = (white * (1 - t) + blue * t).astype(np.uint8)
+    lut[0] = (250, 250, 250)
+    return lut

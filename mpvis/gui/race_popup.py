@@ -1,0 +1,168 @@
+"""A non-modal race notification that does not flood the user.
+
+MPVisualizer opens a pop-up for each adjacent race (paper, section 4) and
+admits the flood.  Here one small panel floats over the diagram's corner: it
+shows the newest race to notify, counts the others that arrived meanwhile,
+and offers *Show*, *Mute site*, *Mute rank*, *Mute tag* and *Intended*
+(saved per program by :mod:`mpvis.gui.race_settings`).  Races the settings
+silence are never queued.  It never takes the focus or blocks input.
+"""
+
+from __future__ import annotations
+
+from PySide6 import QtCore, QtWidgets
+
+from mpvis.gui.race_settings import RaceSettings, race_identity
+from mpvis.model.races import Race
+
+
+class RaceNotifier(QtWidgets.QFrame):
+    """The floating notification; ask :meth:`offer` to consider a race."""
+
+    show_requested = QtCore.Signal(object)  # Race
+    settings_changed = QtCore.Signal()
+
+    def __init__(self, parent: QtWidgets.QWidget) -> None:
+        super().__init__(parent)
+        self.settings = RaceSettings()
+        self.tags_of: dict[int, set[int]] = {}
+        self.pending: list[Race] = []
+        self.current: Race | None = None
+        self.shown_count = 0
+        self.setObjectName("raceNotifier")
+        self.setStyleSheet(
+            "#raceNotifier{background:#fff8e1;border:2px solid #ff6f00;border-radius:6px}"
+            "QPushButton{padding:2px 6px}"
+        )
+        self.title = QtWidgets.QLabel()
+        self.title.setWordWrap(True)
+        self.more = QtWidgets.QLabel()
+        self.more.setStyleSheet("color:#6d4c41")
+        self.btn_show = QtWidgets.QPushButton("Show")
+        self.btn_site = QtWidgets.QPushButton("Mute site")
+        self.btn_rank = QtWidgets.QPushButton("Mute rank")
+        self.btn_tag = QtWidgets.QPushButton("Mute tag")
+        self.btn_intended = QtWidgets.QPushButton("Intended")
+        self.btn_close = QtWidgets.QPushButton("Dismiss")
+        tips = {
+            self.btn_site: "Never notify races at these receive sites (saved per program)",
+            self.btn_rank: "Never notify races on this rank (saved per program)",
+            self.btn_tag: "Never notify races involving these tags (saved per program)",
+            self.btn_intended: "This race is intended: do not notify it again",
+        }
+        for b, tip in tips.items():
+            b.setToolTip(tip)
+        buttons = QtWidgets.QHBoxLayout()
+        for b in (
+            self.btn_show,
+            self.btn_site,
+            self.btn_rank,
+            self.btn_tag,
+            self.btn_intended,
+            self.btn_close,
+        ):
+            b.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
+            buttons.addWidget(b)
+        lay = QtWidgets.QVBoxLayout(self)
+        lay.addWidget(self.title)
+        lay.addWidget(self.more)
+        lay.addLayout(buttons)
+        self.btn_show.clicked.connect(self._show)
+        self.btn_site.clicked.connect(lambda: self._mute("site"))
+        self.btn_rank.clicked.connect(lambda: self._mute("rank"))
+        self.btn_tag.clicked.connect(lambda: self._mute("tag"))
+        self.btn_intended.clicked.connect(lambda: self._mute("intended"))
+        self.btn_close.clicked.connect(self.next)
+        self.hide()
+
+    def reset(self, settings: RaceSettings) -> None:
+        """A new run: new settings, nothing pending."""
+        self.settings = settings
+        self.pending, self.current, self.tags_of = [], None, {}
+        self.hide()
+
+    def offer(self, race: Race, tags: set[int]) -> bool:
+        """Consider ``race`` for notification; returns whether it was queued."""
+        self.tags_of[id(race)] = tags
+        if not self.settings.should_notify(race, tags):
+            return False
+        if self.current is race or any(r is race for r in self.pending):
+            return False
+        self.pending.append(race)
+        if self.current is None:
+            self.next()
+        else:
+            self._update_more()
+        return True
+
+    def next(self) -> None:
+        """Show the next race still worth notifying, or hide."""
+        self.pending = [
+            r
+            for r in self.pending
+            if self.settings.should_notify(r, self.tags_of.get(id(r), set()))
+        ]
+        if not self.pending:
+            self.current = None
+            self.hide()
+            return
+        self.current = self.pending.pop(0)
+        self.shown_count += 1
+        self.refresh()
+        self.show()
+        self.raise_()
+        self.place()
+
+    def refresh(self) -> None:
+        """Redraw the text of the shown race (its verdict may have changed since)."""
+        r = self.current
+        if r is None:
+            return
+        what = {"legitimate": "Race", "unverified": "Possible race (unverified)"}.get(
+            r.verdict, "Receive pair"
+        )
+        sites = " and ".join(s for s in r.sites if s) or "unknown sites"
+        self.title.setText(
+            f"<b>{what} on rank {r.rank}</b>: receives #{r.recvs[0]} and #{r.recvs[1]} "
+            f"(situation {r.situation}, {r.consumption}) at {sites}. "
+            "Either message could have been consumed first."
+        )
+        tags = sorted(self.tags_of.get(id(r), set()))
+        self.btn_tag.setText(f"Mute tag {','.join(map(str, tags))}" if tags else "Mute tag")
+        self.btn_tag.setEnabled(bool(tags))
+        self.btn_site.setEnabled(any(r.sites))
+        self.btn_rank.setText(f"Mute rank {r.rank}")
+        self._update_more()
+
+    def _update_more(self) -> None:
+        n = len(self.pending)
+        self.more.setText(
+            f"{n} more race{'s' if n != 1 else ''} waiting (Dismiss shows the next)" if n else ""
+        )
+
+    def place(self) -> None:
+        """Float in the parent's top-right corner."""
+        parent = self.parentWidget()
+        self.setFixedWidth(min(480, max(parent.width() - 40, 200)))
+        self.adjustSize()
+        self.move(parent.width() - self.width() - 20, 40)
+
+    def _show(self) -> None:
+        if self.current is not None:
+            self.show_requested.emit(self.current)
+
+    def _mute(self, what: str) -> None:
+        r, s = self.current, self.settings
+        if r is None:
+            return
+        if what == "site":
+            s.muted_sites.update(x for x in r.sites if x)
+        elif what == "rank":
+            s.muted_ranks.add(r.rank)
+        elif what == "tag":
+            s.muted_tags.update(self.tags_of.get(id(r), set()))
+        else:
+            s.intended.add(race_identity(r))
+        s.save()
+        self.settings_changed.emit()
+        self.next()

@@ -1,0 +1,372 @@
+"""The main window: a menu bar and the drawing area (MPVisualizer, section 2),
+plus the details panel, the race list, the race notifier, the overview and
+any panel registered with :mod:`mpvis.gui.panels`.
+
+The window observes the model: an observer appends each
+:class:`~mpvis.model.observer.ModelChange` to a queue, and a timer on the GUI
+thread (every :data:`DRAIN_MS`) feeds queued live records to the model,
+drains the changes and repaints once (:mod:`mpvis.gui.live` for why).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+from typing import Any
+
+from PySide6 import QtCore, QtGui, QtWidgets
+
+from mpvis.gui import actions
+from mpvis.gui.details import DetailsPanel
+from mpvis.gui.diagram import DiagramView
+from mpvis.gui.legend import LegendStrip
+from mpvis.gui.loader import TraceLoader
+from mpvis.gui.overview import Overview
+from mpvis.gui.panels import Area, registered_panels
+from mpvis.gui.race_panel import RacePanel
+from mpvis.gui.race_popup import RaceNotifier
+from mpvis.gui.race_settings import RaceSettings
+from mpvis.model.errors import ModelInputError
+from mpvis.model.manager import ModelManager
+from mpvis.model.observer import ModelChange
+from mpvis.model.races import Race
+from mpvis.protocol import messages as wire
+from mpvis.scene.describe import summary
+from mpvis.scene.layout import Layout
+from mpvis.scene.race_marks import race_overlay, race_tags
+from mpvis.scene.symbols import CODE as SYMBOL_CODE
+
+DRAIN_MS = 80
+_ANY_RECV = SYMBOL_CODE["recv_any"]
+#: Overview refreshes at most this often while a run streams in.
+OVERVIEW_MS = 1000
+_AREAS = {
+    "left": QtCore.Qt.DockWidgetArea.LeftDockWidgetArea,
+    "right": QtCore.Qt.DockWidgetArea.RightDockWidgetArea,
+    "bottom": QtCore.Qt.DockWidgetArea.BottomDockWidgetArea,
+    "top": QtCore.Qt.DockWidgetArea.TopDockWidgetArea,
+}
+
+
+class _Observer:
+    def __init__(self, queue: deque[ModelChange]) -> None:
+        self.queue = queue
+
+    def model_changed(self, change: ModelChange) -> None:
+        self.queue.append(change)
+
+
+class MainWindow(QtWidgets.QMainWindow):
+    """The mpvis window; see the module docstring."""
+
+    model_replaced = QtCore.Signal(object)  # ModelManager or None
+    model_updated = QtCore.Signal(object)  # ModelChange
+    event_selected = QtCore.Signal(int)
+
+    def __init__(self, settings_dir: Path | None = None) -> None:
+        super().__init__()
+        self.resize(1500, 950)
+        self.setAcceptDrops(True)
+        self.model: ModelManager | None = None
+        self.source = ""
+        self.settings_dir = settings_dir
+        self.inbox: deque[tuple[Any, ...]] = deque()
+        self.changes: deque[ModelChange] = deque()
+        self.loader: TraceLoader | None = None
+        self.progress: QtWidgets.QProgressDialog | None = None
+        self._last_overview = QtCore.QElapsedTimer()
+        self._last_overview.start()
+        self._build()
+        self._timer = QtCore.QTimer(self)
+        self._timer.setInterval(DRAIN_MS)
+        self._timer.timeout.connect(self.drain)
+        self._timer.start()
+        self.set_model(None)
+
+    # ------------------------------------------------------------ building
+    def _build(self) -> None:
+        self.diagram = DiagramView()
+        self.legend = LegendStrip()
+        self.overview = Overview(self.diagram)
+        center = QtWidgets.QWidget()
+        lay = QtWidgets.QVBoxLayout(center)
+        lay.setContentsMargins(0, 0, 0, 0)
+        lay.setSpacing(0)
+        lay.addWidget(self.overview)
+        lay.addWidget(self.diagram, 1)
+        lay.addWidget(self.legend)
+        self.setCentralWidget(center)
+        self.notifier = RaceNotifier(self.diagram)
+        self.details = DetailsPanel()
+        self.races = RacePanel()
+        self.docks: dict[str, QtWidgets.QDockWidget] = {}
+        self.panels_menu: QtWidgets.QMenu | None = None
+        self.act_fit: QtGui.QAction | None = None
+        self.act_logical: QtGui.QAction | None = None
+        self.act_follow: QtGui.QAction | None = None
+        self.add_panel("details", "Event details", self.details, "right")
+        self.add_panel("races", "Races", self.races, "bottom")
+        self.status_label = QtWidgets.QLabel()
+        self.hover_label = QtWidgets.QLabel()
+        self.statusBar().addWidget(self.hover_label, 1)
+        self.statusBar().addPermanentWidget(self.status_label)
+        actions.build_menus(self)
+        for spec in registered_panels():
+            self.add_panel(spec.name, spec.title, spec.factory(self), spec.area, spec.visible)
+        self.diagram.event_selected.connect(self._selected)
+        self.diagram.event_hovered.connect(self._hovered)
+        self.details.jump_requested.connect(lambda g: self.diagram.select_event(g, center=True))
+        self.races.race_selected.connect(self.show_race)
+        self.notifier.show_requested.connect(self._notified_show)
+        self.notifier.settings_changed.connect(self._settings_changed)
+        d = self.diagram
+        d.add_event_action("Show details", lambda g: self.docks["details"].raise_())
+        d.add_event_action(
+            "Jump to message partner",
+            self._jump_partner,
+            lambda g: self.model is not None and self.model.c_partner[g] >= 0,
+        )
+        d.add_event_action("Races of this recv(-1,-1)", self.show_nonadjacent, self._is_any_recv)
+
+    def add_panel(
+        self,
+        name: str,
+        title: str,
+        widget: QtWidgets.QWidget,
+        area: Area = "right",
+        visible: bool = True,
+    ) -> QtWidgets.QDockWidget:
+        """Dock ``widget`` (see :mod:`mpvis.gui.panels`); it gets a toggle in View > Panels."""
+        dock = QtWidgets.QDockWidget(title, self)
+        dock.setObjectName(f"panel-{name}")
+        dock.setWidget(widget)
+        self.addDockWidget(_AREAS[area], dock)
+        dock.setVisible(visible)
+        self.docks[name] = dock
+        if self.panels_menu is not None:
+            self.panels_menu.addAction(dock.toggleViewAction())
+        return dock
+
+    # ------------------------------------------------------------ models
+    def set_model(
+        self, model: ModelManager | None, source: str = "", layout: Layout | None = None
+    ) -> None:
+        """Show ``model`` (built elsewhere or empty, to be fed live)."""
+        if self.model is not None:
+            self.model.observers[:] = [
+                o for o in self.model.observers if not isinstance(o, _Observer)
+            ]
+        self.model, self.source = model, source
+        self.changes.clear()
+        self.races.clear()
+        header = model.header if model is not None else {}
+        self.notifier.reset(RaceSettings.load(header, self.settings_dir))
+        self.diagram.set_model(model, layout)
+        self.details.show_event(model, -1)
+        if model is not None:
+            model.observers.append(_Observer(self.changes))
+            self._races_changed(list(range(len(model.races.races))))
+        self.overview.refresh()
+        self.model_replaced.emit(model)
+        self._update_title()
+
+    def open_trace(self, path: str | Path) -> None:
+        """Load a trace in the background (progress dialog with Cancel)."""
+        if self.loader is not None:
+            self.loader.cancel.set()
+        self.loader = loader = TraceLoader(path, self)
+        self.progress = dlg = QtWidgets.QProgressDialog(
+            f"Loading {Path(path).name}…", "Cancel", 0, 100, self
+        )
+        dlg.setWindowModality(QtCore.Qt.WindowModality.NonModal)
+        dlg.setMinimumDuration(400)
+        dlg.canceled.connect(loader.cancel.set)
+        loader.progressed.connect(lambda done, total: dlg.setValue(int(100 * done / total)))
+        loader.loaded.connect(lambda m, lay: self._loaded(loader, m, lay, None))
+        loader.failed.connect(lambda msg, m, lay: self._loaded(loader, m, lay, msg))
+        loader.start()
+
+    def _loaded(
+        self,
+        loader: TraceLoader,
+        model: ModelManager | None,
+        layout: Layout | None,
+        error: str | None,
+    ) -> None:
+        if self.progress is not None:
+            self.progress.reset()
+            self.progress = None
+        if loader is not self.loader:
+            return
+        self.loader = None
+        loader.wait()
+        if model is not None:
+            self.set_model(model, str(loader.path), layout)
+        if error is not None:
+            self.show_message(
+                error if model is None else f"{error}\nThe events before the error are shown.",
+                error=True,
+            )
+
+    def show_message(self, text: str, error: bool = False) -> None:
+        """A non-blocking message box (and the status bar)."""
+        self.statusBar().showMessage(text.splitlines()[0], 15000)
+        box = QtWidgets.QMessageBox(
+            QtWidgets.QMessageBox.Icon.Warning if error else QtWidgets.QMessageBox.Icon.Information,
+            "mpvis",
+            text,
+            parent=self,
+        )
+        box.setModal(False)
+        box.show()
+
+    # ------------------------------------------------------------ live
+    def drain(self) -> None:
+        """Feed queued live records, handle model changes, repaint once."""
+        fed = False
+        while self.inbox:
+            what, *args = self.inbox.popleft()
+            fed = True
+            if what == "start":
+                self.set_model(ModelManager(args[0]), f"live run (journal {args[1]})")
+            elif self.model is None:
+                continue
+            elif what == "records":
+                try:
+                    self.model.add_batch(args[0])
+                except ModelInputError as exc:
+                    self.statusBar().showMessage(f"bad record from the run: {exc}", 15000)
+            elif (
+                what == "rank_end"
+                and args[1] != wire.FINAL
+                and (self.model.status(args[0]) != "suspended")
+            ):
+                self.model.mark_rank_dead(args[0], f"{args[1]}: {args[2]}")
+            elif what == "end" and not self.model.input_ended:
+                try:
+                    self.model.finish()
+                except ModelInputError as exc:
+                    self.statusBar().showMessage(f"the run's trace is incomplete: {exc}", 15000)
+            elif what == "error":
+                self.statusBar().showMessage(str(args[0]), 15000)
+        if not self.changes and not fed:
+            return
+        added: list[int] = []
+        while self.changes:
+            change = self.changes.popleft()
+            added.extend(change.races_added)
+            added.extend(change.races_changed)
+            self.model_updated.emit(change)
+        if self.model is not None:
+            self.diagram.data_changed()
+            if added:
+                self._races_changed(added)
+            if self._last_overview.elapsed() > OVERVIEW_MS or self.model.input_ended:
+                self.overview.refresh()
+                self._last_overview.restart()
+        self._update_title()
+
+    def _races_changed(self, ids: list[int]) -> None:
+        m = self.model
+        assert m is not None
+        self.races.set_races(m.potential_races())
+        for rid in dict.fromkeys(ids):
+            race = m.races.races[rid]
+            if race.potential:
+                self.notifier.offer(race, race_tags(m, race))
+        self.notifier.refresh()
+
+    # ------------------------------------------------------------ races
+    def show_race(self, race: Race | None) -> None:
+        """Highlight both receives and both messages of ``race`` and bring them into view."""
+        if race is None or self.model is None:
+            self.diagram.clear_overlay("race")
+            return
+        self.diagram.set_overlay("race", race_overlay(self.model, race))
+        self.diagram.select_event(self.model.gidx(race.rank, race.recvs[0]), center=True)
+
+    def _notified_show(self, race: Race) -> None:
+        self.docks["races"].show()
+        self.docks["races"].raise_()
+        if not self.races.select_race(race):
+            self.show_race(race)
+
+    def _settings_changed(self) -> None:
+        s = self.notifier.settings
+        self.statusBar().showMessage(
+            f"race notifications for {s.program}: {len(s.muted_sites)} sites, "
+            f"{len(s.muted_ranks)} ranks, {len(s.muted_tags)} tags muted, "
+            f"{len(s.intended)} intended (saved in {s.path})",
+            10000,
+        )
+
+    def _is_any_recv(self, g: int) -> bool:
+        lay = self.diagram.layout_
+        return lay is not None and 0 <= g < lay.count and int(lay.cls[g]) == _ANY_RECV
+
+    def show_nonadjacent(self, g: int) -> list[Race]:
+        """Compute the non-adjacent races of the ``recv(-1,-1)`` ``g`` and list them."""
+        m = self.model
+        if m is None or not self._is_any_recv(g):
+            return []
+        r, s = int(m.c_rank[g]), int(m.c_seq[g])
+        found = m.nonadjacent_races(r, s)
+        self.races.add_nonadjacent(found)
+        n = sum(x.verdict in ("legitimate", "unverified") for x in found)
+        self.statusBar().showMessage(
+            f"recv(-1,-1) rank {r} #{s}: {len(found)} non-adjacent receive pairs, {n} of them "
+            "races (listed in the race panel)",
+            15000,
+        )
+        if found:
+            self.docks["races"].show()
+            self.docks["races"].raise_()
+        return found
+
+    # ------------------------------------------------------------ selection
+    def _selected(self, g: int) -> None:
+        self.details.show_event(self.model, g)
+        if g >= 0:
+            self.docks["details"].show()
+            if self._is_any_recv(g):
+                self.show_nonadjacent(g)
+        self.event_selected.emit(g)
+
+    def _hovered(self, g: int) -> None:
+        self.hover_label.setText(summary(self.model, g) if g >= 0 and self.model else "")
+
+    def _jump_partner(self, g: int) -> None:
+        if self.model is not None and self.model.c_partner[g] >= 0:
+            self.diagram.select_event(int(self.model.c_partner[g]), center=True)
+
+    def _update_title(self) -> None:
+        m = self.model
+        if m is None:
+            self.setWindowTitle("mpvis")
+            self.status_label.setText("no trace: File > Open, drop a file, or 'mpvis run'")
+            return
+        prog = m.header.get("program") or m.header.get("demo") or "run"
+        state = "ended" if m.input_ended else "live"
+        stuck = [r for r in range(m.nprocs) if m.status(r) in ("suspended", "dead")]
+        self.setWindowTitle(f"mpvis: {prog} ({state})")
+        self.status_label.setText(
+            f"{m.nprocs} ranks, {m.event_count:,} events, {len(m.potential_races())} receive "
+            f"pairs flagged, {len(stuck)} ranks stopped"
+            + (" | following" if (self.diagram.follow and not m.input_ended) else "")
+        )
+
+    # ------------------------------------------------------------ drag & drop
+    def dragEnterEvent(self, ev: QtGui.QDragEnterEvent) -> None:
+        if ev.mimeData().hasUrls():
+            ev.acceptProposedAction()
+
+    def dropEvent(self, ev: QtGui.QDropEvent) -> None:
+        for url in ev.mimeData().urls():
+            if url.isLocalFile():
+                self.open_trace(url.toLocalFile())
+                break
+
+    def resizeEvent(self, ev: QtGui.QResizeEvent) -> None:
+        super().resizeEvent(ev)
+        if self.notifier.isVisible():
+            self.notifier.place()

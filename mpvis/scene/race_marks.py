@@ -1,0 +1,107 @@
+"""What to show for a race: its events, its tags, and its rows for export (no Qt)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from mpvis.model.races import Race
+from mpvis.scene.overlay import Overlay
+
+if TYPE_CHECKING:
+    from mpvis.model.manager import ModelManager
+
+RACE_COLOR = "#d50000"
+
+
+def race_overlay(m: ModelManager, race: Race, color: str = RACE_COLOR) -> Overlay:
+    """Both receives (and their consumes) highlighted, both messages drawn thick."""
+    marks, segs = [], []
+    for s in race.recvs:
+        marks.append(m.gidx(race.rank, s))
+    for c in race.consumes:
+        if c is not None:
+            marks.append(m.gidx(race.rank, c))
+    for msg, c in zip(race.messages, race.consumes, strict=True):
+        if msg is not None and c is not None:
+            sg = m.gidx(*msg)
+            segs.append((sg, m.gidx(race.rank, c)))
+            marks.append(sg)
+    return Overlay(
+        highlight=np.array(marks, dtype=np.int64),
+        segments=np.array(segs, dtype=np.int64).reshape(-1, 2),
+        color=color,
+        width=3.0,
+        label=f"race #{race.id}",
+        z=5,
+    )
+
+
+def race_tags(m: ModelManager, race: Race) -> set[int]:
+    """Tags of a race: its receives' tag arguments and its messages' tags (wildcards left out)."""
+    tags = set()
+    for s in race.recvs:
+        tags.add(int(m.c_tag[m.gidx(race.rank, s)]))
+    for msg in race.messages:
+        if msg is not None:
+            tags.add(int(m.c_tag[m.gidx(*msg)]))
+    tags.discard(-1)
+    return tags
+
+
+CSV_FIELDS = (
+    "id",
+    "method",
+    "scope",
+    "rank",
+    "comm",
+    "recv1",
+    "recv2",
+    "situation",
+    "verdict",
+    "consumption",
+    "message1",
+    "message2",
+    "site1",
+    "site2",
+)
+
+
+def _key(k: object) -> str:
+    return "" if k is None else f"{k[0]}:{k[1]}"  # type: ignore[index]
+
+
+def races_csv(races: list[Race]) -> str:
+    """The race list as CSV (one header line, one line per race)."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow(CSV_FIELDS)
+    for r in races:
+        w.writerow(
+            [
+                r.id,
+                "classifier",
+                r.scope,
+                r.rank,
+                r.comm,
+                r.recvs[0],
+                r.recvs[1],
+                r.situation,
+                r.verdict,
+                r.consumption,
+                _key(r.messages[0]),
+                _key(r.messages[1]),
+                r.sites[0] or "",
+                r.sites[1] or "",
+            ]
+        )
+    return out.getvalue()
+
+
+def races_json(races: list[Race]) -> str:
+    """The race list as JSON: ``{"races": [entry, ...]}`` with the spec's report entries."""
+    return json.dumps({"races": [{"id": r.id, **r.to_report()} for r in races]}, indent=1)
