@@ -50,6 +50,7 @@ __all__ = ["Cone", "ConeIndex", "cone_of"]
 Key = tuple[int, int]
 IntArray = npt.NDArray[np.int32]
 BoolArray = npt.NDArray[np.bool_]
+AnyArray = npt.NDArray[Any]
 
 
 @dataclass(frozen=True)
@@ -92,12 +93,12 @@ class Cone:
         """Did ``event`` happen before ``(rank, seq)``?"""
         return self.future[rank] <= seq < self.known[rank]
 
-    def past_mask(self, ranks: IntArray, seqs: IntArray) -> BoolArray:
+    def past_mask(self, ranks: AnyArray, seqs: AnyArray) -> BoolArray:
         """Vectorised :meth:`in_past` over parallel arrays (e.g. the model's
         ``c_rank``/``c_seq`` views, giving a mask by global index)."""
         return np.asarray(seqs < np.asarray(self.past, dtype=np.int64)[ranks])
 
-    def future_mask(self, ranks: IntArray, seqs: IntArray) -> BoolArray:
+    def future_mask(self, ranks: AnyArray, seqs: AnyArray) -> BoolArray:
         """Vectorised :meth:`in_future`."""
         lo = np.asarray(self.future, dtype=np.int64)[ranks]
         hi = np.asarray(self.known, dtype=np.int64)[ranks]
