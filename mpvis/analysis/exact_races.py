@@ -151,7 +151,7 @@ class ExactRaceDetector:
         self._join: list[_Send | None] = [None] * n  # blocking Ssend awaiting its match
         self._tables: list[dict[Key, list[_Recv]]] = [{} for _ in range(n)]
         self._early: dict[Key, Record] = {}  # consumes whose receive is not processed yet
-        self._claimed: set[Key] = set()  # sends named by a consume, match not processed
+        self._claimed: set[Key] = set()  # at the end: sends named by an unread match
         self._colls: dict[Key, _Collective] = {}
         self._coll_seen: dict[Key, int] = {}  # (comm, rank) -> colls arrived
         self._coll_done: dict[Key, int] = {}  # (comm, rank) -> colls processed
@@ -160,13 +160,12 @@ class ExactRaceDetector:
         self._ready: deque[int | _Recv] = deque()
         self._final = False
         self._lenient = False
-        self._found: set[ExactRace] = set()
-        self._races: list[ExactRace] = []
+        self._found: dict[tuple[int, int, int, int, int, int], None] = {}
 
     @property
     def races(self) -> list[ExactRace]:
         """The conflicting (match, send) pairs found so far, in discovery order."""
-        return list(self._races)
+        return [ExactRace(a, b, (c, d), (e, f)) for a, b, c, d, e, f in self._found]
 
     def held(self) -> int:
         """How many sends, receives, matches and records the detector holds (section 4.4)."""
@@ -207,6 +206,13 @@ class ExactRaceDetector:
     def finish(self) -> None:
         """End of input: release what waited for unknown matches, test unmatched sends."""
         self._final = True
+        self._claimed = {
+            r.skey
+            for rs in self._recvs
+            for r in rs.values()
+            if r.skey is not None and not r.matched and not r.dropped
+        }
+        self._claimed.update((e["send"][0], e["send"][1]) for e in self._early.values())
         while True:
             for items in self._waiters.values():
                 self._ready.extend(items)
@@ -273,13 +279,6 @@ class ExactRaceDetector:
 
     # -- records ----------------------------------------------------------------
 
-    def _tick(self, rank: int, seq: int) -> int:
-        """Set the rank's own clock component to ``seq + 1``; the rank's clock."""
-        cur = self._cur[rank] + ((seq + 1 - self._own[rank]) << (FIELD * rank))
-        self._own[rank] = seq + 1
-        self._cur[rank] = cur
-        return cur
-
     def _needs_match(self, s: _Send) -> bool:
         """Whether a WS's successor must still wait for the match of ``s``."""
         if s.match is not None or self._lenient:
@@ -315,7 +314,8 @@ class ExactRaceDetector:
             a.dclock.setdefault(rank, value)
 
     def _begin(self, rank: int, seq: int, join: _Send | None) -> None:
-        self._tick(rank, seq)
+        self._cur[rank] += (seq + 1 - self._own[rank]) << (FIELD * rank)
+        self._own[rank] = seq + 1
         if join is not None:
             self._join[rank] = None
             self._complete(join, rank, seq)
@@ -456,7 +456,6 @@ class ExactRaceDetector:
         send = rec.get("send")
         if send is None:
             return
-        self._claimed.add((send[0], send[1]))
         r = self._recvs[rank].get(rec["recv"])
         if r is None:
             self._early[(rank, rec["recv"])] = rec
@@ -521,7 +520,8 @@ class ExactRaceDetector:
         r.send = s
         s.match = r
         del self._sends[s.rank][s.seq]
-        self._claimed.discard((s.rank, s.seq))
+        if self._final:
+            self._claimed.discard((s.rank, s.seq))
         sup = self._sup
         if preds or r.later or s.sync:
             acc = sup(s.clock, r.clock)
@@ -562,10 +562,7 @@ class ExactRaceDetector:
         for j, v in c.dclock.items():
             if (clock >> (FIELD * j)) & MASK >= v:
                 return  # R_h+((s1, r1), s2), Theorem 3.4
-        race = ExactRace(c.rank, c.seq, (s1.rank, s1.seq), (s2.rank, s2.seq))
-        if race not in self._found:
-            self._found.add(race)
-            self._races.append(race)
+        self._found[(c.rank, c.seq, s1.rank, s1.seq, s2.rank, s2.seq)] = None
 
     def _test_matched(
         self, r2: _Recv, s2: _Send, prior: list[_Recv], tables: dict[Key, list[_Recv]]
