@@ -24,7 +24,7 @@ import argparse
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,6 @@ def register(sub: Any) -> None:
         usage="mpvis replay RECORD [--flip RANK:SEQ] [-n N] [--no-stream] -- prog.py [args]",
     )
     p.add_argument("record", type=Path, metavar="RECORD", help="the record directory")
-    p.add_argument("program", nargs="*", help="the program and its arguments (after --)")
     p.add_argument(
         "--flip",
         metavar="RANK:SEQ",
@@ -59,7 +58,27 @@ def register(sub: Any) -> None:
     p.add_argument("--headless", action="store_true", help="write to --out even with a window")
     p.add_argument("--mpiexec", help="mpiexec to use")
     p.add_argument("--stats", action="store_true", help="print the record's figures and stop")
-    p.set_defaults(func=replay)
+    p.set_defaults(func=replay, program=[])
+    _program_after_dashdash(p)
+
+
+def _program_after_dashdash(p: argparse.ArgumentParser) -> None:
+    """Everything after ``--`` is the program, whatever it looks like (argparse alone would
+    read the program's own options)."""
+    parse_known = p.parse_known_args
+
+    def split(
+        args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        argv = list(args or [])
+        cut = argv.index("--") if "--" in argv else len(argv)
+        ns, extra = parse_known(argv[:cut], namespace)
+        if extra:
+            p.error(f"unrecognized arguments: {' '.join(extra)}")
+        ns.program = argv[cut + 1 :]
+        return ns, []
+
+    p.parse_known_args = split  # type: ignore[method-assign,assignment]
 
 
 def replay(args: argparse.Namespace) -> int:
@@ -97,8 +116,8 @@ def replay(args: argparse.Namespace) -> int:
         verdicts = _read_verdicts(Path(out), nprocs)
     text, diverged = summarize(records, verdicts, flip)
     print(text, flush=True)
-    if code:
-        return code
+    if code and any(v is None for v in verdicts):
+        return code  # the program failed (a streamed run's own report is not ours)
     return 1 if diverged else 0
 
 

@@ -1,0 +1,136 @@
+"""Record then replay real ``mpiexec`` runs of racing programs; flip a race.
+
+The oracle is independent of the replay's own check: every run also writes
+its full trace (``MPVIS_TRACE_DIR``), and a replay is identical when every
+rank's ``consume`` records (receive, sender, send event) equal the recorded
+run's, in order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mpvis.cli.record_options import record_optimality
+from mpvis.instrument.record_file import read_record
+
+pytestmark = pytest.mark.mpi
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "replay"
+MPIEXEC = Path(sys.executable).parent / "mpiexec"
+REPLAYS = 20
+
+if not MPIEXEC.exists():  # pragma: no cover
+    pytest.skip("no mpiexec next to this Python", allow_module_level=True)
+
+
+def _run(program: str, n: int, env: dict[str, str], *args: str) -> str:
+    full = {k: v for k, v in os.environ.items() if not k.startswith("MPVIS_")}
+    full.update(env)
+    full["PYTHONPATH"] = str(ROOT)
+    cmd = [str(MPIEXEC), "-n", str(n), sys.executable, "-m", "mpvis.instrument.replay_launch"]
+    proc = subprocess.run(
+        ["timeout", "-k", "5", "60", *cmd, str(EXAMPLES / program), *args],
+        env=full,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def _consumes(trace_dir: Path, n: int) -> list[list[tuple[int, int, int, int]]]:
+    """Per rank, the (recv, src, tag, send seq) of every consume, in order."""
+    out = []
+    for r in range(n):
+        rows = []
+        for line in (trace_dir / f"rank-{r}.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("kind") == "consume":
+                rows.append((rec["recv"], rec["src"], rec["tag"], rec["send"][1]))
+        out.append(rows)
+    return out
+
+
+def _record(tmp: Path, program: str, n: int, *args: str) -> tuple[Path, list]:
+    rec = tmp / "record"
+    trace = tmp / "recorded-trace"
+    _run(program, n, {"MPVIS_RECORD": str(rec), "MPVIS_TRACE_DIR": str(trace)}, *args)
+    return rec, _consumes(trace, n)
+
+
+def _replay(tmp: Path, rec: Path, program: str, n: int, i: int, *args: str, **extra: str):
+    trace, verdicts = tmp / f"replay-{i}", tmp / f"verdict-{i}"
+    env = {"MPVIS_REPLAY": str(rec), "MPVIS_REPLAY_OUT": str(verdicts)}
+    env["MPVIS_TRACE_DIR"] = str(trace)
+    env.update(extra)
+    out = _run(program, n, env, *args)
+    v = [json.loads((verdicts / f"rank-{r}.json").read_text()) for r in range(n)]
+    return _consumes(trace, n), v, out
+
+
+@pytest.mark.parametrize(
+    ("program", "n", "args"),
+    [
+        ("master_worker.py", 4, ("10",)),
+        ("wildcard_exchange.py", 4, ("2",)),
+        ("nonblocking.py", 4, ()),
+    ],
+)
+def test_replays_are_identical_to_the_recording(
+    tmp_path: Path, program: str, n: int, args: tuple[str, ...]
+) -> None:
+    rec, recorded = _record(tmp_path, program, n, *args)
+    records = read_record(rec)
+    assert sum(len(r.races) for r in records) > 0  # these programs do race
+    for i in range(REPLAYS):
+        replayed, verdicts, _ = _replay(tmp_path, rec, program, n, i, *args)
+        assert replayed == recorded, f"replay {i} differs"
+        assert all(v["divergence"] is None for v in verdicts)
+        assert all(v["forced_ok"] == v["forced"] for v in verdicts)
+
+
+def test_race_free_program_records_nothing(tmp_path: Path) -> None:
+    rec, recorded = _record(tmp_path, "race_free.py", 4)
+    records = read_record(rec)
+    assert all(r.complete and not r.races and not r.anys for r in records)
+    assert record_optimality(records).recorded == 0
+    replayed, verdicts, _ = _replay(tmp_path, rec, "race_free.py", 4, 0)
+    assert replayed == recorded and all(v["divergence"] is None for v in verdicts)
+
+
+def test_master_worker_records_a_fraction_of_the_messages(tmp_path: Path) -> None:
+    rec, _ = _record(tmp_path, "master_worker.py", 4, "10")
+    opt = record_optimality(read_record(rec))
+    assert 0 < opt.recorded < opt.messages
+    assert opt.lower_bound <= opt.recorded
+    all_rec = tmp_path / "all"
+    _run("master_worker.py", 4, {"MPVIS_RECORD": str(all_rec), "MPVIS_RECORD_ALL": "1"}, "10")
+    everything = read_record(all_rec)
+    consumes = sum(r.consumes for r in everything)
+    assert sum(len(r.races) for r in everything) == consumes > opt.recorded
+
+
+def test_flip_gives_the_receive_the_other_racing_message(tmp_path: Path) -> None:
+    rec, recorded = _record(tmp_path, "master_worker.py", 4, "10")
+    race = read_record(rec)[0].races[0]
+    assert race.prev is not None
+    earlier = race.prev[0]
+    replayed, verdicts, _ = _replay(
+        tmp_path, rec, "master_worker.py", 4, 0, "10", MPVIS_REPLAY_FLIP=f"0:{earlier}"
+    )
+    got = next(row for row in replayed[0] if row[0] == earlier)
+    assert (got[1], got[3]) == (race.src, race.send)  # the other message
+    was = next(row for row in recorded[0] if row[0] == earlier)
+    assert (was[1], was[3]) == (race.prev[1], race.prev[2])
+    # Everything rank 0 consumed before the flipped receive is as recorded.
+    before = [row for row in recorded[0] if row[0] < earlier]
+    assert replayed[0][: len(before)] == before
+    assert verdicts[0]["free"] and verdicts[0]["divergence"] is None
