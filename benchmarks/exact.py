@@ -19,6 +19,7 @@ prints events per second and the detector's added share of the ingest time
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 from collections.abc import Callable
 from typing import Any
@@ -81,7 +82,7 @@ def scaling() -> None:
     rows += [(100_000, 64, x) for x in (1, 8, 16, 32)]
     for n, p, x in rows:
         records = pattern(n, p, x)
-        seconds = timed(records, lambda p=p: ExactRaceDetector(p))
+        seconds = timed(records, functools.partial(ExactRaceDetector, p))
         det = ExactRaceDetector(p)
         det.feed(records)
         print(
