@@ -23,15 +23,19 @@ Contract of :meth:`ModelManager.add_batch`:
 
 from __future__ import annotations
 
-import math
 from array import array
 from collections import deque
+from itertools import repeat
 from typing import Any
 
+import numpy as np
+
+from mpvis.model import context
 from mpvis.model.clocks import ClockStore
 from mpvis.model.collectives import ALL_TO_ALL, CollectiveBook
 from mpvis.model.columns import Column
 from mpvis.model.errors import ModelInputError
+from mpvis.model.ingest import F_BLOCKING, Batch, extract
 from mpvis.model.matching import ChannelBook
 from mpvis.model.observer import ModelChange, ModelObserver
 from mpvis.model.races import Race, RaceTracker, RecvFacts
@@ -45,18 +49,13 @@ K_SEND, K_RECV, K_CONSUME, K_WAIT = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.
 K_COLL, K_COLL_EXIT = R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_EXIT]
 K_LOCK, K_LOCKED, K_FINAL = R.KIND_CODE[R.LOCK], R.KIND_CODE[R.LOCKED], R.KIND_CODE[R.FINAL]
 
-F_BLOCKING, F_SYNC = 1, 2
-#: Columns hold these fields; any other field of a record goes to ``extras``.
-_COLUMN_FIELDS = frozenset({
-    "rank", "seq", "kind", "t", "site", "comm", "dest", "src", "tag", "blocking", "sync",
-    "req", "recv", "send", "size",
-})
 
 RUNNING, SUSPENDED, FINISHED, DEAD, ENDED = "running", "suspended", "finished", "dead", "ended"
 
 
 class ModelManager:
     """Builds and holds the functional model of one run."""
+
 
     def __init__(self, header: Record, *, validate: bool = True) -> None:
         R.check_header(header)
@@ -70,10 +69,6 @@ class ModelManager:
         self.c_peer, self.c_tag, self.c_flags = Column("i"), Column("i"), Column("b")
         self.c_req, self.c_ref, self.c_partner = Column("i"), Column("i"), Column("q")
         self.c_size = Column("q")
-        self._appenders: tuple[Any, ...] = tuple(c.data.append for c in (
-            self.c_rank, self.c_seq, self.c_kind, self.c_t, self.c_site, self.c_comm,
-            self.c_peer, self.c_tag, self.c_flags, self.c_req, self.c_ref, self.c_partner,
-            self.c_size))
         self.extras: dict[int, dict[str, Any]] = {}
         self.sites: list[str] = []
         self._site_ids: dict[str, int] = {}
@@ -82,6 +77,8 @@ class ModelManager:
         self._live_reqs: list[dict[int, int]] = [{} for _ in range(n)]  # req -> seq
         self._channels = ChannelBook(self._send_claimed)
         self._early: dict[Key, int] = {}  # send key -> consume gidx awaiting that send
+        self._inferring = False  # some consume lacked 'send': channels are indexed
+        self._channel_upto = 0
         self.colls = CollectiveBook(n)
         self.finished = [False] * n
         self.dead: dict[int, str] = {}
@@ -114,21 +111,173 @@ class ModelManager:
         """Add records in arrival order; see the module docstring for the contract."""
         start = len(self.c_rank)
         touched: set[int] = set()
+        error: ModelInputError | None = None
         try:
-            for i, rec in enumerate(batch):
-                try:
-                    self._ingest(rec, touched)
-                except R.RecordError as exc:
-                    raise ModelInputError(str(exc), rank=_int_or_none(rec, "rank"),
-                                          seq=_int_or_none(rec, "seq"), index=i) from None
-                except ModelInputError as exc:
-                    exc.index = i
-                    raise
+            cols = extract(batch, self.nprocs, self.validate)
+            if cols.error is not None:
+                bad = batch[cols.n]
+                error = ModelInputError(str(cols.error), rank=_int_or_none(bad, "rank"),
+                                        seq=_int_or_none(bad, "seq"), index=cols.n)
+            k, seq_error = self._sequence_prefix(cols)
+            if seq_error is not None:
+                error = seq_error
+            self._commit(batch, cols, k, touched)
+            ctx_error = self._apply_context(batch, cols, start, k)
+            if ctx_error is not None:
+                self._truncate(start + (ctx_error.index or 0))
+                error = ctx_error
         finally:
             self._status_dirty.update(touched)
             self._advance(touched)
             self.races.flush(final=False)
             self._notify(start)
+        if error is not None:
+            raise error
+
+    def _sequence_prefix(self, cols: Batch) -> tuple[int, ModelInputError | None]:
+        """Vectorised: ``seq`` 0, 1, 2, ... per rank, nothing after ``final``.
+
+        Returns the length of the prefix that keeps those rules and the error
+        at its end, if any."""
+        n = cols.n
+        if n == 0:
+            return 0, None
+        ranks = np.asarray(cols.rank[:n], dtype=np.int64)
+        seqs = np.asarray(cols.seq[:n], dtype=np.int64)
+        codes = np.asarray(cols.code[:n], dtype=np.int64)
+        base = np.fromiter((len(b) for b in self.by_rank), dtype=np.int64, count=self.nprocs)
+        order = np.argsort(ranks, kind="stable")
+        sr = ranks[order]
+        starts = np.flatnonzero(np.r_[True, sr[1:] != sr[:-1]])
+        pos = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+        expected = base[sr] + pos
+        wrong_seq = seqs[order] != expected
+        after_final = np.asarray(self.finished, dtype=bool)[sr]
+        fin = codes[order] == K_FINAL
+        after_final[1:] |= fin[:-1] & (sr[1:] == sr[:-1])
+        bad = wrong_seq | after_final
+        if not bad.any():
+            return n, None
+        j = int(np.flatnonzero(bad)[np.argmin(order[bad])])
+        i = int(order[j])
+        r, sq = int(ranks[i]), int(seqs[i])
+        if after_final[j]:
+            msg = f"rank {r} has an event after its 'final'"
+        else:
+            exp = int(expected[j])
+            what = "repeats" if sq < exp else "skips"
+            msg = (f"seq {sq} of rank {r} {what} (expected {exp}: seq must be 0, 1, 2, ... "
+                   "in order, with no gaps)")
+        return i, ModelInputError(msg, rank=r, seq=sq, index=i)
+
+    def _commit(self, batch: list[Record], cols: Batch, k: int, touched: set[int]) -> None:
+        """Append the first ``k`` records of a checked batch to the columns."""
+        if k == 0:
+            return
+        start = len(self.c_rank)
+        ids = self._site_ids
+        sites = cols.site[:k]
+        for site in set(sites) - ids.keys():
+            if site is not None:
+                self._site_id(site)
+        self.c_rank.extend(cols.rank[:k])
+        self.c_seq.extend(cols.seq[:k])
+        self.c_kind.extend(cols.code[:k])
+        self.c_t.extend(cols.t[:k])
+        self.c_site.extend([-1 if x is None else ids[x] for x in sites])
+        self.c_comm.extend(cols.comm[:k])
+        self.c_peer.extend(cols.peer[:k])
+        self.c_tag.extend(cols.tag[:k])
+        self.c_flags.extend(cols.flags[:k])
+        self.c_req.extend(cols.req[:k])
+        self.c_ref.extend(cols.ref[:k])
+        self.c_size.extend(cols.size[:k])
+        self.c_partner.data.extend(repeat(-1, k))
+        for i, extra in cols.extras.items():
+            if i < k:
+                self.extras[start + i] = extra
+        ranks = cols.rank[:k]
+        if len(set(ranks)) == 1:
+            self.by_rank[ranks[0]].extend(range(start, start + k))
+        else:
+            arr = np.asarray(ranks)
+            for r in np.unique(arr).tolist():
+                self.by_rank[r].extend((np.flatnonzero(arr == r) + start).tolist())
+        touched.update(ranks)
+        if self.analyzers:
+            pending = self._pending
+            for rec in batch[:k]:
+                if "comm" not in rec:
+                    rec["comm"] = 0
+                pending[rec["rank"]].append(rec)
+
+    def _apply_context(self, batch: list[Record], cols: Batch, start: int, k: int
+                       ) -> ModelInputError | None:
+        """Context rules, record by record, for the kinds that have them; then
+        link sends that arrived after their consumes.  Returns the first error
+        (its ``index`` in the batch); records from it on must be dropped."""
+        codes, flags = cols.code, cols.flags
+        special = _SPECIAL
+        for i in range(k):
+            c = codes[i]
+            if c in special or (c == K_SEND and not flags[i] & F_BLOCKING):
+                rec = batch[i]
+                try:
+                    _HANDLERS[c](self, rec, start + i)
+                except ModelInputError as exc:
+                    exc.index = i
+                    return exc
+        early = self._early
+        for i in range(k):
+            if codes[i] == K_SEND:
+                if self._inferring:
+                    self._channels.add_send((cols.rank[i], cols.peer[i], cols.comm[i],
+                                             cols.tag[i]), cols.seq[i])
+                    context.resolve(self, (cols.rank[i], cols.peer[i], cols.comm[i], cols.tag[i]))
+                if early:
+                    cg = early.pop((cols.rank[i], cols.seq[i]), None)
+                    if cg is not None:
+                        try:
+                            context.link_checked(self, start + i, cg)
+                        except ModelInputError as exc:
+                            exc.index = i
+                            return exc
+        if self._inferring:
+            self._channel_upto = start + k
+        return None
+
+    def _truncate(self, g: int) -> None:
+        """Drop the events from global index ``g`` on (after a context error)."""
+        for col in (self.c_rank, self.c_seq, self.c_kind, self.c_t, self.c_site, self.c_comm,
+                    self.c_peer, self.c_tag, self.c_flags, self.c_req, self.c_ref,
+                    self.c_size, self.c_partner):
+            del col.data[g:]
+        for r, events in enumerate(self.by_rank):
+            cut = len(events)
+            while cut and events[cut - 1] >= g:
+                cut -= 1
+            dropped = len(events) - cut
+            del events[cut:]
+            if dropped and self.analyzers:
+                for _ in range(dropped):
+                    self._pending[r].pop()
+        for i in [i for i in self.extras if i >= g]:
+            del self.extras[i]
+        if self._inferring:
+            self._inferring = False
+            self._ensure_channels()
+
+    def _ensure_channels(self) -> None:
+        """Start inferring sends: index every send so far by channel."""
+        if self._inferring:
+            return
+        self._inferring = True
+        kinds = self.c_kind.view()
+        for g in np.flatnonzero(kinds == K_SEND).tolist():
+            self._channels.add_send((int(self.c_rank[g]), int(self.c_peer[g]),
+                                     int(self.c_comm[g]), int(self.c_tag[g])),
+                                    int(self.c_seq[g]))
+        self._channel_upto = len(self.c_rank)
 
     def mark_rank_dead(self, rank: int, detail: str) -> None:
         """The rank crashed or was killed: its trace ends where it died."""
@@ -162,59 +311,7 @@ class ModelManager:
         if problem is not None:
             raise problem
 
-    # ------------------------------------------------------------ ingestion
-    def _ingest(self, rec: Record, touched: set[int]) -> None:
-        if self.validate:
-            R.check_record(rec, self.nprocs)
-        r = rec["rank"]
-        s = rec["seq"]
-        events = self.by_rank[r]
-        if s != len(events):
-            what = "repeats" if s < len(events) else "skips"
-            raise ModelInputError(
-                f"seq {s} of rank {r} {what} (expected {len(events)}: seq must be 0, 1, 2, ... "
-                "in order, with no gaps)", rank=r, seq=s)
-        if self.finished[r]:
-            raise ModelInputError(f"rank {r} has an event after its 'final'", rank=r, seq=s)
-        kind = rec["kind"]
-        code = R.KIND_CODE[kind]
-        comm = rec.get("comm", 0)
-        g = len(self.c_rank)
-        handler = _HANDLERS.get(code)
-        post = handler(self, rec, r, s, g, comm) if handler else None  # checks, may raise
-        # -- all checks passed: commit the record --
-        (ap_rank, ap_seq, ap_kind, ap_t, ap_site, ap_comm, ap_peer, ap_tag, ap_flags, ap_req,
-         ap_ref, ap_partner, ap_size) = self._appenders
-        ap_rank(r)
-        ap_seq(s)
-        ap_kind(code)
-        t = rec.get("t")
-        ap_t(math.nan if t is None else t)
-        site = rec.get("site")
-        if site is None:
-            ap_site(-1)
-        else:
-            sid = self._site_ids.get(site)
-            ap_site(self._site_id(site) if sid is None else sid)
-        ap_comm(comm)
-        ap_peer(rec.get("dest", rec.get("src", -1)))
-        ap_tag(rec.get("tag", -1))
-        ap_flags((F_BLOCKING if rec.get("blocking") else 0) | (F_SYNC if rec.get("sync") else 0))
-        ap_req(rec.get("req", -1))
-        ap_ref(rec.get("recv", -1))
-        ap_partner(-1)
-        ap_size(rec.get("size", -1))
-        if rec.keys() - _COLUMN_FIELDS:
-            self.extras[g] = {k: v for k, v in rec.items() if k not in _COLUMN_FIELDS}
-        events.append(g)
-        if self.analyzers:
-            if "comm" not in rec:
-                rec["comm"] = 0
-            self._pending[r].append(rec)
-        touched.add(r)
-        if post is not None:
-            post()
-
+    # ------------------------------------------------------------ helpers
     def _site_id(self, site: str) -> int:
         i = self._site_ids.get(site)
         if i is None:
@@ -222,165 +319,10 @@ class ModelManager:
             self.sites.append(site)
         return i
 
-    def _wake_key(self, key: Any, touched: set[int]) -> None:
+    def _wake_key(self, key: Any) -> None:
         ranks = self._wake.pop(key, None)
         if ranks:
-            touched.update(ranks)
-
-    # Handlers check a record against the model and return a commit action.
-    def _on_send(self, rec: Record, r: int, s: int, g: int, comm: int) -> Any:
-        if not rec["blocking"]:
-            self._check_new_req(rec, r, s)
-
-        def commit() -> None:
-            if not rec["blocking"]:
-                self._live_reqs[r][rec["req"]] = s
-            chan = (r, rec["dest"], comm, rec["tag"])
-            self._channels.add_send(chan, s)
-            cg = self._early.pop((r, s), None)
-            if cg is not None:
-                self._link(g, cg, check=True)
-            for cseq, key in self._channels.resolve(chan):
-                self._link(self._gidx(key), self.by_rank[rec["dest"]][cseq], check=True)
-        return commit
-
-    def _on_recv(self, rec: Record, r: int, s: int, g: int, comm: int) -> Any:
-        if not rec["blocking"]:
-            self._check_new_req(rec, r, s)
-
-        def commit() -> None:
-            if not rec["blocking"]:
-                self._live_reqs[r][rec["req"]] = s
-            self.races.on_recv(r, s, comm, rec["src"], rec["tag"])
-        return commit
-
-    def _on_consume(self, rec: Record, r: int, s: int, g: int, comm: int) -> Any:
-        rs = rec["recv"]
-        events = self.by_rank[r]
-        if rs >= s:
-            raise ModelInputError(f"consume's 'recv' {rs} is not an earlier event", rank=r, seq=s)
-        rg = events[rs]
-        if self.c_kind[rg] != K_RECV:
-            raise ModelInputError(f"consume's 'recv' {rs} is not a recv event", rank=r, seq=s)
-        if self.c_ref[rg] != -1:
-            raise ModelInputError(f"recv {rs} is consumed twice", rank=r, seq=s)
-        if self.c_comm[rg] != comm:
-            raise ModelInputError(f"consume's communicator differs from recv {rs}'s", rank=r, seq=s)
-        if self.c_flags[rg] & F_BLOCKING and rs != s - 1:
-            raise ModelInputError(
-                f"the consume of blocking recv {rs} must be the event just after it", rank=r, seq=s)
-        src, tag = self.c_peer[rg], self.c_tag[rg]
-        if src not in (-1, rec["src"]) or tag not in (-1, rec["tag"]):
-            raise ModelInputError(
-                f"consumed message (src {rec['src']}, tag {rec['tag']}) does not match "
-                f"recv {rs} (src {src}, tag {tag})", rank=r, seq=s)
-        send = rec.get("send")
-        if send is not None:
-            key = (send[0], send[1])
-            if self._has(key):
-                self._check_pair(self._gidx(key), rec, r, s)
-            elif key in self._early:
-                raise ModelInputError(f"send {send} is consumed twice", rank=r, seq=s)
-
-        def commit() -> None:
-            self.c_ref[rg] = s
-            if send is not None:
-                key = (send[0], send[1])
-                if self._has(key):
-                    self._link(self._gidx(key), g, check=False)
-                else:
-                    self._early[key] = g
-            else:
-                chan = (rec["src"], r, comm, rec["tag"])
-                if not self._channels.add_inferred(chan, rs, s):
-                    raise ModelInputError(
-                        "cannot infer the send of this consume: its receive was posted before "
-                        "one already matched on the channel; give the 'send' field", rank=r, seq=s)
-                for cseq, key in self._channels.resolve(chan):
-                    self._link(self._gidx(key), events[cseq], check=True)
-            self.races.touch_recv(r, rs)
-        return commit
-
-    def _on_wait(self, rec: Record, r: int, s: int, g: int, comm: int) -> Any:
-        live = self._live_reqs[r]
-        for q in rec["reqs"]:
-            if q not in live:
-                raise ModelInputError(f"wait names request {q}, which is not live", rank=r, seq=s)
-            pg = self.by_rank[r][live[q]]
-            if self.c_kind[pg] == K_RECV and self.c_ref[pg] == -1:
-                raise ModelInputError(
-                    f"wait completes receive request {q} but no consume of it came before",
-                    rank=r, seq=s)
-        if len(set(rec["reqs"])) != len(rec["reqs"]):
-            raise ModelInputError("wait names a request twice", rank=r, seq=s)
-
-        def commit() -> None:
-            for q in rec["reqs"]:
-                del live[q]
-        return commit
-
-    def _on_coll(self, rec: Record, r: int, s: int, g: int, comm: int) -> Any:
-        if self.colls.open_collective(r, comm) is not None:
-            raise ModelInputError("coll while the previous collective has no coll_exit",
-                                  rank=r, seq=s)
-        group = rec.get("group")
-        if group is not None and not (isinstance(group, list) and r in group):
-            raise ModelInputError("'group' must list the ranks of the communicator, this one "
-                                  "included", rank=r, seq=s)
-
-        def commit() -> None:
-            n = self.colls.enter(r, s, comm, rec["op"], root=rec.get("root"), group=group)
-            self._wake_key(("coll", comm, n, r), self._touched_sink)
-        return commit
-
-    def _on_coll_exit(self, rec: Record, r: int, s: int, g: int, comm: int) -> Any:
-        open_ = self.colls.open_collective(r, comm)
-        if open_ is None:
-            raise ModelInputError("coll_exit without a coll", rank=r, seq=s)
-        if open_[2] != rec["op"]:
-            raise ModelInputError(f"coll_exit op '{rec['op']}' differs from its coll's "
-                                  f"'{open_[2]}'", rank=r, seq=s)
-
-        def commit() -> None:
-            self._exit_of[(r, s)] = (self.colls.leave(r, comm), open_[2])
-        return commit
-
-    def _on_lock(self, rec: Record, r: int, s: int, g: int, comm: int) -> Any:
-        return None
-
-    def _on_final(self, rec: Record, r: int, s: int, g: int, comm: int) -> Any:
-        def commit() -> None:
-            self.finished[r] = True
-        return commit
-
-    def _check_new_req(self, rec: Record, r: int, s: int) -> None:
-        if rec["req"] in self._live_reqs[r]:
-            raise ModelInputError(f"request {rec['req']} is already live", rank=r, seq=s)
-
-    def _check_pair(self, sg: int, rec: Record, r: int, s: int) -> None:
-        """Send ``sg`` and consume ``rec`` must describe the same message."""
-        if self.c_kind[sg] != K_SEND:
-            raise ModelInputError(f"consume names {rec['send']}, which is not a send",
-                                  rank=r, seq=s)
-        if self.c_partner[sg] != -1:
-            raise ModelInputError(f"send {rec['send']} is consumed twice", rank=r, seq=s)
-        if self.c_peer[sg] != r or self.c_tag[sg] != rec["tag"] or self.c_comm[sg] != rec.get(
-                "comm", 0):
-            raise ModelInputError(
-                f"consume names send {rec['send']} whose destination, tag or communicator "
-                "differs", rank=r, seq=s)
-
-    def _link(self, sg: int, cg: int, *, check: bool) -> None:
-        if check:
-            rec = {"send": [int(self.c_rank[sg]), int(self.c_seq[sg])],
-                   "tag": int(self.c_tag[cg]), "comm": int(self.c_comm[cg])}
-            self._check_pair(sg, rec, int(self.c_rank[cg]), int(self.c_seq[cg]))
-        self.c_partner[sg] = cg
-        self.c_partner[cg] = sg
-        self._new_messages.append(sg)
-        r, s = int(self.c_rank[cg]), int(self.c_seq[cg])
-        self._wake_key(("match", r, s), self._touched_sink)
-        self.races.touch_recv(r, int(self.c_ref[cg]))
+            self._touched_sink.update(ranks)
 
     # ------------------------------------------------------- causal order
     def _advance(self, touched: set[int], final: bool = False) -> None:
@@ -591,11 +533,13 @@ def _status(m: ModelManager, rank: int) -> tuple[str, int | None]:
 
 
 _HANDLERS = {
-    K_SEND: ModelManager._on_send,
-    K_RECV: ModelManager._on_recv,
-    K_CONSUME: ModelManager._on_consume,
-    K_WAIT: ModelManager._on_wait,
-    K_COLL: ModelManager._on_coll,
-    K_COLL_EXIT: ModelManager._on_coll_exit,
-    K_FINAL: ModelManager._on_final,
+    K_SEND: context.on_send,
+    K_RECV: context.on_recv,
+    K_CONSUME: context.on_consume,
+    K_WAIT: context.on_wait,
+    K_COLL: context.on_coll,
+    K_COLL_EXIT: context.on_coll_exit,
+    K_FINAL: context.on_final,
 }
+#: Kinds whose context rules run record by record (nonblocking sends too).
+_SPECIAL = frozenset(_HANDLERS) - {K_SEND}
