@@ -32,6 +32,12 @@ from mpvis.scene import symbols as sym
 from mpvis.scene.layout import Layout
 from mpvis.scene.overlay import Overlay, dim_mask, overlay_geometry
 
+#: Width in pixels of the level-of-detail buckets (about half a symbol).
+BUCKET_PX = 5.0
+#: Per frame at most this many symbols and message lines are painted (buckets widen).
+MAX_SYMBOLS = 25_000
+MAX_LINES = 2_500
+
 _STOP_SPECS = [
     sym.SymbolSpec("suspended", "suspended here", "pause", sym.SUSPENDED_COLOR, "#bf360c", 16),
     sym.SymbolSpec("dead", "died here", "cross", sym.DEAD_COLOR, "#000000", 16),
@@ -92,6 +98,7 @@ class DiagramView(pg.PlotWidget):
         self.frame_budget = lod.DEFAULT_BUDGET
         self._msgs: messages.MessageIndex | None = None
         self._extents = np.zeros((0, 2))
+        self._xbounds = (0.0, 1.0)
         self._overlays: dict[str, Overlay] = {}
         self._overlay_items: dict[str, _OverlayItems] = {}
         self._actions: list[EventAction] = []
@@ -158,6 +165,7 @@ class DiagramView(pg.PlotWidget):
             self.layout_.update()
             self._msgs = messages.message_index(self.layout_)
             self._extents = messages.rank_extents(self.layout_, self.logical)
+            self._xbounds = self.layout_.bounds(self.logical)
             if self.follow:
                 self._follow_newest()
         self.schedule_redraw()
@@ -175,6 +183,7 @@ class DiagramView(pg.PlotWidget):
         )
         if self.layout_ is not None:
             self._extents = messages.rank_extents(self.layout_, self.logical)
+            self._xbounds = self.layout_.bounds(self.logical)
         self.fit_all()
 
     def fit_all(self) -> None:
@@ -269,26 +278,45 @@ class DiagramView(pg.PlotWidget):
             return
         view = self.data_viewport()
         x, y = lay.x(self.logical), lay.y
+        lo, hi = self._xbounds
+        rect = QtCore.QRectF(lo, -1.0, max(hi - lo, 1e-9), lay.visible_rows + 1.0)
         overlays = sorted(self._overlays.values(), key=lambda o: o.z)
         faded = dim_mask(overlays, lay.count)
         idx = lod.visible_events(
-            x[: lay.count], y, lay.cls, view, n_classes=sym.N_SYMBOLS, budget=self.frame_budget
+            x[: lay.count],
+            y,
+            lay.cls,
+            view,
+            n_classes=sym.N_SYMBOLS,
+            budget=self.frame_budget,
+            bucket_px=BUCKET_PX,
+            max_items=MAX_SYMBOLS,
         )
         self._syms.set_points(
-            np.column_stack([x[idx], y[idx]]), lay.cls[idx], None if faded is None else faded[idx]
+            np.column_stack([x[idx], y[idx]]),
+            lay.cls[idx],
+            None if faded is None else faded[idx],
+            rect,
         )
         seg = messages.message_segments(lay, self._msgs, self.logical)
         keep = lod.visible_segments(
-            seg[:, 0], seg[:, 1], seg[:, 2], seg[:, 3], view, budget=self.frame_budget
+            seg[:, 0],
+            seg[:, 1],
+            seg[:, 2],
+            seg[:, 3],
+            view,
+            budget=MAX_LINES,
+            bucket_px=BUCKET_PX,
+            max_items=MAX_LINES,
         )
         split = None
         if faded is not None:
             split = faded[self._msgs.send[keep]] | faded[self._msgs.consume[keep]]
-        self._msg.set_segments(seg[keep], split)
+        self._msg.set_segments(seg[keep], split, rect)
         self._lost.set_segments(
             messages.unconsumed_segments(lay, self._msgs, self.logical, self._extents)
         )
-        self._proc.set_segments(messages.process_lines(lay, self._extents))
+        self._proc.set_segments(messages.process_lines(lay, self._extents), None, rect)
         self._draw_stops()
         for name, ov in self._overlays.items():
             geo = overlay_geometry(ov, lay, self.logical)

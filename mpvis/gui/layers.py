@@ -41,12 +41,19 @@ class SymbolLayer(pg.GraphicsObject):
         self._bounds = QtCore.QRectF(0, 0, 1, 1)
         self._frags = internals.PrimitiveArray(QtGui.QPainter.PixmapFragment, 10)
 
-    def set_points(self, xy: np.ndarray, cls: np.ndarray, faded: np.ndarray | None = None):
+    def set_points(
+        self,
+        xy: np.ndarray,
+        cls: np.ndarray,
+        faded: np.ndarray | None = None,
+        bounds: QtCore.QRectF | None = None,
+    ):
+        """Show these points; ``bounds`` (data rect holding them) saves computing it."""
         self.prepareGeometryChange()
         self._xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
         self._cls = np.asarray(cls)
         self._dim = np.zeros(len(self._cls), bool) if faded is None else np.asarray(faded)
-        self._bounds = _bounds(self._xy)
+        self._bounds = bounds if bounds is not None else _bounds(self._xy)
         self.update()
 
     def point_count(self) -> int:
@@ -61,9 +68,12 @@ class SymbolLayer(pg.GraphicsObject):
         dx, dy = _device_xy(painter, self._xy[:, 0], self._xy[:, 1])
         painter.save()
         painter.resetTransform()
+        any_dim = bool(self._dim.any())
         for faded in (True, False):
+            if faded and not any_dim:
+                continue
             sel_dim = self._dim if faded else ~self._dim
-            if not sel_dim.any():
+            if faded is False and any_dim and not sel_dim.any():
                 continue
             pixmaps = self._faded if faded else self._pixmaps
             for c in np.unique(self._cls[sel_dim]):
@@ -100,11 +110,18 @@ class LineLayer(pg.GraphicsObject):
         self._pen = pen
         self.update()
 
-    def set_segments(self, seg: np.ndarray, split: np.ndarray | None = None) -> None:
+    def set_segments(
+        self, seg: np.ndarray, split: np.ndarray | None = None, bounds: QtCore.QRectF | None = None
+    ) -> None:
+        """Show these segments; ``bounds`` (data rect holding them) saves computing it."""
         self.prepareGeometryChange()
         self._seg = np.asarray(seg, dtype=np.float64).reshape(-1, 4)
         self._split = np.zeros(len(self._seg), bool) if split is None else np.asarray(split)
-        self._bounds = _bounds(np.concatenate([self._seg[:, :2], self._seg[:, 2:]]))
+        self._bounds = (
+            bounds
+            if bounds is not None
+            else _bounds(np.concatenate([self._seg[:, :2], self._seg[:, 2:]]))
+        )
         self.update()
 
     def segment_count(self) -> int:
@@ -121,7 +138,10 @@ class LineLayer(pg.GraphicsObject):
         x1, y1 = _device_xy(painter, s[:, 2], s[:, 3])
         painter.save()
         painter.resetTransform()
+        any_alt = bool(self._split.any())
         for alt in (True, False):
+            if alt and not any_alt:
+                continue
             sel = self._split if alt else ~self._split
             n = int(sel.sum())
             if not n:

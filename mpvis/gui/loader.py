@@ -49,4 +49,4 @@ class TraceLoader(QtCore.QThread):
         self.loaded.emit(m, layout)
 
     def _progress(self, done: int, total: int) -> None:
-        self.progressed.emit(int(done >> 10), int(max(total, 1) >> 10))  # KiB: fits in int
+        self.progressed.emit(int(1000 * done // max(total, 1)), 1000)  # per mille: fits an int

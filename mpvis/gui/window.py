@@ -181,7 +181,7 @@ class MainWindow(QtWidgets.QMainWindow):
         dlg.setWindowModality(QtCore.Qt.WindowModality.NonModal)
         dlg.setMinimumDuration(400)
         dlg.canceled.connect(loader.cancel.set)
-        loader.progressed.connect(lambda done, total: dlg.setValue(int(100 * done / total)))
+        loader.progressed.connect(lambda done, total: dlg.setValue(int(100 * done / max(total, 1))))
         loader.loaded.connect(lambda m, lay: self._loaded(loader, m, lay, None))
         loader.failed.connect(lambda msg, m, lay: self._loaded(loader, m, lay, msg))
         loader.start()

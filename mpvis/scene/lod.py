@@ -9,6 +9,8 @@ Dropping the others changes nothing a user can see: they would be drawn on
 the same pixels.  Every step is a vectorised pass over the arrays (no sort),
 so the cost is linear in the number of events with a small constant, and the
 number of items handed to the painter is bounded by the viewport's size.
+With ``max_items`` the buckets widen (doubling) until at most that many items
+are left: painting cost, not only the count of pixels, sets the frame time.
 """
 
 from __future__ import annotations
@@ -25,6 +27,8 @@ IntArray = npt.NDArray[np.int64]
 DEFAULT_BUDGET = 20_000
 #: Upper bound on the scratch table used to pick one item per bucket.
 _MAX_KEYS = 1 << 23
+#: With ``max_items``, buckets double in width at most this many times.
+_MAX_COARSENING = 8
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,7 @@ def visible_events(
     bucket_px: float = 3.0,
     budget: int = DEFAULT_BUDGET,
     margin_px: float = 12.0,
+    max_items: int | None = None,
 ) -> IntArray:
     """Indices of the events to draw: all visible ones, or one per bucket when too many.
 
@@ -85,11 +90,16 @@ def visible_events(
     if len(idx) <= budget:
         return idx
     nrows = int(y[idx].max()) + 1
-    nb = _buckets(view, bucket_px, nrows * n_classes)
-    px = ((x[idx] - (view.x0 - mx)) * (nb / (view.x1 - view.x0 + 2 * mx))).astype(np.int64)
-    np.clip(px, 0, nb - 1, out=px)
-    key = (y[idx].astype(np.int64) * n_classes + cls[idx]) * nb + px
-    return _one_per_key(idx, key, nrows * n_classes * nb)
+    base = y[idx].astype(np.int64) * n_classes + cls[idx]
+    rel = (x[idx] - (view.x0 - mx)) / (view.x1 - view.x0 + 2 * mx)
+    for _ in range(_MAX_COARSENING):
+        nb = _buckets(view, bucket_px, nrows * n_classes)
+        px = np.clip((rel * nb).astype(np.int64), 0, nb - 1)
+        kept = _one_per_key(idx, base * nb + px, nrows * n_classes * nb)
+        if max_items is None or len(kept) <= max_items:
+            break
+        bucket_px *= 2
+    return kept
 
 
 def visible_segments(
@@ -101,6 +111,7 @@ def visible_segments(
     *,
     bucket_px: float = 2.0,
     budget: int = DEFAULT_BUDGET,
+    max_items: int | None = None,
 ) -> IntArray:
     """Indices of the line segments ``(x0, y0) - (x1, y1)`` to draw for ``view``.
 
@@ -117,9 +128,13 @@ def visible_segments(
     if len(idx) <= budget:
         return idx
     nrows = int(max(y0[idx].max(), y1[idx].max())) + 1
-    nb = _buckets(view, bucket_px, nrows * nrows)
-    mid = (x0[idx] + x1[idx]) * 0.5
-    px = ((mid - view.x0) * (nb / (view.x1 - view.x0))).astype(np.int64)
-    np.clip(px, 0, nb - 1, out=px)
-    key = (y0[idx].astype(np.int64) * nrows + y1[idx].astype(np.int64)) * nb + px
-    return _one_per_key(idx, key, nrows * nrows * nb)
+    base = y0[idx].astype(np.int64) * nrows + y1[idx].astype(np.int64)
+    rel = ((x0[idx] + x1[idx]) * 0.5 - view.x0) / (view.x1 - view.x0)
+    for _ in range(_MAX_COARSENING):
+        nb = _buckets(view, bucket_px, nrows * nrows)
+        px = np.clip((rel * nb).astype(np.int64), 0, nb - 1)
+        kept = _one_per_key(idx, base * nb + px, nrows * nrows * nb)
+        if max_items is None or len(kept) <= max_items:
+            break
+        bucket_px *= 2
+    return kept
