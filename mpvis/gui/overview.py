@@ -57,7 +57,8 @@ class Overview(pg.PlotWidget):
         h, _, _ = np.histogram2d(
             x[ok], y[ok], bins=(BINS, rows), range=((lo, hi), (-0.5, rows - 0.5))
         )
-        self.image.setImage(np.log1p(h), autoLevels=True)
+        dens = np.log1p(h)
+        self.image.setImage(dens, levels=(0.0, max(float(dens.max()), 1e-9)))
         self.image.setRect(QtCore.QRectF(lo, -0.5, hi - lo, rows))
         self._extent = (lo, hi)
         self.vb.setRange(xRange=(lo, hi), yRange=(-0.5, rows - 0.5), padding=0)

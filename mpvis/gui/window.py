@@ -229,8 +229,8 @@ class MainWindow(QtWidgets.QMainWindow):
             fed = True
             if what == "start":
                 self.set_model(ModelManager(args[0]), f"live run (journal {args[1]})")
-            elif self.model is None:
-                continue
+            elif self.model is None or not self.source.startswith("live run"):
+                continue  # a trace was opened meanwhile: the run's leftovers are not for it
             elif what == "records":
                 try:
                     self.model.add_batch(args[0])

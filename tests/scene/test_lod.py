@@ -28,7 +28,7 @@ def _data(seed: int, n: int, rows: int, classes: int) -> tuple[np.ndarray, ...]:
     width=st.integers(50, 2000),
 )
 def test_visible_events_oracle(
-    seed: int, n: int, budget: int, x0: float, w: float, width: int
+    *, seed: int, n: int, budget: int, x0: float, w: float, width: int
 ) -> None:
     rows, classes = 6, 5
     x, y, cls = _data(seed, n, rows, classes)
