@@ -41,18 +41,18 @@ def on_consume(m: ModelManager, rec: Record, g: int) -> None:
     if rs >= s:
         raise ModelInputError(f"consume's 'recv' {rs} is not an earlier event", rank=r, seq=s)
     rg = m.by_rank[r][rs]
-    if m.c_kind[rg] != K_RECV:
+    if m.c_kind.data[rg] != K_RECV:
         raise ModelInputError(f"consume's 'recv' {rs} is not a recv event", rank=r, seq=s)
-    if m.c_ref[rg] != -1:
+    if m.c_ref.data[rg] != -1:
         raise ModelInputError(f"recv {rs} is consumed twice", rank=r, seq=s)
-    if m.c_comm[rg] != comm:
+    if m.c_comm.data[rg] != comm:
         raise ModelInputError(f"consume's communicator differs from recv {rs}'s",
                               rank=r, seq=s)
-    if m.c_flags[rg] & F_BLOCKING and rs != s - 1:
+    if m.c_flags.data[rg] & F_BLOCKING and rs != s - 1:
         raise ModelInputError(
             f"the consume of blocking recv {rs} must be the event just after it",
             rank=r, seq=s)
-    src, tag = m.c_peer[rg], m.c_tag[rg]
+    src, tag = m.c_peer.data[rg], m.c_tag.data[rg]
     if src not in (-1, rec["src"]) or tag not in (-1, rec["tag"]):
         raise ModelInputError(
             f"consumed message (src {rec['src']}, tag {rec['tag']}) does not match "
@@ -66,7 +66,7 @@ def on_consume(m: ModelManager, rec: Record, g: int) -> None:
         elif key in m._early:
             raise ModelInputError(f"send {send} is consumed twice", rank=r, seq=s)
     # -- checks passed --
-    m.c_ref[rg] = s
+    m.c_ref.data[rg] = s
     if key is not None:
         if m._has(key):
             link(m, m._gidx(key), g)
@@ -88,7 +88,7 @@ def on_wait(m: ModelManager, rec: Record, g: int) -> None:
             raise ModelInputError(f"wait names request {q}, which is not live",
                                   rank=r, seq=s)
         pg = m.by_rank[r][live[q]]
-        if m.c_kind[pg] == K_RECV and m.c_ref[pg] == -1:
+        if m.c_kind.data[pg] == K_RECV and m.c_ref.data[pg] == -1:
             raise ModelInputError(
                 f"wait completes receive request {q} but no consume of it came before",
                 rank=r, seq=s)
@@ -106,6 +106,7 @@ def on_coll(m: ModelManager, rec: Record, g: int) -> None:
         raise ModelInputError("'group' must list the ranks of the communicator, this one "
                               "included", rank=r, seq=s)
     n = m.colls.enter(r, s, comm, rec["op"], root=rec.get("root"), group=group)
+    m._entry_of[(r, s)] = n
     m._wake_key(("coll", comm, n, r))
 
 
@@ -136,30 +137,30 @@ def check_pair(m: ModelManager, sg: int, cons: tuple[int, int, int, int]) -> Non
     """Send ``sg`` and the consume ``cons`` = (rank, seq, tag, comm) must describe
     the same message."""
     r, s, tag, comm = cons
-    name = [int(m.c_rank[sg]), int(m.c_seq[sg])]
-    if m.c_kind[sg] != K_SEND:
+    name = [int(m.c_rank.data[sg]), int(m.c_seq.data[sg])]
+    if m.c_kind.data[sg] != K_SEND:
         raise ModelInputError(f"consume names {name}, which is not a send", rank=r, seq=s)
-    if m.c_partner[sg] != -1:
+    if m.c_partner.data[sg] != -1:
         raise ModelInputError(f"send {name} is consumed twice", rank=r, seq=s)
-    if m.c_peer[sg] != r or m.c_tag[sg] != tag or m.c_comm[sg] != comm:
+    if m.c_peer.data[sg] != r or m.c_tag.data[sg] != tag or m.c_comm.data[sg] != comm:
         raise ModelInputError(
             f"consume names send {name} whose destination, tag or communicator differs",
             rank=r, seq=s)
 
 
 def link(m: ModelManager, sg: int, cg: int) -> None:
-    m.c_partner[sg] = cg
-    m.c_partner[cg] = sg
+    m.c_partner.data[sg] = cg
+    m.c_partner.data[cg] = sg
     m._new_messages.append(sg)
-    r, s = int(m.c_rank[cg]), int(m.c_seq[cg])
+    r, s = int(m.c_rank.data[cg]), int(m.c_seq.data[cg])
     m._wake_key(("match", r, s))
-    m.races.touch_recv(r, int(m.c_ref[cg]))
+    m.races.touch_recv(r, int(m.c_ref.data[cg]))
 
 
 def link_checked(m: ModelManager, sg: int, cg: int) -> None:
     """Link a send to a consume that arrived first, checking they agree."""
-    r, s = int(m.c_rank[cg]), int(m.c_seq[cg])
-    check_pair(m, sg, (r, s, int(m.c_tag[cg]), int(m.c_comm[cg])))
+    r, s = int(m.c_rank.data[cg]), int(m.c_seq.data[cg])
+    check_pair(m, sg, (r, s, int(m.c_tag.data[cg]), int(m.c_comm.data[cg])))
     link(m, sg, cg)
 
 

@@ -24,7 +24,6 @@ Contract of :meth:`ModelManager.add_batch`:
 from __future__ import annotations
 
 from array import array
-from collections import deque
 from itertools import repeat
 from typing import Any
 
@@ -87,7 +86,11 @@ class ModelManager:
         # -- causal processing --
         self.clocks = ClockStore(n)
         self.done = [0] * n
-        self._pending: list[deque[Record]] = [deque() for _ in range(n)]
+        self._pending: list[list[Record]] = [[] for _ in range(n)]  # arrived, not released
+        self._head = [0] * n  # released prefix of each _pending list
+        self._done_waiters: list[dict[int, list[int]]] = [{} for _ in range(n)]
+        self._entry_of: dict[Key, int] = {}  # coll -> instance, until processed
+        self._coll_processed: dict[tuple[int, int], int] = {}  # (comm, instance) -> entries
         self._wake: dict[Any, list[int]] = {}
         self.analyzers: list[RecordAnalyzer] = []
         self.observers: list[ModelObserver] = []
@@ -274,9 +277,9 @@ class ModelManager:
         self._inferring = True
         kinds = self.c_kind.view()
         for g in np.flatnonzero(kinds == K_SEND).tolist():
-            self._channels.add_send((int(self.c_rank[g]), int(self.c_peer[g]),
-                                     int(self.c_comm[g]), int(self.c_tag[g])),
-                                    int(self.c_seq[g]))
+            self._channels.add_send((int(self.c_rank.data[g]), int(self.c_peer.data[g]),
+                                     int(self.c_comm.data[g]), int(self.c_tag.data[g])),
+                                    int(self.c_seq.data[g]))
         self._channel_upto = len(self.c_rank)
 
     def mark_rank_dead(self, rank: int, detail: str) -> None:
@@ -297,7 +300,7 @@ class ModelManager:
         for key, g in self._early.items():
             problem = ModelInputError(
                 f"consume names send {list(key)}, which is not in the trace",
-                rank=int(self.c_rank[g]), seq=int(self.c_seq[g]))
+                rank=int(self.c_rank.data[g]), seq=int(self.c_seq.data[g]))
             break
         for chan, cseq in self._channels.pending_inferred():
             problem = problem or ModelInputError(
@@ -341,76 +344,118 @@ class ModelManager:
                 a.feed(out)
 
     def _advance_rank(self, r: int, out: list[Record], work: set[int], final: bool) -> None:
+        """Advance rank ``r`` in causal order as far as its dependencies allow.
+
+        Runs of events that merge no clock are released in bulk; only
+        consumes, collective entries and exits are looked at one by one."""
         events = self.by_rank[r]
-        pending = self._pending[r]
         s = self.done[r]
         n = len(events)
+        if s >= n:
+            return
+        kinds = self.c_kind.view()[np.frombuffer(events, dtype=np.int64)[s:n]]
+        stops = (np.flatnonzero((kinds == K_CONSUME) | (kinds == K_COLL_EXIT)
+                                | (kinds == K_COLL)) + s).tolist()
         c_kind = self.c_kind.data
-        keep = bool(self.analyzers)
-        rec: Record = {}
-        while s < n:
-            g = events[s]
+        for stop in stops:
+            if stop > s:
+                self._release(r, s, stop, out, work)
+                s = stop
+            g = events[stop]
             code = c_kind[g]
-            if keep:
-                rec = pending[0]
             if code == K_CONSUME:
-                sg = self.c_partner[g]
+                sg = self.c_partner.data[g]
                 if sg < 0:
                     if not final:
-                        self._wait_on(("match", r, s), r)
-                        break
+                        self._wait_on(("match", r, stop), r)
+                        return
                 else:
-                    key = (int(self.c_rank[sg]), int(self.c_seq[sg]))
+                    key = (int(self.c_rank.data[sg]), int(self.c_seq.data[sg]))
                     if self.done[key[0]] <= key[1]:
                         if not final:
                             self._wait_on(("done", *key), r)
-                            break
+                            return
                     else:
-                        self.clocks.merge(r, s, [key])
-                        if keep and "send" not in rec:
-                            rec["send"] = list(key)
+                        self.clocks.merge(r, stop, [key])
+                        if self.analyzers:
+                            rec = self._pending[r][self._head[r]]
+                            if "send" not in rec:
+                                rec["send"] = list(key)
             elif code == K_COLL_EXIT:
-                vec = self._collective_clock(r, s, final)
+                vec = self._collective_clock(r, stop, final)
                 if vec is None:
-                    break
-                self.clocks.merge_vector(r, s, vec)
-            if keep:
-                pending.popleft()
-                out.append(rec)
-            s += 1
-            self.done[r] = s
-            woken = self._wake.pop(("done", r, s - 1), None)
-            if woken:
-                work.update(woken)
+                    return
+                self.clocks.merge_vector(r, stop, vec)
+            else:
+                self._entered(r, stop)
+            self._release(r, stop, stop + 1, out, work)
+            s = stop + 1
+        if s < n:
+            self._release(r, s, n, out, work)
+
+    def _release(self, r: int, a: int, b: int, out: list[Record], work: set[int]) -> None:
+        """Events ``a..b-1`` of rank ``r`` are causally processed."""
+        self.done[r] = b
+        if self.analyzers:
+            head = self._head[r]
+            pend = self._pending[r]
+            out.extend(pend[head:head + b - a])
+            head += b - a
+            if head > 4096 and head * 2 > len(pend):
+                del pend[:head]
+                head = 0
+            self._head[r] = head
+        waiters = self._done_waiters[r]
+        if waiters:
+            for x in [x for x in waiters if a <= x < b]:
+                work.update(waiters.pop(x))
+
+    def _entered(self, r: int, s: int) -> None:
+        """A ``coll`` is processed: count it toward its instance's entries."""
+        comm = self.c_comm.data[self.by_rank[r][s]]
+        n_inst = self._entry_of.pop((r, s))
+        cnt = self._coll_processed.get((comm, n_inst), 0) + 1
+        self._coll_processed[(comm, n_inst)] = cnt
+        members = self.colls.members(comm, self.input_ended)
+        if members is not None and cnt >= len(members):
+            self._wake_key(("colldone", comm, n_inst))
 
     def _collective_clock(self, r: int, s: int, final: bool) -> Any:
         """Joined clock of the entries the ``coll_exit`` (r, s) depends on, or
         ``None`` (after registering to be woken) while one is not processed."""
-        comm = self.c_comm[self.by_rank[r][s]]
-        n_inst, op = self._exit_of.pop((r, s))
+        comm = self.c_comm.data[self.by_rank[r][s]]
+        n_inst, op = self._exit_of[(r, s)]
         shared = op in ALL_TO_ALL
         if shared:
             cached = self._coll_cache.get(comm)
             if cached is not None and cached[0] == n_inst:
+                del self._exit_of[(r, s)]
                 return cached[1]
+            members = self.colls.members(comm, final)
+            if members is not None and not final and self._coll_processed.get(
+                    (comm, n_inst), 0) < len(members):
+                self._wait_on(("colldone", comm, n_inst), r)
+                return None
         deps = self.colls.exit_deps(r, comm, n_inst, op, final)
         if deps is None:
             for q in range(self.nprocs):
                 self._wait_on(("coll", comm, n_inst, q), r)
-            self._exit_of[(r, s)] = (n_inst, op)
             return None
         late = [k for k in deps if self.done[k[0]] <= k[1]]
         if late and not final:
             self._wait_on(("done", *late[0]), r)
-            self._exit_of[(r, s)] = (n_inst, op)
             return None
         vec = self.clocks.joined([k for k in deps if k not in late])
         if shared:
             self._coll_cache[comm] = (n_inst, vec)
+        del self._exit_of[(r, s)]
         return vec
 
     def _wait_on(self, key: Any, r: int) -> None:
-        lst = self._wake.setdefault(key, [])
+        if key[0] == "done":
+            lst = self._done_waiters[key[1]].setdefault(key[2], [])
+        else:
+            lst = self._wake.setdefault(key, [])
         if r not in lst:
             lst.append(r)
 
@@ -450,29 +495,29 @@ class ModelManager:
         return 0 <= key[0] < self.nprocs and key[1] < len(self.by_rank[key[0]])
 
     def _send_claimed(self, key: Key) -> bool:
-        return self.c_partner[self._gidx(key)] != -1 or key in self._early
+        return self.c_partner.data[self._gidx(key)] != -1 or key in self._early
 
     def _recv_args(self, rank: int, seq: int) -> tuple[int, int]:
         g = self.by_rank[rank][seq]
-        return int(self.c_peer[g]), int(self.c_tag[g])
+        return int(self.c_peer.data[g]), int(self.c_tag.data[g])
 
     def consume_of(self, rank: int, recv_seq: int) -> int | None:
         """Seq of the consume of receive ``(rank, recv_seq)``, if any yet."""
-        ref = int(self.c_ref[self.by_rank[rank][recv_seq]])
+        ref = int(self.c_ref.data[self.by_rank[rank][recv_seq]])
         return None if ref < 0 else ref
 
     def _consumed(self, rank: int, consume_seq: int) -> tuple[int, int, Key | None]:
         g = self.by_rank[rank][consume_seq]
-        sg = self.c_partner[g]
-        key = None if sg < 0 else (int(self.c_rank[sg]), int(self.c_seq[sg]))
-        return int(self.c_peer[g]), int(self.c_tag[g]), key
+        sg = self.c_partner.data[g]
+        key = None if sg < 0 else (int(self.c_rank.data[sg]), int(self.c_seq.data[sg]))
+        return int(self.c_peer.data[g]), int(self.c_tag.data[g]), key
 
     def clock_ready(self, key: Key) -> bool:
         """Is the vector clock of event ``key`` known (causally processed)?"""
         return key[1] < self.done[key[0]]
 
     def site_of(self, rank: int, seq: int) -> str | None:
-        sid = self.c_site[self.by_rank[rank][seq]]
+        sid = self.c_site.data[self.by_rank[rank][seq]]
         return None if sid < 0 else self.sites[int(sid)]
 
     def happened_before(self, a: Key, b: Key) -> bool:
@@ -485,8 +530,8 @@ class ModelManager:
 
     def partner(self, rank: int, seq: int) -> Key | None:
         """For a send, its consume; for a consume, its send; else None."""
-        pg = self.c_partner[self.by_rank[rank][seq]]
-        return None if pg < 0 else (int(self.c_rank[pg]), int(self.c_seq[pg]))
+        pg = self.c_partner.data[self.by_rank[rank][seq]]
+        return None if pg < 0 else (int(self.c_rank.data[pg]), int(self.c_seq.data[pg]))
 
     def record(self, rank: int, seq: int) -> Record:
         """Every field of an event, as the trace record it came from."""
