@@ -17,6 +17,13 @@ as event numbers.  Its contracts:
   nonblocking receives that were still pending when their process sent on);
 * "could have accepted" compares the receive's arguments (``-1`` wildcards)
   with the message's communicator, source and tag, as MPI matching does;
+* a previous receive whose message came from the *same sender* is skipped:
+  MPI's non-overtaking rule means it could never have taken the later
+  message, and in the paper's terms two sends of one process are never both
+  just after a frontier (Definition 3.1), so they never race.  ``PrevRecv`` is
+  the latest previous receive, among those accepting the message, whose
+  message came from another sender (this keeps Lemma 1's argument: any
+  earlier such receive precedes it in program order);
 * timestamps only grow through point-to-point messages; collectives add no
   order here, which can only make more deliveries look racing (a superset of
   Figure 3a's, still sufficient for replay by Theorem 2);
@@ -55,7 +62,9 @@ class RaceDetector:
     def __init__(self, rank: int, nprocs: int) -> None:
         self.rank = rank
         self.vt = [-1] * nprocs
-        self._last: dict[tuple[int, int, int], _Last] = {}
+        # Per receive pattern: the latest receive, then the latest one whose
+        # message came from another sender than the latest's (at most two).
+        self._last: dict[tuple[int, int, int], list[_Last]] = {}
 
     def stamp(self, send_seq: int) -> list[int]:
         """The timestamp to piggyback on the message sent as event ``send_seq``."""
@@ -82,20 +91,28 @@ class RaceDetector:
         last = self._last
         prev: _Last | None = None
         for key in ((comm, src, tag), (comm, ANY, tag), (comm, src, ANY), (comm, ANY, ANY)):
-            cand = last.get(key)
-            if cand is not None and (prev is None or cand[0] > prev[0]):
-                prev = cand
+            for cand in last.get(key, ()):
+                if cand[2] != src:  # same sender: FIFO, never a race (module docstring)
+                    if prev is None or cand[0] > prev[0]:
+                        prev = cand
+                    break
         send_seq = sender_vt[src]
         entry = None
         if prev is not None and prev[0] > sender_vt[self.rank]:
             entry = RaceEntry(
                 comm, recv_seq, consume_seq, src, tag, send_seq, (prev[1], prev[2], prev[3])
             )
-        vt = self.vt
-        for i, v in enumerate(sender_vt):
-            vt[i] = max(vt[i], v)
+        vt = self.vt = list(map(max, self.vt, sender_vt))
         vt[self.rank] = consume_seq
-        last[(comm, pattern[0], pattern[1])] = (consume_seq, recv_seq, src, send_seq)
+        new = (consume_seq, recv_seq, src, send_seq)
+        key = (comm, pattern[0], pattern[1])
+        old = last.get(key)
+        if old is None:
+            last[key] = [new]
+        elif old[0][2] == src:
+            old[0] = new
+        else:
+            last[key] = [new, old[0]]
         return entry
 
 

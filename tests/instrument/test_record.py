@@ -57,11 +57,15 @@ def _execution(data: st.DataObject, nprocs: int, steps: int) -> list[tuple]:
 
 
 def _oracle(events: list[tuple], nprocs: int) -> list[tuple[int, int]]:
-    """(rank, recv seq) of every delivery that Figure 3a traces, from explicit happened-before."""
+    """(rank, recv seq) of every delivery that Figure 3a traces, from explicit happened-before.
+
+    PrevRecv is the latest earlier receive that accepts the message and took a
+    message from another sender (same-sender messages never race).
+    """
     seq = [0] * nprocs
     node_of_msg: dict[int, tuple[int, int]] = {}
     preds: dict[tuple[int, int], set[tuple[int, int]]] = {}
-    history: dict[int, list[tuple[tuple[int, int], tuple[int, int], tuple[int, int, int]]]] = {}
+    history: dict[int, list[tuple]] = {}
     traced = []
 
     def ancestors(node: tuple[int, int]) -> set[tuple[int, int]]:
@@ -92,13 +96,13 @@ def _oracle(events: list[tuple], nprocs: int) -> list[tuple[int, int]]:
             matching = [
                 h
                 for h in history.get(p, [])
-                if h[2][0] == 0 and h[2][1] in (ANY, m[0]) and h[2][2] in (ANY, m[2])
+                if h[2][1] in (ANY, m[0]) and h[2][2] in (ANY, m[2]) and h[3] != m[0]
             ]
             if matching:
                 prev_consume = matching[-1][1]
                 if prev_consume not in ancestors(send_node):
                     traced.append((p, recv[1]))
-            history.setdefault(p, []).append((recv, consume, (0, *pattern)))
+            history.setdefault(p, []).append((recv, consume, (0, *pattern), m[0]))
     return traced
 
 
@@ -157,6 +161,18 @@ def test_receive_that_could_not_accept_the_message_is_not_previous() -> None:
     assert d.deliver(5, (ANY, ANY), 4, 5, src=0, tag=0, sender_vt=[1, -1, -1]) is None
 
 
+def test_messages_of_one_sender_never_race_but_the_receive_before_them_does() -> None:
+    d = RaceDetector(1, 3)
+    d.deliver(0, (ANY, ANY), 0, 1, src=2, tag=0, sender_vt=[-1, -1, 0])
+    d.deliver(0, (ANY, ANY), 2, 3, src=0, tag=0, sender_vt=[0, -1, -1])
+    # Rank 0's second message: the previous receive took rank 0's first (FIFO, no race),
+    # but the one before took rank 2's message and did not happen before this send.
+    e = d.deliver(0, (ANY, ANY), 4, 5, src=0, tag=0, sender_vt=[1, -1, -1])
+    assert e is not None and e.prev == (0, 2, 0)
+    # Once this rank's receive of rank 2's message happened before rank 0's send: no race.
+    assert d.deliver(0, (ANY, ANY), 6, 7, src=0, tag=0, sender_vt=[2, 1, -1]) is None
+
+
 def test_record_hooks_write_races_checks_and_end(tmp_path: Path) -> None:
     seq = [0]
     hooks = RecordHooks(tmp_path, 1, 3, lambda: seq[0], check_every=2)
@@ -194,7 +210,7 @@ def test_read_record_round_trip_and_errors(tmp_path: Path) -> None:
     assert recs[1].races == [RaceEntry(0, 4, 5, 0, 3, 7, (2, 0, 1))]
     assert recs[1].anys == {9: 1} and recs[0].complete and recs[0].sends == 3
     (tmp_path / "rank-1.jsonl").write_text('{"kind": "record-header"}\n')
-    with pytest.raises(RecordError, match="rank-1.jsonl:1"):
+    with pytest.raises(RecordError, match=r"rank-1\.jsonl:1"):
         read_record(tmp_path)
     (tmp_path / "rank-1.jsonl").unlink()
     with pytest.raises(RecordError, match="missing"):
