@@ -16,9 +16,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import logging
 import os
 import secrets
 import shlex
+import signal
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -202,10 +204,12 @@ def run(args: argparse.Namespace) -> int:
         if listen:
             _print_remote_instructions(session.central.address, token, run_id, collector_port)
 
+    _log_to_stderr()
     env = dict(os.environ)
     env["MPVIS_COLLECTOR"] = format_address(collector.address)
     env["MPVIS_TOKEN"] = token
     env["MPVIS_RUN"] = run_id
+    previous = _interrupt_on_signals()
     proc = launch(rank_command(mpiexec, args.nprocs, args.mpiexec_options, args.program), env)
     interrupted = False
     try:
@@ -248,6 +252,32 @@ def run(args: argparse.Namespace) -> int:
         collector.stop()
         if session is not None:
             session.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupt_on_signals() -> dict[int, Any]:
+    """Ctrl-C, SIGTERM and SIGHUP all stop the run cleanly (the ranks too); return
+    the previous handlers.  SIGINT is set explicitly: a shell's background job
+    starts with it ignored."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous: dict[int, Any] = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        previous[sig] = signal.signal(sig, interrupt)
+    return previous
+
+
+def _log_to_stderr() -> None:
+    """Warnings of the live path (refused connections, bad records) as ``mpvis: ...`` lines."""
+    root = logging.getLogger()
+    if not root.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("mpvis: %(message)s"))
+        root.addHandler(handler)
+        root.setLevel(logging.WARNING)
 
 
 def _listen_address(args: argparse.Namespace) -> tuple[str, int] | None:

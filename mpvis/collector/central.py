@@ -343,7 +343,7 @@ class CentralProcess:
             run.ends[rank] = (status, detail)
             run.max_rank = max(run.max_rank, rank)
             if status != m.FINAL:
-                log.warning("run %s: rank %d %s: %s", run.run_id, rank, status, detail)
+                log.info("run %s: rank %d %s: %s", run.run_id, rank, status, detail)
             self._callback(self.on_rank_end, rank, status, detail)
         if "end" in body:
             run.end_info = body["end"]

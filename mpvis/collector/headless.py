@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mpvis.analysis.report import build_report, exit_code, format_report
+from mpvis.analysis.pipeline import Analyses
+from mpvis.analysis.report import exit_code, format_report
 from mpvis.collector.central import CentralProcess
 from mpvis.model.errors import ModelInputError
 from mpvis.model.manager import ModelManager
@@ -29,7 +30,7 @@ Record = dict[str, Any]
 
 
 class HeadlessSession:
-    """A central process writing ``journal_path``, plus the model fed from it.
+    """A central process writing ``journal_path``, plus the model and analyses fed from it.
 
     Call :meth:`pump` regularly from the owning thread; :attr:`info` is set
     once the run has ended (the central process's ``on_run_end`` info).
@@ -48,7 +49,7 @@ class HeadlessSession:
             on_records=lambda recs: self._queue.put(("records", recs)),
             on_run_end=lambda info: self._queue.put(("end", info)),
         )
-        self.model: ModelManager | None = None
+        self.analyses: Analyses | None = None
         self.info: dict[str, Any] | None = None
         self.model_errors = 0
 
@@ -72,9 +73,9 @@ class HeadlessSession:
 
     def _take(self, what: str, payload: Any) -> None:
         if what == "start":
-            self.model = ModelManager(payload)
-        elif what == "records" and self.model is not None:
-            self._feed(self.model, payload)
+            self.analyses = Analyses.for_header(payload)
+        elif what == "records" and self.analyses is not None:
+            self._feed(self.analyses.model, payload)
         elif what == "end":
             self.info = payload
 
@@ -100,17 +101,22 @@ class HeadlessSession:
     def report(self) -> tuple[str, int]:
         """The readable report and its exit code (0 nothing found, 1 found)."""
         info = self.info or {}
-        model = self.model
-        if model is None:
+        analyses = self.analyses
+        if analyses is None:
             return "no records were received", 0
+        # After Ctrl-C the ranks the user stopped are left where they were: one
+        # blocked in a receive then shows up as suspended (and in a deadlock).
+        stopped_by_user = "killed" if info.get("interrupted") else None
         for r in info.get("ranks", []):
-            if r["status"] != "final":
-                model.mark_rank_dead(r["rank"], f"{r['status']}: {r['detail']}".rstrip(": "))
+            if r["status"] not in ("final", stopped_by_user):
+                lines = r["detail"].strip().splitlines()  # a traceback: its last line says it
+                detail = f"{r['status']}: {lines[-1]}" if lines else r["status"]
+                analyses.mark_rank_dead(r["rank"], detail)
         try:
-            model.finish()
+            analyses.model.finish()
         except ModelInputError as exc:
             log.warning("the trace is incomplete: %s", exc)
-        report = build_report(model)
+        report = analyses.report()
         return format_report(report, source=info.get("journal")), exit_code(report)
 
     def stop(self) -> None:
