@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.gui.symbol_art import draw_symbol
@@ -72,7 +74,7 @@ class LegendStrip(QtWidgets.QWidget):
             if isinstance(what, sym.SymbolSpec):
                 draw_symbol(p, what, QtCore.QPointF(x + 10, cy))
             else:
-                color, pen_style = what  # type: ignore[misc]
+                color, pen_style = cast(tuple[str, QtCore.Qt.PenStyle], what)
                 pen = QtGui.QPen(QtGui.QColor(color))
                 pen.setWidthF(1.8)
                 pen.setStyle(pen_style)

@@ -60,7 +60,7 @@ class RaceTableModel(QtCore.QAbstractTableModel):
             return _COLUMNS[section]
         return None
 
-    def data(self, index: QtCore.QModelIndex, role: int = 0) -> Any:
+    def data(self, index: Any, role: int = 0) -> Any:
         r = self.races[index.row()]
         col = index.column()
         if role == QtCore.Qt.ItemDataRole.DisplayRole:

@@ -143,6 +143,8 @@ class RaceNotifier(QtWidgets.QFrame):
     def place(self) -> None:
         """Float in the parent's top-right corner."""
         parent = self.parentWidget()
+        if parent is None:
+            return
         self.setFixedWidth(min(480, max(parent.width() - 40, 200)))
         self.adjustSize()
         self.move(parent.width() - self.width() - 20, 40)
