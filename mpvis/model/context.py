@@ -41,40 +41,42 @@ def on_consume(m: ModelManager, rec: Record, g: int) -> None:
     if rs >= s:
         raise ModelInputError(f"consume's 'recv' {rs} is not an earlier event", rank=r, seq=s)
     rg = m.by_rank[r][rs]
+    ref = m.c_ref.data
     if m.c_kind.data[rg] != K_RECV:
         raise ModelInputError(f"consume's 'recv' {rs} is not a recv event", rank=r, seq=s)
-    if m.c_ref.data[rg] != -1:
+    if ref[rg] != -1:
         raise ModelInputError(f"recv {rs} is consumed twice", rank=r, seq=s)
     if m.c_comm.data[rg] != comm:
         raise ModelInputError(f"consume's communicator differs from recv {rs}'s",
                               rank=r, seq=s)
-    if m.c_flags.data[rg] & F_BLOCKING and rs != s - 1:
+    if rs != s - 1 and m.c_flags.data[rg] & F_BLOCKING:
         raise ModelInputError(
             f"the consume of blocking recv {rs} must be the event just after it",
             rank=r, seq=s)
     src, tag = m.c_peer.data[rg], m.c_tag.data[rg]
-    if src not in (-1, rec["src"]) or tag not in (-1, rec["tag"]):
+    if (src != -1 and src != rec["src"]) or (tag != -1 and tag != rec["tag"]):
         raise ModelInputError(
             f"consumed message (src {rec['src']}, tag {rec['tag']}) does not match "
             f"recv {rs} (src {src}, tag {tag})", rank=r, seq=s)
     send = rec.get("send")
-    key: Key | None = None
-    if send is not None:
-        key = (send[0], send[1])
-        if m._has(key):
-            check_pair(m, m._gidx(key), (r, s, rec["tag"], comm))
-        elif key in m._early:
-            raise ModelInputError(f"send {send} is consumed twice", rank=r, seq=s)
-    # -- checks passed --
-    m.c_ref.data[rg] = s
-    if key is not None:
-        if m._has(key):
-            link(m, m._gidx(key), g)
-        else:
-            m._early[key] = g
-    else:
+    if send is None:
+        ref[rg] = s
         infer(m, rec, rs)
-    m.races.touch_recv(r, rs)
+        m.races.touch_recv(r, rs)
+        return
+    q, qs = send
+    events = m.by_rank[q]
+    if qs < len(events):
+        sg = events[qs]
+        check_pair(m, sg, (r, s, rec["tag"], comm))
+        ref[rg] = s
+        link(m, sg, g)
+    elif (q, qs) in m._early:
+        raise ModelInputError(f"send {send} is consumed twice", rank=r, seq=s)
+    else:
+        ref[rg] = s
+        m._early[(q, qs)] = g
+        m.races.touch_recv(r, rs)
 
 
 def on_wait(m: ModelManager, rec: Record, g: int) -> None:
@@ -137,12 +139,14 @@ def check_pair(m: ModelManager, sg: int, cons: tuple[int, int, int, int]) -> Non
     """Send ``sg`` and the consume ``cons`` = (rank, seq, tag, comm) must describe
     the same message."""
     r, s, tag, comm = cons
-    name = [int(m.c_rank.data[sg]), int(m.c_seq.data[sg])]
     if m.c_kind.data[sg] != K_SEND:
+        name = [int(m.c_rank.data[sg]), int(m.c_seq.data[sg])]
         raise ModelInputError(f"consume names {name}, which is not a send", rank=r, seq=s)
     if m.c_partner.data[sg] != -1:
+        name = [int(m.c_rank.data[sg]), int(m.c_seq.data[sg])]
         raise ModelInputError(f"send {name} is consumed twice", rank=r, seq=s)
     if m.c_peer.data[sg] != r or m.c_tag.data[sg] != tag or m.c_comm.data[sg] != comm:
+        name = [int(m.c_rank.data[sg]), int(m.c_seq.data[sg])]
         raise ModelInputError(
             f"consume names send {name} whose destination, tag or communicator differs",
             rank=r, seq=s)
@@ -152,9 +156,10 @@ def link(m: ModelManager, sg: int, cg: int) -> None:
     m.c_partner.data[sg] = cg
     m.c_partner.data[cg] = sg
     m._new_messages.append(sg)
-    r, s = int(m.c_rank.data[cg]), int(m.c_seq.data[cg])
-    m._wake_key(("match", r, s))
-    m.races.touch_recv(r, int(m.c_ref.data[cg]))
+    r = m.c_rank.data[cg]
+    if m._wake:
+        m._wake_key(("match", r, m.c_seq.data[cg]))
+    m.races.touch_recv(r, m.c_ref.data[cg])
 
 
 def link_checked(m: ModelManager, sg: int, cg: int) -> None:

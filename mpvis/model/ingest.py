@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 from mpvis.protocol import records as R
@@ -21,16 +22,15 @@ from mpvis.protocol import records as R
 Record = dict[str, Any]
 
 K_SEND, K_RECV, K_CONSUME = R.KIND_CODE[R.SEND], R.KIND_CODE[R.RECV], R.KIND_CODE[R.CONSUME]
-F_BLOCKING, F_SYNC = 1, 2
+F_BLOCKING, F_SYNC = 1, 2  # flags = blocking + 2 * sync
 
 #: Fields held in columns; anything else in a record goes to the model's extras.
 COLUMN_FIELDS = frozenset({
     "rank", "seq", "kind", "t", "site", "comm", "dest", "src", "tag", "blocking", "sync",
     "req", "recv", "send", "size",
 })
-_OPTIONAL = ("t", "site", "comm", "req", "send", "size")
-#: Required fields per fast kind (beyond rank, seq, kind).
-_REQUIRED = {K_SEND: 4, K_RECV: 3, K_CONSUME: 3}  # dest tag blocking sync / src tag blocking / ...
+#: Kinds whose per-record rules are checked on whole columns.
+_FAST = frozenset({K_SEND, K_RECV, K_CONSUME})
 
 
 @dataclass
@@ -60,12 +60,9 @@ def _ints(vals: list[Any]) -> bool:
 
 def _fast_ok(batch: list[Record], codes: list[int], nprocs: int) -> bool:
     """Whether every record of the fast kinds passes the per-record rules."""
-    by_kind: dict[int, list[Record]] = {K_SEND: [], K_RECV: [], K_CONSUME: []}
-    for rec, c in zip(batch, codes, strict=True):
-        lst = by_kind.get(c)
-        if lst is not None:
-            lst.append(rec)
-    sends, recvs, cons = by_kind[K_SEND], by_kind[K_RECV], by_kind[K_CONSUME]
+    sends = [d for d, c in zip(batch, codes, strict=True) if c == K_SEND]
+    recvs = [d for d, c in zip(batch, codes, strict=True) if c == K_RECV]
+    cons = [d for d, c in zip(batch, codes, strict=True) if c == K_CONSUME]
     if sends:
         dest: list[Any] = [d.get("dest") for d in sends]
         tag: list[Any] = [d.get("tag") for d in sends]
@@ -114,54 +111,58 @@ def extract(batch: list[Record], nprocs: int, validate: bool = True) -> Batch:
         n, error = _valid_prefix(batch, nprocs)
         if n < len(batch):
             batch = batch[:n]
-    codes = [R.KIND_CODE[d["kind"]] for d in batch]
-    ts: list[Any] = [d.get("t") for d in batch]
+    get = dict.get
+    codes = list(map(R.KIND_CODE.__getitem__, map(get, batch, repeat("kind"))))
+    ts: list[Any] = list(map(get, batch, repeat("t")))
     if None in ts:
         ts = [math.nan if x is None else x for x in ts]
+    dest = list(map(get, batch, repeat("dest")))
+    src = list(map(get, batch, repeat("src"), repeat(-1)))
+    blocking = map(get, batch, repeat("blocking"), repeat(False))
+    sync = map(get, batch, repeat("sync"), repeat(False))
     out = Batch(
         n=n,
-        rank=[d["rank"] for d in batch],
-        seq=[d["seq"] for d in batch],
+        rank=list(map(get, batch, repeat("rank"))),
+        seq=list(map(get, batch, repeat("seq"))),
         code=codes,
         t=ts,
-        site=[d.get("site") for d in batch],
-        comm=[d.get("comm", 0) for d in batch],
-        peer=[d.get("dest", d.get("src", -1)) for d in batch],
-        tag=[d.get("tag", -1) for d in batch],
-        flags=[(F_BLOCKING if d.get("blocking") else 0) | (F_SYNC if d.get("sync") else 0)
-               for d in batch],
-        req=[d.get("req", -1) for d in batch],
-        ref=[d.get("recv", -1) for d in batch],
-        size=[d.get("size", -1) for d in batch],
+        site=list(map(get, batch, repeat("site"))),
+        comm=list(map(get, batch, repeat("comm"), repeat(0))),
+        peer=[s if d is None else d for d, s in zip(dest, src, strict=True)],
+        tag=list(map(get, batch, repeat("tag"), repeat(-1))),
+        flags=[b + 2 * y for b, y in zip(blocking, sync, strict=True)],
+        req=list(map(get, batch, repeat("req"), repeat(-1))),
+        ref=list(map(get, batch, repeat("recv"), repeat(-1))),
+        size=list(map(get, batch, repeat("size"), repeat(-1))),
         error=error,
     )
-    expected = [3 + _REQUIRED.get(c, -99) for c in codes]  # rare kinds: always inspect
-    for f in _OPTIONAL:
-        present = [f in d for d in batch]
-        if any(present):
-            expected = [e + p for e, p in zip(expected, present, strict=True)]
-    for i, (d, e) in enumerate(zip(batch, expected, strict=True)):
-        if len(d) != e:
-            extra = {k: v for k, v in d.items() if k not in COLUMN_FIELDS}
-            if extra:
-                out.extras[i] = extra
+    # Records of a kind mostly share their keys: find the key tuples that carry
+    # fields beyond the columns once, then pick the records that have them.
+    keys = list(map(tuple, batch))
+    odd = {k for k in set(keys) if not COLUMN_FIELDS.issuperset(k)}
+    if odd:
+        for i, k in enumerate(keys):
+            if k in odd:
+                d = batch[i]
+                out.extras[i] = {f: v for f, v in d.items() if f not in COLUMN_FIELDS}
     return out
 
 
 def _valid_prefix(batch: list[Record], nprocs: int) -> tuple[int, R.RecordError | None]:
     """Length of the prefix passing every per-record rule, and the first error."""
     if set(map(type, batch)) <= {dict}:
-        kinds = [d.get("kind") for d in batch]
-        codes = [R.KIND_CODE.get(k, -1) for k in kinds]  # type: ignore[arg-type]
-        ranks: list[Any] = [d.get("rank") for d in batch]
-        seqs: list[Any] = [d.get("seq") for d in batch]
+        get = dict.get
+        codes: list[Any] = list(map(R.KIND_CODE.get, map(get, batch, repeat("kind")),
+                                    repeat(-1)))
+        ranks: list[Any] = list(map(get, batch, repeat("rank")))
+        seqs: list[Any] = list(map(get, batch, repeat("seq")))
         fast = (
             -1 not in codes and _ints(ranks) and _ints(seqs)
             and (not ranks or (min(ranks) >= 0 and max(ranks) < nprocs and min(seqs) >= 0))
             and _common_ok(batch) and _fast_ok(batch, codes, nprocs)
         )
         if fast:
-            slow = [i for i, c in enumerate(codes) if c not in _REQUIRED]
+            slow = [i for i, c in enumerate(codes) if c not in _FAST]
             for i in slow:
                 try:
                     R.check_record(batch[i], nprocs)

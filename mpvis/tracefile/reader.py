@@ -9,11 +9,12 @@ caller may still show them.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
+
+import orjson
 
 from mpvis.model.errors import ModelInputError
 from mpvis.model.manager import ModelManager
@@ -44,10 +45,10 @@ class LoadCancelled(Exception):
 
 def _parse(path: Path, lineno: int, raw: bytes) -> Any:
     try:
-        return json.loads(raw)
-    except UnicodeDecodeError:
-        raise TraceFileError(path, lineno, "line is not valid UTF-8") from None
-    except json.JSONDecodeError as exc:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if "utf-8" in str(exc).lower():
+            raise TraceFileError(path, lineno, "line is not valid UTF-8") from None
         raise TraceFileError(path, lineno, f"line is not valid JSON ({exc.msg})") from None
 
 
@@ -75,12 +76,12 @@ def _chunks(path: Path, fh: IO[bytes]) -> Iterator[list[bytes]]:
 
 def _parse_batch(path: Path, first_line: int, lines: list[bytes]) -> tuple[list[Record], list[int]]:
     """Parse a chunk of lines; blank lines are skipped.  Returns records and line numbers."""
+    loads = orjson.loads
     try:
-        joined = b"[" + b",".join(ln for ln in lines if ln.strip()) + b"]"
-        recs = json.loads(joined)
-        if len(recs) == len(lines) and all(isinstance(r, dict) for r in recs):
+        recs = [loads(ln) for ln in lines]
+        if set(map(type, recs)) == {dict}:
             return recs, list(range(first_line, first_line + len(lines)))
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except orjson.JSONDecodeError:
         pass
     recs, nums = [], []
     for i, raw in enumerate(lines):
