@@ -92,10 +92,10 @@ def bench(name: str, args: list[str], ranks: int, reps: int) -> None:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ranks", type=int, default=4)
+    p.add_argument("--ranks", type=int, default=3)
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--tasks", type=int, default=20000)
-    p.add_argument("--rounds", type=int, default=5000)
+    p.add_argument("--rounds", type=int, default=500)
     a = p.parse_args()
     bench("master-worker", ["master_worker", str(a.tasks)], a.ranks, a.reps)
     bench("halo", ["halo", str(a.rounds)], a.ranks, a.reps)
