@@ -111,8 +111,9 @@ def extract(batch: list[Record], nprocs: int, validate: bool = True) -> Batch:
         n, error = _valid_prefix(batch, nprocs)
         if n < len(batch):
             batch = batch[:n]
-    get = dict.get
-    codes = list(map(R.KIND_CODE.__getitem__, map(get, batch, repeat("kind"))))
+    get: Any = dict.get
+    kind_code: Any = R.KIND_CODE.__getitem__
+    codes = list(map(kind_code, map(get, batch, repeat("kind"))))
     ts: list[Any] = list(map(get, batch, repeat("t")))
     if None in ts:
         ts = [math.nan if x is None else x for x in ts]
@@ -151,9 +152,9 @@ def extract(batch: list[Record], nprocs: int, validate: bool = True) -> Batch:
 def _valid_prefix(batch: list[Record], nprocs: int) -> tuple[int, R.RecordError | None]:
     """Length of the prefix passing every per-record rule, and the first error."""
     if set(map(type, batch)) <= {dict}:
-        get = dict.get
-        codes: list[Any] = list(map(R.KIND_CODE.get, map(get, batch, repeat("kind")),
-                                    repeat(-1)))
+        get: Any = dict.get
+        code_of: Any = R.KIND_CODE.get
+        codes: list[Any] = list(map(code_of, map(get, batch, repeat("kind")), repeat(-1)))
         ranks: list[Any] = list(map(get, batch, repeat("rank")))
         seqs: list[Any] = list(map(get, batch, repeat("seq")))
         fast = (
