@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from itertools import combinations
+
+import networkx as nx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mpvis.analysis.replay_optimality import optimality
 from mpvis.instrument.record_file import RaceEntry, RankRecord, RecordError, chain
@@ -91,10 +96,36 @@ def test_flip_frees_the_rank_and_everyone_it_reaches() -> None:
 
 
 def test_optimality_lower_bound_is_a_maximum_matching() -> None:
-    # Three mutually racing messages (Figure 5a): any cover needs 2; a matching finds 1.
+    # Three mutually racing messages (Figure 5a): any cover needs 2 (a matching finds 1).
     tri = [((1, 0), (2, 0)), ((2, 0), (3, 0)), ((1, 0), (3, 0))]
     o = optimality(tri, messages=3, recorded=2)
-    assert o.lower_bound == 1 and not o.optimal and o.fraction == pytest.approx(2 / 3)
+    assert o.lower_bound == 2 and o.optimal and o.fraction == pytest.approx(2 / 3)
+    # Figure 5b: non-transitive races, a chain of three; one message suffices.
+    chain3 = [((1, 0), (3, 0)), ((3, 0), (4, 0))]
+    assert optimality(chain3, messages=3, recorded=2).lower_bound == 1
+    # A 5-cycle: not complete, not bipartite; the matching (2) is below the optimum (3).
+    cycle = [((i, 0), ((i + 1) % 5, 0)) for i in range(5)]
+    assert optimality(cycle, messages=5, recorded=3).lower_bound == 2
     path = [((1, 0), (2, 0)), ((3, 0), (4, 0))]
     assert optimality(path, messages=10, recorded=2).optimal
     assert optimality([], messages=0, recorded=0).text().startswith("0 messages, 0 recorded")
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.sets(st.tuples(st.integers(0, 6), st.integers(0, 6)), max_size=14))
+def test_lower_bound_never_exceeds_the_brute_force_minimum_cover(
+    pairs: set[tuple[int, int]],
+) -> None:
+    edges = [((a, 0), (b, 0)) for a, b in pairs if a != b]
+    nodes = sorted({v for e in edges for v in e})
+    best = min(
+        k
+        for k in range(len(nodes) + 1)
+        for cover in combinations(nodes, k)
+        if all(a in cover or b in cover for a, b in edges)
+    )
+    bound = optimality(edges, messages=len(nodes), recorded=best).lower_bound
+    assert bound <= best
+    graph = nx.Graph(edges)
+    if all(nx.is_bipartite(graph.subgraph(c)) for c in nx.connected_components(graph)):
+        assert bound == best  # König
