@@ -104,7 +104,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     runtime = start(program=" ".join(["python", *args]))
-    close = install_layer(runtime, dict(os.environ))
+    try:
+        close = install_layer(runtime, dict(os.environ))
+    except (OSError, ValueError) as exc:  # RecordError is a ValueError
+        # Other ranks may be waiting in the channel's creation: end the whole job.
+        print(f"mpvis: rank {runtime.world.Get_rank()}: {exc}", file=sys.stderr, flush=True)
+        runtime.crash(str(exc))
+        runtime.world.Abort(2)
+        return 2
     code = run_program(runtime, args)
     if close is not None:
         close()
