@@ -61,6 +61,18 @@ class ClockStore:
         cur[rank] = seq + 1
         self._store(rank, seq, cur)
 
+    def merge_one(self, rank: int, seq: int, q: int, s: int) -> None:
+        """:meth:`merge` with one other event ``(q, s)`` (a consume and its send)."""
+        cur = self._cur[rank]
+        seqs = self.merge_seq[q]
+        i = bisect_right(seqs, s) - 1
+        if i >= 0:
+            c, off = divmod(self.merge_row[q][i], _CHUNK)
+            np.maximum(cur, self._chunks[c][off], out=cur)
+        cur[q] = max(int(cur[q]), s + 1)
+        cur[rank] = seq + 1
+        self._store(rank, seq, cur)
+
     def joined(self, others: list[tuple[int, int]]) -> IntVec:
         """The componentwise maximum of the clocks of ``others``."""
         vec = np.zeros(self.nprocs, dtype=np.int32)

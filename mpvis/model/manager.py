@@ -356,7 +356,10 @@ class ModelManager:
         kinds = self.c_kind.view()[np.frombuffer(events, dtype=np.int64)[s:n]]
         stops = (np.flatnonzero((kinds == K_CONSUME) | (kinds == K_COLL_EXIT)
                                 | (kinds == K_COLL)) + s).tolist()
-        c_kind = self.c_kind.data
+        c_kind, c_partner = self.c_kind.data, self.c_partner.data
+        c_rank, c_seq = self.c_rank.data, self.c_seq.data
+        done = self.done
+        merge_one = self.clocks.merge_one
         for stop in stops:
             if stop > s:
                 self._release(r, s, stop, out, work)
@@ -364,23 +367,23 @@ class ModelManager:
             g = events[stop]
             code = c_kind[g]
             if code == K_CONSUME:
-                sg = self.c_partner.data[g]
+                sg = c_partner[g]
                 if sg < 0:
                     if not final:
                         self._wait_on(("match", r, stop), r)
                         return
                 else:
-                    key = (int(self.c_rank.data[sg]), int(self.c_seq.data[sg]))
-                    if self.done[key[0]] <= key[1]:
+                    q, qs = c_rank[sg], c_seq[sg]
+                    if done[q] <= qs:
                         if not final:
-                            self._wait_on(("done", *key), r)
+                            self._wait_on(("done", q, qs), r)
                             return
                     else:
-                        self.clocks.merge(r, stop, [key])
+                        merge_one(r, stop, q, qs)
                         if self.analyzers:
                             rec = self._pending[r][self._head[r]]
                             if "send" not in rec:
-                                rec["send"] = list(key)
+                                rec["send"] = [q, qs]
             elif code == K_COLL_EXIT:
                 vec = self._collective_clock(r, stop, final)
                 if vec is None:

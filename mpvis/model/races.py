@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from mpvis.model import classifier
-from mpvis.model.classifier import Verdict
+from mpvis.model.classifier import ANY, Verdict
 
 Key = tuple[int, int]
 Scope = Literal["adjacent", "nonadjacent"]
@@ -127,7 +127,7 @@ class RaceTracker:
     def __init__(self, facts: RecvFacts) -> None:
         self.facts = facts
         self.races: list[Race] = []
-        self._last_recv: dict[tuple[int, int], int] = {}
+        self._last_recv: dict[tuple[int, int], tuple[int, int, int]] = {}  # -> seq, src, tag
         self._by_recv: dict[Key, list[int]] = {}
         self._by_send: dict[Key, list[int]] = {}
         self._announced: set[int] = set()
@@ -137,11 +137,12 @@ class RaceTracker:
 
     def on_recv(self, rank: int, seq: int, comm: int, src: int, tag: int) -> None:
         """A receive arrived: pair it with the previous receive on its communicator."""
-        prev = self._last_recv.get((rank, comm))
-        self._last_recv[(rank, comm)] = seq
-        if prev is None:
+        key = (rank, comm)
+        last = self._last_recv.get(key)
+        self._last_recv[key] = (seq, src, tag)
+        if last is None or last[1] != ANY:  # a named first source never races (subset 1)
             return
-        src1, tag1 = self.facts.recv_args(rank, prev)
+        prev, src1, tag1 = last
         sit = classifier.situation(src1, tag1, src, tag)
         if sit in classifier.NO_RACE_SITUATIONS:
             return
