@@ -190,10 +190,10 @@ def summarize(
             continue
         same = (v["consumes"], v["digest"]) == (rec.consumes, rec.digest)
         state = "same messages, same order" if same else "different messages or order"
-        line = (
-            f"  rank {r}: consumed {v['consumes']} (recorded {rec.consumes}), {state}; "
-            f"forced {v['forced_ok']}/{v['forced']}"
-        )
+        forced = f"forced {v['forced_ok']}/{v['forced']}"
+        if flip is not None and v["free"]:
+            forced = f"{v['forced_ok']} forced before the flip reached it"
+        line = f"  rank {r}: consumed {v['consumes']} (recorded {rec.consumes}), {state}; {forced}"
         if v["unforceable"]:
             line += f"; {v['unforceable']} races on other communicators not forced"
         if flip is not None and v["free"]:

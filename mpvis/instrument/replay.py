@@ -26,10 +26,13 @@ the receive where it was seen.
 
 A *flip* (``RANK:SEQ``) replays up to one race and resolves it the other way:
 the earlier receive ``PrevRecv`` of the race is forced to take the traced
-message instead of its own.  Every rank that this receive happened before
-(known at run time: the flag travels on every message) is *free* from then on:
-its sends go on the program's communicator, and its blocking receives take
-the first matching message from either channel.
+message instead of its own, and the deliveries of that rank from the flipped
+receive on are no longer forced (nor their messages routed).  Every rank that
+this receive happened before (known at run time: a flag travels on every
+message) is *free* from then on: its blocking receives take the first matching
+message from either communicator, and a send still uses the channel when it
+goes where the recorded send of that event went, so that a rank the flip has
+not reached yet gets what it waits for.
 """
 
 from __future__ import annotations
@@ -68,7 +71,7 @@ class ReplayPlan:
 
     rank: int
     forced: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # recv -> src,tag,send
-    routed_sends: set[int] = field(default_factory=set)
+    routed_sends: dict[int, tuple[int, int]] = field(default_factory=dict)  # seq -> dest, tag
     checks: dict[int, tuple[int, int]] = field(default_factory=dict)  # n -> (recv, digest)
     anys: dict[int, int] = field(default_factory=dict)  # Waitany start seq -> index
     consumes: int = 0
@@ -109,15 +112,20 @@ def plan_for(records: list[RankRecord], rank: int, flip: Flip | None = None) -> 
             plan.forced[e.recv] = (e.src, e.tag, e.send)
         else:
             plan.unforceable += 1
-    for other in records:
+    for receiver, other in enumerate(records):
         for e in other.races:
-            if e.comm == 0 and e.src == rank:
-                plan.routed_sends.add(e.send)
+            # A flip drops the deliveries of its rank from the flipped receive on.
+            dropped = flip is not None and receiver == flip.rank and e.recv >= flip.recv
+            if e.comm == 0 and e.src == rank and not dropped:
+                plan.routed_sends[e.send] = (receiver, e.tag)
     plan.checks = {n: (recv, digest) for n, recv, digest in mine.checks}
     plan.anys = dict(mine.anys)
-    if flip is not None and flip.rank == rank:
-        plan.forced = {y: f for y, f in plan.forced.items() if y < flip.recv}
-        plan.forced[flip.recv] = (flip.src, flip.tag, flip.send)
+    if flip is not None:
+        if flip.src == rank:
+            plan.routed_sends[flip.send] = (flip.rank, flip.tag)
+        if flip.rank == rank:
+            plan.forced = {y: f for y, f in plan.forced.items() if y < flip.recv}
+            plan.forced[flip.recv] = (flip.src, flip.tag, flip.send)
     return plan
 
 
@@ -138,9 +146,13 @@ class ReplayHooks(MessageHooks):
 
     # -- routing (asked by replay_route before each call) -------------------------
 
-    def route_send(self, seq: int) -> bool:
-        """Whether the send about to be event ``seq`` goes on the replay channel."""
-        return not self.free and seq in self.plan.routed_sends
+    def route_send(self, seq: int, dest: int, tag: int) -> bool:
+        """Whether the send about to be event ``seq`` goes on the replay channel.
+
+        Only if it goes where the recorded one went: after a flip a free rank's
+        event ``seq`` may be another message.
+        """
+        return self.plan.routed_sends.get(seq) == (dest, tag)
 
     def recorded_any(self, seq: int) -> int | None:
         """The request the ``Waitany`` starting at event ``seq`` must return, if forced."""
@@ -148,8 +160,8 @@ class ReplayHooks(MessageHooks):
 
     def route_recv(self, seq: int, blocking: bool) -> int:
         """``USER``, ``CHANNEL`` (forced) or ``POLL`` for the receive about to be ``seq``."""
-        if self.free:
-            return POLL if blocking else USER
+        if self.free and blocking:
+            return POLL
         forced = self.plan.forced.get(seq)
         if forced is None:
             return USER
@@ -177,7 +189,7 @@ class ReplayHooks(MessageHooks):
         sseq, sender_free = extra[0], extra[1]
         forced = self._posted.pop(recv_seq, None)
         flip = self.plan.flip
-        if forced is not None:
+        if forced is not None and not (self.flipping and self.free):
             if (src, sseq) == (forced[0], forced[2]):
                 self.forced_ok += 1
             else:

@@ -89,7 +89,7 @@ def _send_wrapper(
     next_seq: Callable[[], int],
 ) -> Callable[..., Any]:
     def send(self: Any, obj: Any, dest: int, tag: int = 0) -> Any:
-        if self is world and hooks.route_send(next_seq()):
+        if self is world and hooks.route_send(next_seq(), dest, tag):
             return orig(channel, obj, dest, tag)
         return orig(self, obj, dest, tag)
 

@@ -118,13 +118,19 @@ def test_master_worker_records_a_fraction_of_the_messages(tmp_path: Path) -> Non
     assert sum(len(r.races) for r in everything) == consumes > opt.recorded
 
 
-def test_flip_gives_the_receive_the_other_racing_message(tmp_path: Path) -> None:
-    rec, recorded = _record(tmp_path, "master_worker.py", 4, "10")
+@pytest.mark.parametrize(
+    ("program", "args"),
+    [("master_worker.py", ("10",)), ("wildcard_exchange.py", ("2",)), ("nonblocking.py", ())],
+)
+def test_flip_gives_the_receive_the_other_racing_message(
+    tmp_path: Path, program: str, args: tuple[str, ...]
+) -> None:
+    rec, recorded = _record(tmp_path, program, 4, *args)
     race = read_record(rec)[0].races[0]
     assert race.prev is not None
     earlier = race.prev[0]
     replayed, verdicts, _ = _replay(
-        tmp_path, rec, "master_worker.py", 4, 0, "10", MPVIS_REPLAY_FLIP=f"0:{earlier}"
+        tmp_path, rec, program, 4, 0, *args, MPVIS_REPLAY_FLIP=f"0:{earlier}"
     )
     got = next(row for row in replayed[0] if row[0] == earlier)
     assert (got[1], got[3]) == (race.src, race.send)  # the other message

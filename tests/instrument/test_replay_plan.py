@@ -36,8 +36,8 @@ def test_collation_routes_each_traced_message_at_its_sender() -> None:
     plans = [plan_for(recs, r) for r in range(4)]
     assert plans[0].forced == {6: (3, 2, 2), 9: (2, 2, 2)}
     assert plans[0].unforceable == 1  # the race on communicator 4
-    assert plans[3].routed_sends == {2} and plans[2].routed_sends == {2}
-    assert plans[1].routed_sends == set()  # the race on communicator 4 is not routed
+    assert plans[3].routed_sends == {2: (0, 2)} and plans[2].routed_sends == {2: (0, 2)}
+    assert plans[1].routed_sends == {}  # the race on communicator 4 is not routed
 
 
 def test_flip_by_either_receive_of_a_race() -> None:
@@ -50,6 +50,9 @@ def test_flip_by_either_receive_of_a_race() -> None:
         find_flip(recs, 0, 4)
     plan = plan_for(recs, 0, by_earlier)
     assert plan.forced == {3: (3, 2, 2)}  # later forced deliveries are dropped
+    # ... and so is their routing, except for the flipped message itself.
+    assert plan_for(recs, 2, by_earlier).routed_sends == {}
+    assert plan_for(recs, 3, by_earlier).routed_sends == {2: (0, 2)}
 
 
 def test_replay_hooks_force_route_and_accept_the_recorded_run() -> None:
@@ -89,9 +92,10 @@ def test_flip_frees_the_rank_and_everyone_it_reaches() -> None:
     assert h0.free and h0.route_recv(6, True) == POLL and h0.route_recv(6, False) == USER
     assert h0.outgoing(0, 1, 1, 5) == [5, 1]
     h3 = ReplayHooks(plan_for(recs, 3, flip))
-    assert h3.route_send(2)
+    assert h3.route_send(2, 0, 2) and not h3.route_send(2, 1, 2)
     h3.incoming(0, 4, 0, 1, 5, [5, 1])
-    assert h3.free and not h3.route_send(2)
+    # Free, it still routes a send that goes where the recorded one went.
+    assert h3.free and h3.route_send(2, 0, 2) and not h3.route_send(2, 0, 7)
     assert h0.verdict()["divergence"] is None
 
 
