@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,10 @@ from mpvis.instrument.recorder import Recorder, Site
 from mpvis.instrument.transport import Flusher, open_sink
 from mpvis.protocol.records import make_header
 
-__all__ = ["Runtime", "start"]
+__all__ = ["ABORT_GRACE", "Runtime", "start"]
+
+#: Seconds a crashing rank waits before aborting the job (other ranks flush).
+ABORT_GRACE = 0.1
 
 
 class Runtime:
@@ -72,21 +76,31 @@ class Runtime:
         return RingChecker(self._MPI.Intracomm(comm), on_error=self.crash)
 
     def finish(self) -> None:
-        """Normal end: ring-check finalisation, ``final`` record, flush, ``BYE final``."""
+        """Normal end: ``final`` record, end-of-run ring check, flush, ``BYE final``.
+
+        ``final`` comes first: the program did end normally, even if the ring
+        check then finds a rank still waiting in a collective (Roy et al.,
+        case 3) and aborts the job through :meth:`crash`.
+        """
         if self._closed:
             return
+        self.recorder.final()
         if self.ringcheck and not self._MPI.Is_finalized():
             self.world.mv_finalize_checks()
-        self.recorder.final()
         self._closed = True
         self.flusher.close("final")
 
     def crash(self, detail: str) -> None:
-        """Abnormal end: flush what was recorded and say ``BYE crashed`` (no ``final``)."""
+        """Abnormal end: flush what was recorded and say ``BYE crashed``.
+
+        Then waits a few flush periods, so that the other ranks' flushers ship
+        their last records before the caller aborts the job.
+        """
         if self._closed:
             return
         self._closed = True
         self.flusher.close("crashed", detail)
+        time.sleep(ABORT_GRACE)
 
 
 def _ring_precheck(comm: Any, op: str, fields: dict[str, Any], site: Site) -> None:

@@ -167,6 +167,7 @@ class Flusher:
         self._period = period
         self._lock = threading.Lock()  # serialises flushes (thread vs close)
         self._stop = threading.Event()
+        self._closed = False
         self._thread = threading.Thread(target=self._run, name="mpvis-flusher", daemon=True)
         self._thread.start()
 
@@ -177,6 +178,8 @@ class Flusher:
     def flush(self) -> None:
         """Ship every pending record now."""
         with self._lock:
+            if self._closed:
+                return
             batch = self._drain()
             if batch:
                 self._call(self._sink.records, batch)
@@ -192,10 +195,12 @@ class Flusher:
             self._sink = NullSink()
 
     def close(self, status: str, detail: str = "") -> None:
-        """Stop the thread, ship the rest, say goodbye with ``status``."""
+        """Stop the thread, ship the rest, say goodbye with ``status`` (once)."""
         self._stop.set()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout=5)
         self.flush()
         with self._lock:
-            self._call(self._sink.bye, status, detail)
+            if not self._closed:
+                self._closed = True
+                self._call(self._sink.bye, status, detail)
