@@ -1,0 +1,274 @@
+"""The trace library without MPI: records, call sites, sinks, the flusher, ``state``."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import mpvis.instrument as public
+from mpvis.instrument.recorder import Recorder, finish_record
+from mpvis.instrument.transport import FileSink, Flusher, NullSink, SocketSink, open_sink
+from mpvis.protocol.framing import EOF, NEED_DATA, FrameDecoder, Message, MsgType
+from mpvis.protocol.records import check_record, make_header
+
+HERE = Path(__file__).resolve()
+LIBRARY_DIR = str(Path(public.__file__).resolve().parent) + "/"
+
+
+def _recorder(rank: int = 1) -> Recorder:
+    return Recorder(rank, (LIBRARY_DIR,))
+
+
+# -- records -------------------------------------------------------------------------------
+
+#: One call per record kind the recorder makes, with arguments drawn by Hypothesis.
+_CALLS = st.one_of(
+    st.tuples(st.just("send"), st.integers(0, 7), st.integers(0, 99), st.booleans(), st.booleans()),
+    st.tuples(st.just("recv"), st.integers(-1, 7), st.integers(-1, 99), st.booleans()),
+    st.tuples(
+        st.just("consume"),
+        st.integers(0, 7),
+        st.integers(0, 99),
+        st.one_of(st.none(), st.integers(0, 1000)),
+    ),
+    st.tuples(st.just("wait"), st.lists(st.integers(0, 1000), max_size=4)),
+    st.tuples(
+        st.just("coll"), st.sampled_from(["barrier", "bcast", "allreduce"]), st.integers(0, 7)
+    ),
+    st.tuples(
+        st.just("state"),
+        st.dictionaries(
+            st.sampled_from(["x", "phase"]),
+            st.one_of(
+                st.integers(),
+                st.text(max_size=5),
+                st.floats(allow_nan=False),
+                st.lists(st.integers()),
+            ),
+        ),
+    ),
+)
+
+
+def _apply(rec: Recorder, call: tuple[Any, ...]) -> dict[str, Any]:
+    """Make the recorder's call; return the fields the record must carry (an oracle)."""
+    kind = call[0]
+    site = ("prog.py", 7)
+    if kind == "send":
+        _, dest, tag, blocking, sync = call
+        seq = rec.send(3, dest, tag, blocking, sync, site)
+        return {
+            "dest": dest,
+            "tag": tag,
+            "blocking": blocking,
+            "sync": sync,
+            "comm": 3,
+            **({} if blocking else {"req": seq}),
+        }
+    if kind == "recv":
+        _, src, tag, blocking = call
+        seq = rec.recv(0, src, tag, blocking, site)
+        return {"src": src, "tag": tag, "blocking": blocking, **({} if blocking else {"req": seq})}
+    if kind == "consume":
+        _, src, tag, send_seq = call
+        rec.consume(0, 0, src, tag, send_seq, site)
+        return {"src": src, "tag": tag, **({} if send_seq is None else {"send": [src, send_seq]})}
+    if kind == "wait":
+        rec.wait(call[1], site)
+        return {"reqs": call[1]}
+    if kind == "coll":
+        _, op, root = call
+        rec.coll(0, op, {"root": root}, site)
+        return {"op": op, "root": root}
+    rec.state(call[1], site)
+    return {"vars": {k: v if not isinstance(v, list) else repr(v) for k, v in call[1].items()}}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_CALLS, max_size=25))
+def test_records_follow_the_spec_with_gapless_seq(calls: list[tuple[Any, ...]]) -> None:
+    rec = _recorder(rank=2)
+    expected = [_apply(rec, c) for c in calls]
+    rec.final()
+    out = rec.drain()
+    assert [r["seq"] for r in out] == list(range(len(calls) + 1))
+    assert out[-1]["kind"] == "final"
+    for r, want in zip(out, expected, strict=False):
+        check_record(r, nprocs=8)
+        assert r["rank"] == 2
+        assert r["kind"] in ("send", "recv", "consume", "wait", "coll", "state")
+        assert {k: r[k] for k in want} == want
+        assert r["site"] == "prog.py:7"
+        json.dumps(r)  # plain JSON values only
+    assert [r["t"] for r in out] == sorted(r["t"] for r in out)
+    assert rec.drain() == []
+
+
+def test_site_is_the_first_frame_outside_the_library() -> None:
+    rec = _recorder()
+    here = rec.site()  # called from this test: the test is outside the library
+    assert here is not None and here[0] == str(HERE)
+    # Called through the public ``state`` (a library frame), it still names this line.
+    public._recorder[0] = rec
+    try:
+        public.state(x=1, phase="update")
+        line = _line_of('public.state(x=1, phase="update")')
+    finally:
+        public._recorder[0] = None
+    (r,) = rec.drain()
+    assert r["kind"] == "state" and r["vars"] == {"x": 1, "phase": "update"}
+    assert r["site"] == f"{HERE}:{line}"
+
+
+def _line_of(text: str) -> int:
+    lines = HERE.read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if line.strip() == text)
+
+
+def test_state_outside_mpvis_does_nothing() -> None:
+    assert public._recorder[0] is None
+    public.state(x=3)  # must not raise
+
+
+def test_finish_record_formats_or_drops_the_site() -> None:
+    assert finish_record({"site": ("a.py", 3)})["site"] == "a.py:3"
+    assert "site" not in finish_record({"site": None})
+
+
+# -- sinks and flusher ---------------------------------------------------------------------
+
+
+def test_file_sink_writes_a_catenable_trace(tmp_path: Path) -> None:
+    sinks = [FileSink(tmp_path, r) for r in (0, 1)]
+    sinks[0].header(make_header(2))
+    for r, sink in enumerate(sinks):
+        rec = _recorder(rank=r)
+        rec.send(0, 1 - r, 5, True, False, None)
+        rec.final()
+        sink.records(rec.drain())
+        sink.bye("final", "")
+    lines = [
+        json.loads(x)
+        for r in (0, 1)
+        for x in (tmp_path / f"rank-{r}.jsonl").read_text().splitlines()
+    ]
+    assert lines[0]["kind"] == "header"
+    assert [(x["rank"], x["kind"]) for x in lines[1:]] == [
+        (0, "send"),
+        (0, "final"),
+        (1, "send"),
+        (1, "final"),
+    ]
+
+
+def test_open_sink_follows_the_environment(tmp_path: Path) -> None:
+    assert isinstance(open_sink(0, {}), NullSink)
+    sink = open_sink(3, {"MPVIS_TRACE_DIR": str(tmp_path)})
+    assert isinstance(sink, FileSink)
+    sink.bye("final", "")
+    assert (tmp_path / "rank-3.jsonl").exists()
+    with socket.socket() as s:  # a port nobody listens on: untraced, not fatal
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert isinstance(open_sink(0, {"MPVIS_COLLECTOR": f"127.0.0.1:{port}"}), NullSink)
+
+
+class _Collector:
+    """A one-connection server that decodes every frame it receives."""
+
+    def __init__(self) -> None:
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.server.getsockname()[1]}"
+        self.messages: list[Message] = []
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        conn, _ = self.server.accept()
+        dec = FrameDecoder()
+        with conn:
+            while True:
+                data = conn.recv(65536)
+                dec.receive_data(data)
+                while (ev := dec.next_event()) not in (NEED_DATA, EOF):
+                    assert isinstance(ev, Message)
+                    self.messages.append(ev)
+                if not data:
+                    return
+
+
+def test_socket_sink_and_flusher_speak_the_wire_protocol() -> None:
+    coll = _Collector()
+    sink = SocketSink(coll.address, "secret", 0)
+    sink.header(make_header(1, program="p"))
+    rec = _recorder(rank=0)
+    flusher = Flusher(rec.drain, sink, period=0.005)
+    for i in range(5):
+        rec.send(0, 0, i, True, False, None)
+    rec.final()
+    flusher.close("final")
+    coll.thread.join(timeout=10)
+    types = [m.type for m in coll.messages]
+    assert types[:2] == [MsgType.HELLO, MsgType.HEADER] and types[-1] == MsgType.BYE
+    assert coll.messages[0].body["role"] == "rank" and coll.messages[0].body["token"] == "secret"
+    batches = [m.body for m in coll.messages if m.type == MsgType.RECORDS]
+    assert [b["batch"] for b in batches] == list(range(len(batches)))
+    recs = [r for b in batches for r in b["records"]]
+    assert [r["seq"] for r in recs] == list(range(6))
+    assert coll.messages[-1].body == {"rank": 0, "status": "final", "detail": ""}
+
+
+def test_flusher_ships_without_being_asked(tmp_path: Path) -> None:
+    """A rank blocked in MPI holds no GIL: the thread alone must deliver its records."""
+    sink = FileSink(tmp_path, 0)
+    rec = _recorder(rank=0)
+    flusher = Flusher(rec.drain, sink, period=0.005)
+    rec.recv(0, -1, -1, True, None)
+    path = tmp_path / "rank-0.jsonl"
+    done = threading.Event()
+    for _ in range(400):
+        if path.read_text():
+            done.set()
+            break
+        done.wait(0.01)
+    flusher.close("final")
+    assert done.is_set()
+    assert json.loads(path.read_text().splitlines()[0])["kind"] == "recv"
+
+
+_BUFFERS = [
+    ("bytearray(8)", (8, "uint8")),
+    ("array('d', [1.0, 2.0])", (2, "double")),
+    ("[array('i', [1, 2, 3]), MPI.INT]", (3, "int")),
+    ("[bytearray(16), 2, MPI.DOUBLE]", (2, "double")),
+    ("MPI.IN_PLACE", None),
+]
+
+
+def test_buffer_info_and_redop_names() -> None:
+    # In a subprocess: importing mpi4py.MPI initialises MPI, which pytest must not do.
+    specs = ", ".join(spec for spec, _ in _BUFFERS)
+    code = (
+        "from array import array; from mpi4py import MPI; "
+        "from mpvis.instrument.traced_coll import buffer_info, redop_name; "
+        f"print(repr([buffer_info(s) for s in [{specs}]])); "
+        "print(redop_name(MPI.SUM), redop_name(MPI.MAX), redop_name(len))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=HERE.parents[2],
+    ).stdout.splitlines()
+    assert out[0] == repr([expected for _, expected in _BUFFERS])
+    assert out[1] == "sum max user"
