@@ -23,7 +23,7 @@ Key = tuple[int, int]
 Scope = Literal["adjacent", "nonadjacent"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Race:
     """A receive pair of one rank found by the 16-case classifier.
 
