@@ -1,0 +1,360 @@
+"""Real ``mpiexec`` runs (2 to 4 ranks) of the examples under the trace library.
+
+Each traced run writes ``MPVIS_TRACE_DIR/rank-<r>.jsonl``; the tests check
+every record against the spec (:func:`check_record`), that each consume names
+the very send it matched (an independent oracle: the matched send must exist,
+go to the consumer, carry the consumed tag, and every send must be consumed at
+most once), that wildcards are ``-1``, that sites point into the program, and
+what ``mpvis check`` finds.  Every run is bounded by ``timeout``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mpvis.protocol.records import check_header, check_record
+
+pytestmark = pytest.mark.mpi
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+MPIEXEC = Path(sys.executable).parent / "mpiexec"
+
+if not MPIEXEC.exists():  # pragma: no cover
+    pytest.skip("no mpiexec next to this Python", allow_module_level=True)
+
+Record = dict[str, Any]
+
+
+def _env(extra: dict[str, str]) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPVIS_")}
+    env["PYTHONPATH"] = str(ROOT)
+    env.update(extra)
+    return env
+
+
+def run_traced(
+    program: Path, n: int, tmp: Path, *args: str, limit: int = 60, env: dict[str, str] | None = None
+) -> tuple[subprocess.CompletedProcess[str], list[Record]]:
+    """Run ``program`` on ``n`` ranks under the launch module; return the process and trace."""
+    trace_dir = tmp / f"trace-{program.stem}"
+    cmd = [
+        "timeout",
+        "-k",
+        "5",
+        str(limit),
+        str(MPIEXEC),
+        "-n",
+        str(n),
+        sys.executable,
+        "-m",
+        "mpvis.instrument.launch",
+        str(program),
+        *args,
+    ]
+    proc = subprocess.run(
+        cmd,
+        env=_env({"MPVIS_TRACE_DIR": str(trace_dir), **(env or {})}),
+        capture_output=True,
+        text=True,
+        timeout=limit + 30,
+        check=False,
+    )
+    lines: list[Record] = []
+    for r in range(n):
+        path = trace_dir / f"rank-{r}.jsonl"
+        if path.exists():
+            lines += [json.loads(x) for x in path.read_text().splitlines()]
+    return proc, lines
+
+
+def validate(lines: list[Record], program: Path) -> tuple[Record, list[Record]]:
+    """Check the trace: header, records, seq, matching of consumes to sends, sites."""
+    header, events = lines[0], lines[1:]
+    check_header(header)
+    n = header["nprocs"]
+    for r in events:
+        check_record(r, nprocs=n)
+    by_rank: dict[int, list[Record]] = {}
+    for r in events:
+        by_rank.setdefault(r["rank"], []).append(r)
+    for recs in by_rank.values():
+        assert [r["seq"] for r in recs] == list(range(len(recs)))
+    sends = {(r["rank"], r["seq"]): r for r in events if r["kind"] == "send"}
+    recvs = {(r["rank"], r["seq"]): r for r in events if r["kind"] == "recv"}
+    taken: set[tuple[int, int]] = set()
+    for c in (r for r in events if r["kind"] == "consume"):
+        recv = recvs[(c["rank"], c["recv"])]
+        assert recv["src"] in (-1, c["src"]) and recv["tag"] in (-1, c["tag"])
+        assert recv.get("comm", 0) == c.get("comm", 0)
+        if "send" in c:
+            s = sends[tuple(c["send"])]
+            assert (s["dest"], s["tag"], s.get("comm", 0)) == (
+                c["rank"],
+                c["tag"],
+                c.get("comm", 0),
+            )
+            assert tuple(c["send"]) not in taken
+            taken.add(tuple(c["send"]))
+    for r in events:
+        if "site" in r and r["kind"] not in ("final",):
+            assert r["site"].startswith(f"{program}:"), r
+    return header, events
+
+
+def mpvis_check(lines: list[Record], tmp: Path) -> dict[str, Any]:
+    path = tmp / "trace.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    proc = subprocess.run(
+        [sys.executable, "-m", "mpvis", "check", str(path), "--json"],
+        env=_env({}),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode in (0, 1), proc.stderr
+    return json.loads(proc.stdout)  # type: ignore[no-any-return]
+
+
+def kinds(events: list[Record], rank: int) -> list[str]:
+    return [r["kind"] for r in events if r["rank"] == rank]
+
+
+# -- programs that end -----------------------------------------------------------------------
+
+
+def test_race_wildcard(tmp_path: Path) -> None:
+    prog = EXAMPLES / "race_wildcard.py"
+    proc, lines = run_traced(prog, 4, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    _, events = validate(lines, prog)
+    recvs = [r for r in events if r["kind"] == "recv"]
+    assert len(recvs) == 3 and all(r["src"] == -1 and r["tag"] == -1 for r in recvs)
+    consumes = [r for r in events if r["kind"] == "consume"]
+    assert sorted(c["send"] for c in consumes) == [[1, 0], [2, 0], [3, 0]]
+    assert all(kinds(events, r)[-1] == "final" for r in range(4))
+    report = mpvis_check(lines, tmp_path)
+    legit = [x for x in report["races"] if x["verdict"] == "legitimate" and x["rank"] == 0]
+    assert legit and not report["deadlocks"]
+
+
+def test_ring_objects_buffers_and_allreduce(tmp_path: Path) -> None:
+    prog = EXAMPLES / "ring.py"
+    proc, lines = run_traced(prog, 4, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    _, events = validate(lines, prog)
+    consumes = [r for r in events if r["kind"] == "consume"]
+    assert len(consumes) == 8 and all("send" in c for c in consumes)
+    colls = [r for r in events if r["kind"] == "coll"]
+    assert {(c["op"], c.get("redop"), c.get("count"), c.get("dtype")) for c in colls} == {
+        ("allreduce", "sum", 1, "int")
+    }
+    report = mpvis_check(lines, tmp_path)
+    assert report["races"] == [] and report["deadlocks"] == []
+
+
+def test_nonblocking_race_consumes_before_wait(tmp_path: Path) -> None:
+    prog = EXAMPLES / "nonblocking_race.py"
+    proc, lines = run_traced(prog, 4, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    _, events = validate(lines, prog)
+    r0 = [r for r in events if r["rank"] == 0]
+    for w in (r for r in r0 if r["kind"] == "wait"):
+        before = r0[w["seq"] - len(w["reqs"]) : w["seq"]]
+        assert [b["kind"] for b in before] == ["consume"] * len(w["reqs"])
+        assert sorted(b["recv"] for b in before) == sorted(w["reqs"])
+    assert sum(1 for r in r0 if r["kind"] == "consume" and "send" in r) == 6
+    report = mpvis_check(lines, tmp_path)
+    assert any(x["verdict"] == "legitimate" for x in report["races"])
+
+
+def test_false_race(tmp_path: Path) -> None:
+    prog = EXAMPLES / "false_race.py"
+    proc, lines = run_traced(prog, 3, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    validate(lines, prog)
+    report = mpvis_check(lines, tmp_path)
+    assert [x["verdict"] for x in report["races"] if x["method"] == "classifier"] == ["false"]
+
+
+def test_master_worker_and_state_vars(tmp_path: Path) -> None:
+    prog = EXAMPLES / "master_worker.py"
+    proc, lines = run_traced(prog, 4, tmp_path, "9")
+    assert proc.returncode == 0 and "sum of squares below 9: 204" in proc.stdout
+    _, events = validate(lines, prog)
+    assert all("send" in r for r in events if r["kind"] == "consume")
+    prog = EXAMPLES / "state_vars.py"
+    proc, lines = run_traced(prog, 3, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    _, events = validate(lines, prog)
+    states = [r["vars"] for r in events if r["kind"] == "state" and r["rank"] == 1]
+    assert states[0] == {"x": 1, "phase": "update", "step": 0}
+    assert states[-1]["phase"] == "done"
+
+
+# -- every wrapped call, on a derived communicator ---------------------------------------------
+
+COVERAGE = textwrap.dedent("""
+    from array import array
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    sub = world.Split(rank % 2, -rank)   # two comms; local ranks reversed
+    me, n = sub.Get_rank(), sub.Get_size()
+    peer = (me + 1) % n
+    # objects: sendrecv, isend/irecv + waitany/testall, probe, mprobe
+    got = sub.sendrecv(("obj", rank), dest=peer, sendtag=1, source=MPI.ANY_SOURCE, recvtag=1)
+    assert got[0] == "obj"
+    r = [sub.irecv(source=MPI.ANY_SOURCE, tag=2), sub.isend(rank, dest=peer, tag=2)]
+    i, v = MPI.Request.waitany(r)
+    while not MPI.Request.testall(r)[0]:
+        pass
+    sub.send("probed", dest=peer, tag=3)
+    st = MPI.Status()
+    sub.probe(source=MPI.ANY_SOURCE, tag=3, status=st)
+    assert st.Get_source() == (me - 1) % n and st.Get_tag() == 3
+    assert sub.mprobe(source=MPI.ANY_SOURCE, tag=3).recv() == "probed"
+    # buffers: Sendrecv, Issend/Irecv + Waitsome/Testsome, Probe sees the user's count
+    out, inb = array("i", [rank, rank]), array("i", [0, 0])
+    sub.Sendrecv(out, dest=peer, sendtag=4, recvbuf=inb, source=MPI.ANY_SOURCE, recvtag=4)
+    reqs = [sub.Irecv(inb, source=MPI.ANY_SOURCE, tag=5), sub.Issend(out, dest=peer, tag=5)]
+    done = MPI.Request.Waitsome(reqs)
+    while MPI.Request.Testsome(reqs) is not None:
+        pass
+    sub.Send(out, dest=peer, tag=6)
+    sub.Probe(source=MPI.ANY_SOURCE, tag=6, status=st)
+    assert st.Get_count(MPI.INT) == 2
+    sub.Recv(inb, source=st.Get_source(), tag=6)
+    req = sub.Irecv(inb, source=MPI.ANY_SOURCE, tag=7)
+    sub.Ssend(out, dest=peer, tag=7)
+    req.Wait()
+    # collectives on the derived comm, object and buffer forms
+    assert sub.bcast(rank, root=1) is not None
+    total = array("i", [0, 0])
+    sub.Reduce(out, total, op=MPI.MAX, root=0)
+    sub.Barrier()
+    world.Barrier()
+    if rank == 0:
+        print("COVERAGE OK")
+""")
+
+
+def test_every_wrapped_call_on_a_derived_communicator(tmp_path: Path) -> None:
+    prog = tmp_path / "coverage.py"
+    prog.write_text(COVERAGE)
+    proc, lines = run_traced(prog, 4, tmp_path)
+    assert proc.returncode == 0 and "COVERAGE OK" in proc.stdout, proc.stderr
+    _, events = validate(lines, prog)
+    consumes = [r for r in events if r["kind"] == "consume"]
+    assert len(consumes) == 4 * 7  # per rank: 3 object receives, 4 buffer receives
+    assert all("send" in c for c in consumes)  # no ambiguous completion in this program
+    sub_ids = {r["comm"] for r in events if r["kind"] == "coll" and r["op"] == "bcast"}
+    assert len(sub_ids) == 2 and 0 not in sub_ids  # the two halves are different comms
+    for r in events:
+        if r["kind"] in ("send", "consume") and r["comm"] != 0:
+            peer = r["dest"] if r["kind"] == "send" else r["src"]
+            assert peer % 2 == r["rank"] % 2  # world ranks, within the rank's half
+    first = [r for r in events if r["kind"] == "coll" and r["comm"] != 0]
+    groups = {r["rank"]: r["group"] for r in first if "group" in r}
+    assert groups == {0: [2, 0], 1: [3, 1], 2: [2, 0], 3: [3, 1]}
+    bcasts = [r for r in events if r["kind"] == "coll" and r["op"] == "bcast"]
+    assert {(r["rank"] % 2, r["root"]) for r in bcasts} == {(0, 0), (1, 1)}
+    reduces = [r for r in events if r["kind"] == "coll" and r["op"] == "reduce"]
+    assert {(r["redop"], r["count"], r["dtype"]) for r in reduces} == {("max", 2, "int")}
+    syncs = [r for r in events if r["kind"] == "send" and r["sync"]]
+    assert len(syncs) == 8 and {r["blocking"] for r in syncs} == {True, False}
+
+
+# -- programs that never end -----------------------------------------------------------------
+
+
+def test_p2p_deadlock_is_recorded_up_to_the_blocked_receives(tmp_path: Path) -> None:
+    prog = EXAMPLES / "deadlock_three_cycle.py"
+    proc, lines = run_traced(prog, 3, tmp_path, limit=4)
+    assert proc.returncode == 124  # killed by the timeout: it hangs
+    _, events = validate(lines, prog)
+    assert [kinds(events, r) for r in range(3)] == [["recv"]] * 3
+    report = mpvis_check(lines, tmp_path)
+    assert [(d["kind"], sorted(d["ranks"])) for d in report["deadlocks"]] == [("p2p", [0, 1, 2])]
+
+
+def test_collective_mismatch_aborts_with_the_trace_kept(tmp_path: Path) -> None:
+    prog = EXAMPLES / "collective_order_mismatch.py"
+    proc, lines = run_traced(prog, 4, tmp_path, limit=30)
+    assert proc.returncode not in (0, 124)  # the ring check aborted the job
+    assert "collective mismatch" in proc.stderr
+    _, events = validate(lines, prog)
+    assert kinds(events, 0)[0] == "coll"
+    report = mpvis_check(lines, tmp_path)
+    assert [d["kind"] for d in report["deadlocks"]] == ["collective"]
+
+
+def test_finish_while_barrier_keeps_final(tmp_path: Path) -> None:
+    prog = EXAMPLES / "finish_while_barrier.py"
+    proc, lines = run_traced(prog, 3, tmp_path, limit=30)
+    assert proc.returncode not in (0, 124)
+    _, events = validate(lines, prog)
+    assert kinds(events, 2) == ["final"]
+    report = mpvis_check(lines, tmp_path)
+    assert [d["kind"] for d in report["deadlocks"]] == ["collective"]
+
+
+def test_uncaught_exception_aborts_every_rank(tmp_path: Path) -> None:
+    prog = tmp_path / "crash.py"
+    prog.write_text(
+        textwrap.dedent("""
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        if comm.Get_rank() == 1:
+            raise RuntimeError("boom in rank 1")
+        comm.recv(source=1, tag=0)   # would wait forever
+    """)
+    )
+    proc, lines = run_traced(prog, 2, tmp_path, limit=30)
+    assert proc.returncode not in (0, 124)  # aborted, not hung until the timeout
+    assert "boom in rank 1" in proc.stderr
+    _, events = validate(lines, prog)
+    assert kinds(events, 0) == ["recv"] and kinds(events, 1) == []
+
+
+# -- the whole pipeline ----------------------------------------------------------------------
+
+
+def test_mpvis_run_prints_the_race_and_writes_a_valid_trace(tmp_path: Path) -> None:
+    out = tmp_path / "race.jsonl"
+    cmd = [
+        "timeout",
+        "-k",
+        "5",
+        "120",
+        sys.executable,
+        "-m",
+        "mpvis",
+        "run",
+        "-n",
+        "4",
+        "--headless",
+        "--out",
+        str(out),
+        "--",
+        str(EXAMPLES / "race_wildcard.py"),
+    ]
+    proc = subprocess.run(
+        cmd, env=_env({}), capture_output=True, text=True, timeout=150, check=False, cwd=tmp_path
+    )
+    assert proc.returncode == 1, proc.stderr  # 1: races found
+    assert "LEGITIMATE" in proc.stdout and "race_wildcard.py:22" in proc.stdout
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    validate(lines, EXAMPLES / "race_wildcard.py")
+    report = mpvis_check(lines, tmp_path)
+    assert any(x["verdict"] == "legitimate" for x in report["races"])
