@@ -77,19 +77,20 @@ def _replay(tmp: Path, rec: Path, program: str, n: int, i: int, *args: str, **ex
 
 
 @pytest.mark.parametrize(
-    ("program", "n", "args"),
+    ("program", "n", "args", "races"),
     [
-        ("master_worker.py", 4, ("10",)),
-        ("wildcard_exchange.py", 4, ("2",)),
-        ("nonblocking.py", 4, ()),
+        ("master_worker.py", 3, ("10",), True),
+        ("wildcard_exchange.py", 3, ("2",), True),
+        ("nonblocking.py", 3, (), True),
+        ("race_free.py", 3, (), False),
     ],
 )
 def test_replays_are_identical_to_the_recording(
-    tmp_path: Path, program: str, n: int, args: tuple[str, ...]
+    tmp_path: Path, program: str, n: int, args: tuple[str, ...], races: bool
 ) -> None:
     rec, recorded = _record(tmp_path, program, n, *args)
     records = read_record(rec)
-    assert sum(len(r.races) for r in records) > 0  # these programs do race
+    assert (sum(len(r.races) for r in records) > 0) == races
     for i in range(REPLAYS):
         replayed, verdicts, _ = _replay(tmp_path, rec, program, n, i, *args)
         assert replayed == recorded, f"replay {i} differs"
@@ -98,12 +99,11 @@ def test_replays_are_identical_to_the_recording(
 
 
 def test_race_free_program_records_nothing(tmp_path: Path) -> None:
-    rec, recorded = _record(tmp_path, "race_free.py", 4)
+    rec, _ = _record(tmp_path, "race_free.py", 4)
     records = read_record(rec)
     assert all(r.complete and not r.races and not r.anys for r in records)
     assert record_optimality(records).recorded == 0
-    replayed, verdicts, _ = _replay(tmp_path, rec, "race_free.py", 4, 0)
-    assert replayed == recorded and all(v["divergence"] is None for v in verdicts)
+    assert sum(r.consumes for r in records) == 20  # yet messages were consumed
 
 
 def test_master_worker_records_a_fraction_of_the_messages(tmp_path: Path) -> None:
