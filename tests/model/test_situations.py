@@ -20,6 +20,7 @@ import pytest
 from mpvis.analysis.report import build_report
 from mpvis.model.manager import ModelManager
 from mpvis.tracefile.reader import iter_records, load_trace, read_header
+from tests.model.random_traces import interleave
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 NO_RACE = {1, 2, 5, 6, 9, 10, 13, 14}
@@ -71,24 +72,10 @@ def test_situation_any_arrival_order(stem: str) -> None:
     rng = random.Random(stem)
     for _ in range(5):
         m = ModelManager(header)
-        for rec in _interleave(recs, rng):
+        for rec in interleave(recs, rng):
             m.add(rec)
         m.finish()
         assert build_report(m) == want
-
-
-def _interleave(recs: list[dict], rng: random.Random) -> list[dict]:
-    per_rank: dict[int, list[dict]] = {}
-    for r in recs:
-        per_rank.setdefault(r["rank"], []).append(r)
-    queues = {k: list(reversed(v)) for k, v in per_rank.items()}
-    out = []
-    while queues:
-        k = rng.choice(sorted(queues))
-        out.append(queues[k].pop())
-        if not queues[k]:
-            del queues[k]
-    return out
 
 
 def test_spec_example_situation_16() -> None:
