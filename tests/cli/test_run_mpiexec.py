@@ -127,3 +127,40 @@ def test_ctrl_c_stops_the_ranks_and_keeps_the_trace(tmp_path: Path) -> None:
     assert "Deadlocks: 1" in out
     ps = subprocess.run(["ps", "-eo", "args"], check=True, capture_output=True, text=True).stdout
     assert str(tmp_path / "hang.py") not in ps and " hang.py" not in ps
+
+
+def test_a_running_window_gets_the_stream(tmp_path: Path) -> None:
+    from mpvis.collector.central import CentralProcess
+
+    got: list[dict] = []
+    ends: list[dict] = []
+    window = CentralProcess(
+        journal_dir=tmp_path / "journals", on_records=got.extend, on_run_end=ends.append
+    )
+    (tmp_path / "journals").mkdir()
+    window.start()
+    window.advertise(tmp_path / "window.json")
+    try:
+        (tmp_path / "gather.py").write_text(GATHER)
+        env = dict(os.environ, MPVIS_RENDEZVOUS=str(tmp_path / "window.json"))
+        p = subprocess.run(
+            [sys.executable, "-m", "mpvis", "run", "-n", "3", "--", "gather.py"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=110,
+            check=False,
+        )
+        assert p.returncode == 0, p.stderr
+        assert "streaming to the mpvis window" in p.stderr
+        assert not list(tmp_path.glob("mpvis-run-*.jsonl"))  # nothing recorded headless
+        deadline = time.monotonic() + 10
+        while not ends and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ends and ends[0]["exit_code"] == 0
+        assert {r["rank"] for r in got if r["kind"] == "final"} == {0, 1, 2}
+        assert trace(Path(ends[0]["journal"]))[1:] == got
+    finally:
+        window.withdraw()
+        window.stop()
