@@ -48,9 +48,10 @@ time and memory stay linear in the expression's size.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 __all__ = [
     "ABSENT",
@@ -428,6 +429,22 @@ def _category(v: Value) -> str:
     return "null" if v is None else "absent"
 
 
+_ORDER: dict[str, Callable[[Any, Any], bool]] = {
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+_ARITH: dict[str, Callable[[Any, Any], Any]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+}
+
+
 def _compare(op: str, a: Value, b: Value) -> bool:
     ca, cb = _category(a), _category(b)
     if "absent" in (ca, cb):
@@ -435,41 +452,18 @@ def _compare(op: str, a: Value, b: Value) -> bool:
     if op in ("==", "!="):
         equal = ca == cb and a == b
         return equal if op == "==" else not equal
-    if ca != cb or ca not in ("num", "str"):
-        return False
-    x, y = a, b
-    assert isinstance(x, int | float | str) and isinstance(y, int | float | str)
-    if op == "<":
-        return x < y  # type: ignore[operator]
-    if op == "<=":
-        return x <= y  # type: ignore[operator]
-    if op == ">":
-        return x > y  # type: ignore[operator]
-    return x >= y  # type: ignore[operator]
+    return ca == cb and ca in ("num", "str") and _ORDER[op](a, b)
 
 
 def _arith(op: str, a: Value, b: Value) -> Value:
     ca, cb = _category(a), _category(b)
-    if op == "+" and ca == cb == "str":
-        assert isinstance(a, str) and isinstance(b, str)
-        return a + b
-    if not (ca == cb == "num"):
+    if not (ca == cb == "num" or (op == "+" and ca == cb == "str")):
         return ABSENT
-    assert isinstance(a, int | float) and isinstance(b, int | float)
     try:
-        if op == "+":
-            return a + b
-        if op == "-":
-            return a - b
-        if op == "*":
-            return a * b
-        if op == "/":
-            return a / b
-        if op == "//":
-            return a // b
-        return a % b
+        result: Value = _ARITH[op](a, b)
     except (ZeroDivisionError, OverflowError):
         return ABSENT
+    return result
 
 
 def evaluate(
