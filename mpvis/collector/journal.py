@@ -7,7 +7,7 @@ system, so a crash of the window loses nothing; only then is the batch
 acknowledged and handed on.
 
 A record from the wire is admitted when it passes
-:func:`mpvis.protocol.records.check_record` and its ``seq`` is the next one of
+:func:`mpvis.model.ingest.valid_prefix` (every per-record rule) and its ``seq`` is the next one of
 its rank.  A repeated ``seq`` is a duplicate and is dropped; a gap, a bad record
 or a value JSON cannot hold is rejected.  Each refusal is logged with the rank,
 the ``seq`` and the reason, and the rest of the batch goes on, so the journal
@@ -20,7 +20,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from mpvis.protocol.records import RecordError, check_record
+from mpvis.model.ingest import valid_prefix
 from mpvis.tracefile.writer import TraceWriter, encode_record
 
 __all__ = ["Journal"]
@@ -65,13 +65,15 @@ class Journal:
         """The records of ``records`` that may be journaled, in order."""
         good: list[Record] = []
         next_seq = self._next_seq
-        nprocs = self.nprocs
-        for rec in records:
-            try:
-                check_record(rec, nprocs)
-            except RecordError as exc:
-                self._refuse(rec, str(exc))
-                continue
+        valid: list[Record] = []
+        pos = 0
+        while pos < len(records):  # per-record rules, checked on whole columns
+            n, error = valid_prefix(records[pos:], self.nprocs)
+            valid.extend(records[pos:pos + n])
+            if error is not None:
+                self._refuse(records[pos + n], str(error))
+            pos += n + 1
+        for rec in valid:
             rank = rec["rank"]
             seq = rec["seq"]
             want = next_seq.get(rank, 0)

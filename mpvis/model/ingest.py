@@ -108,7 +108,7 @@ def extract(batch: list[Record], nprocs: int, validate: bool = True) -> Batch:
     n = len(batch)
     error: R.RecordError | None = None
     if validate:
-        n, error = _valid_prefix(batch, nprocs)
+        n, error = valid_prefix(batch, nprocs)
         if n < len(batch):
             batch = batch[:n]
     get: Any = dict.get
@@ -149,8 +149,9 @@ def extract(batch: list[Record], nprocs: int, validate: bool = True) -> Batch:
     return out
 
 
-def _valid_prefix(batch: list[Record], nprocs: int) -> tuple[int, R.RecordError | None]:
-    """Length of the prefix passing every per-record rule, and the first error."""
+def valid_prefix(batch: list[Record], nprocs: int) -> tuple[int, R.RecordError | None]:
+    """Length of the prefix of ``batch`` passing every per-record rule of the
+    spec, and the error of the record just after it (``None`` if all pass)."""
     if set(map(type, batch)) <= {dict}:
         get: Any = dict.get
         code_of: Any = R.KIND_CODE.get

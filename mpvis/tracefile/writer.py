@@ -8,11 +8,12 @@ that writing the records received, in arrival order, gives a valid file).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
+
+import orjson
 
 from mpvis.protocol.records import make_header
 from mpvis.tracefile.compression import open_binary_write
@@ -21,8 +22,12 @@ Record = dict[str, Any]
 
 
 def encode_record(rec: Record) -> bytes:
-    """One record as a compact JSON line (UTF-8, newline-terminated)."""
-    return (json.dumps(rec, separators=(",", ":"), ensure_ascii=False) + "\n").encode()
+    """One record as a compact JSON line (UTF-8, newline-terminated).
+
+    Raises ``TypeError`` for a value JSON cannot hold (bytes, an integer wider
+    than 64 bits, a non-string key).
+    """
+    return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
 
 
 class TraceWriter:
