@@ -1,13 +1,18 @@
-"""Render benchmark: open a trace, draw frames zoomed out and zoomed in, peak memory.
+"""Render benchmark: open a trace, draw frames at several zoom levels, peak memory.
 
 For traces of 10k, 100k and 1M events on 64 ranks (``--sizes`` to change),
-prints the time to open (read, build the model, lay out both time axes),
-the time of a 1600x900 frame showing the whole run and one showing 1% of it
-(level of detail, painting and grabbing the pixels), in both layouts, and
-the process's peak resident memory.  Budget (issue 4): open <= 15 s for 1M
-events, every frame <= 100 ms.
+prints the time to open split into the model (read, model, exact-race and
+deadlock analyses: :class:`~mpvis.analysis.pipeline.Analyses`) and the
+window's own layout step (real-time layout and frame index,
+:func:`mpvis.gui.loader.lay_out`), then the logical clocks (computed after
+the window shows the trace), the time of a 1600x900 frame showing the whole
+run, 1% and 0.01% of it in both layouts (level of detail, painting, grabbing
+the pixels), and the peak resident memory.  The machine's load average is
+printed next to the figures: on a shared machine they scale with it.
+Budget (issue 4): layout <= ~2 s for 1M events, every frame <= 100 ms.
 
     .venv/bin/python benchmarks/render.py [--sizes 10000,100000,1000000] [--nprocs 64]
+        [--traces DIR]   # keep the generated traces there and reuse them
 """
 
 from __future__ import annotations
@@ -26,24 +31,22 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from PySide6 import QtWidgets
 
+from mpvis.analysis.pipeline import Analyses
 from mpvis.gui.diagram import DiagramView
+from mpvis.gui.loader import lay_out
 from mpvis.protocol.records import make_header
-from mpvis.scene.layout import Layout
 from mpvis.sim.synthetic import generate_records
-from mpvis.tracefile.reader import load_trace
+from mpvis.tracefile.reader import load_trace, read_header
 
 
-def write_trace(path: Path, n: int, nprocs: int) -> int:
-    count = 0
+def write_trace(path: Path, n: int, nprocs: int) -> None:
     with path.open("w") as fh:
         fh.write(json.dumps(make_header(nprocs, program="benchmark")) + "\n")
         for rec in generate_records(n, nprocs, seed=1):
             fh.write(json.dumps(rec, separators=(",", ":")) + "\n")
-            count += 1
-    return count
 
 
-def frame_ms(app: QtWidgets.QApplication, view: DiagramView, repeats: int = 5) -> float:
+def frame_ms(view: DiagramView, repeats: int = 5) -> float:
     """Median time of: LOD for the viewport, update the layers, paint into a pixmap."""
     times = []
     for _ in range(repeats):
@@ -54,58 +57,72 @@ def frame_ms(app: QtWidgets.QApplication, view: DiagramView, repeats: int = 5) -
     return statistics.median(times)
 
 
-def bench(app: QtWidgets.QApplication, n: int, nprocs: int, tmp: Path) -> None:
-    path = tmp / f"bench-{n}.jsonl"
-    events = write_trace(path, n, nprocs)
+def load() -> str:
+    return "load average " + " ".join(f"{v:.1f}" for v in os.getloadavg())
+
+
+def bench(app: QtWidgets.QApplication, n: int, nprocs: int, traces: Path) -> None:
+    path = traces / f"bench-{n}-{nprocs}.jsonl"
+    if not path.exists():
+        write_trace(path, n, nprocs)
     t0 = time.perf_counter()
-    m = load_trace(path)
+    analyses = Analyses.for_header(read_header(path))
+    m = load_trace(path, model=analyses.model)
     t1 = time.perf_counter()
-    lay = Layout(m)
-    lay.update()
+    lay, index = lay_out(analyses)
     t2 = time.perf_counter()
     view = DiagramView()
     view.resize(1600, 900)
     view.show()
     app.processEvents()
-    view.set_model(m, lay)
+    view.set_model(m, lay, index)
+    view.redraw()
     app.processEvents()
     t3 = time.perf_counter()
     print(
-        f"{events:>9,} events, {nprocs} ranks: open {t3 - t0:6.2f} s "
-        f"(read+model {t1 - t0:.2f} s, layout {t2 - t1:.2f} s)"
+        f"{m.event_count:>9,} events, {nprocs} ranks: open {t3 - t0:6.2f} s (model+analyses "
+        f"{t1 - t0:.2f} s, layout {t2 - t1:.2f} s, first frame {t3 - t2:.2f} s)  [{load()}]"
     )
+    t4 = time.perf_counter()
+    if lay.logical_pending:
+        lay.update_logical()
+        lay.logical_pending = False
+    print(f"    logical clocks (after the window shows the trace) {time.perf_counter() - t4:.2f} s")
     for logical in (False, True):
         view.set_logical(logical)
         view.fit_all()
         app.processEvents()
-        out = frame_ms(app, view)
-        drawn = view._syms.point_count(), view._msg.segment_count()
+        t5 = time.perf_counter()
+        view.redraw()
+        first = (time.perf_counter() - t5) * 1e3
+        cells = [f"out {frame_ms(view):6.1f} ms ({view._syms.point_count():,} symbols, "
+                 f"{view._msg.segment_count():,} lines)"]
         lo, hi = lay.bounds(logical)
         mid = (lo + hi) / 2
-        view.zoom_x(mid, mid + (hi - lo) / 100)
-        app.processEvents()
-        zin = frame_ms(app, view)
+        for share in (0.01, 0.0001):
+            view.zoom_x(mid, mid + (hi - lo) * share)
+            app.processEvents()
+            cells.append(f"{share:.2%} {frame_ms(view):6.1f} ms")
         name = "logical" if logical else "real   "
-        print(
-            f"    {name}: frame zoomed out {out:6.1f} ms ({drawn[0]:,} symbols, "
-            f"{drawn[1]:,} lines drawn), zoomed in to 1% {zin:6.1f} ms"
-        )
+        print(f"    {name}: index build {first:.0f} ms; frames: " + ", ".join(cells))
     view.close()
     view.deleteLater()
-    path.unlink()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"    peak memory so far {peak:,.0f} MiB")
+    print(f"    peak memory so far {peak:,.0f} MiB  [{load()}]")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--nprocs", type=int, default=64)
+    ap.add_argument("--traces", help="directory to keep and reuse the generated traces in")
     args = ap.parse_args()
     app = QtWidgets.QApplication(sys.argv[:1])
     with tempfile.TemporaryDirectory(prefix="mpvis-bench-") as tmp:
+        traces = Path(args.traces) if args.traces else Path(tmp)
+        traces.mkdir(parents=True, exist_ok=True)
         for n in (int(s) for s in args.sizes.split(",")):
-            bench(app, n, args.nprocs, Path(tmp))
+            bench(app, n, args.nprocs, traces)
     return 0
 
 

@@ -25,22 +25,25 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.gui.layers import LineLayer, SymbolLayer
-from mpvis.gui.symbol_art import ring_pixmap, symbol_pixmap
+from mpvis.gui.symbol_art import FADED_OPACITY, ring_pixmap, symbol_pixmap
 from mpvis.model.manager import ModelManager
-from mpvis.scene import describe, hittest, lod, messages
+from mpvis.protocol import records as rec_kinds
+from mpvis.scene import describe, frame, hittest, lod, messages
 from mpvis.scene import symbols as sym
 from mpvis.scene.layout import Layout
 from mpvis.scene.overlay import Overlay, dim_mask, overlay_geometry
 
-#: Width in pixels of the level-of-detail buckets (about half a symbol).
-BUCKET_PX = 5.0
-#: Per frame at most this many symbols and message lines are painted (buckets widen).
-MAX_SYMBOLS = 25_000
-MAX_LINES = 2_500
+BUCKET_PX = frame.BUCKET_PX
+MAX_SYMBOLS = frame.MAX_SYMBOLS
+#: The frame index is rebuilt at most this often while a run streams in (ms).
+INDEX_MS = 1000
+_SEND = rec_kinds.KIND_CODE[rec_kinds.SEND]
+GRID_COLOR = "#eceff1"
 
 _STOP_SPECS = [
     sym.SymbolSpec("suspended", "suspended here", "pause", sym.SUSPENDED_COLOR, "#bf360c", 16),
     sym.SymbolSpec("dead", "died here", "cross", sym.DEAD_COLOR, "#000000", 16),
+    sym.SymbolSpec("deadlocked", "deadlocked here", "octagon", "#d50000", "#4a0000", 20),
 ]
 
 
@@ -87,6 +90,10 @@ class DiagramView(pg.PlotWidget):
     event_hovered = QtCore.Signal(int)
     #: the visible range changed (for the overview)
     view_changed = QtCore.Signal()
+    #: what the level of detail leaves out now ("" when everything is drawn)
+    lod_changed = QtCore.Signal(str)
+    #: a short message for the status bar
+    notice = QtCore.Signal(str)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent, background="w")
@@ -95,8 +102,13 @@ class DiagramView(pg.PlotWidget):
         self.logical = False
         self.follow = True
         self.selected = -1
-        self.frame_budget = lod.DEFAULT_BUDGET
+        self.pending_logical = False  # asked for while the loader still computes it
         self._msgs: messages.MessageIndex | None = None
+        self._index: frame.FrameIndex | None = None
+        self._index_age = QtCore.QElapsedTimer()
+        self._index_age.start()
+        self._lost_segments = np.zeros((0, 4))
+        self.lod_note = ""
         self._extents = np.zeros((0, 2))
         self._xbounds = (0.0, 1.0)
         self._overlays: dict[str, Overlay] = {}
@@ -108,7 +120,11 @@ class DiagramView(pg.PlotWidget):
         pi = self.getPlotItem()
         pi.setMenuEnabled(False)
         pi.hideButtons()
-        pi.showGrid(x=True, y=False, alpha=0.15)
+        # pyqtgraph's grid is a translucent line across the plot replayed with the
+        # axis at every repaint (about half a frame in software); this one is opaque.
+        self._grid = LineLayer(_pen(GRID_COLOR, 1.0))
+        self._grid.setZValue(-1)
+        pi.addItem(self._grid, ignoreBounds=True)
         pi.invertY(True)
         pi.getAxis("bottom").setLabel("time (s)")
         pi.getAxis("left").setStyle(tickTextWidth=60, autoExpandTextSpace=False)
@@ -119,9 +135,12 @@ class DiagramView(pg.PlotWidget):
         self._msg = LineLayer(_pen(sym.MESSAGE_COLOR, 1.0), _pen(sym.MESSAGE_COLOR, 1.0, alpha=40))
         self._lost = LineLayer(_pen(sym.UNCONSUMED_COLOR, 1.6, dashed=True))
         self._syms = SymbolLayer(
-            [symbol_pixmap(s) for s in sym.SYMBOLS], [symbol_pixmap(s, 0.18) for s in sym.SYMBOLS]
+            [symbol_pixmap(s) for s in sym.SYMBOLS],
+            [symbol_pixmap(s, FADED_OPACITY) for s in sym.SYMBOLS],
+            list(sym.SYMBOLS),
         )
-        self._stops = SymbolLayer([symbol_pixmap(s) for s in _STOP_SPECS])
+        self._stops = SymbolLayer([symbol_pixmap(s) for s in _STOP_SPECS], None, _STOP_SPECS)
+        self.stuck_events: dict[int, int] = {}  # deadlocked rank -> its blocking seq
         self._select = SymbolLayer([ring_pixmap("#ff1744", 26, 3.0)])
         layers: list[pg.GraphicsObject] = [
             self._proc,
@@ -142,16 +161,29 @@ class DiagramView(pg.PlotWidget):
         self.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
 
     # ------------------------------------------------------------ model
-    def set_model(self, model: ModelManager | None, layout: Layout | None = None) -> None:
+    def set_model(
+        self,
+        model: ModelManager | None,
+        layout: Layout | None = None,
+        index: frame.FrameIndex | None = None,
+    ) -> None:
         """Show ``model`` (None: empty diagram); clears selection and overlays.
 
-        ``layout``: the model's :class:`Layout` if already built (off the GUI thread).
+        ``layout`` / ``index``: the model's :class:`Layout` and frame index if
+        already built (off the GUI thread).
         """
         self.model = model
         if model is not None and (layout is None or layout.model is not model):
             layout = Layout(model)
         self.layout_ = layout
+        self._index = index if index is not None and index.layout is layout else None
+        self._msgs = None
+        self.pending_logical = False
+        if layout is not None and layout.has_time and self.logical and not layout.logical_ready:
+            self.logical, self.pending_logical = False, True
+        self._axis_label()
         self.selected = -1
+        self.stuck_events = {}
         for name in list(self._overlays):
             self.clear_overlay(name)
         self.follow = True
@@ -164,8 +196,9 @@ class DiagramView(pg.PlotWidget):
         if self.layout_ is not None:
             self.layout_.update()
             self._msgs = messages.message_index(self.layout_)
-            self._extents = messages.rank_extents(self.layout_, self.logical)
-            self._xbounds = self.layout_.bounds(self.logical)
+            if self._index is not None and self._index.count == self.layout_.count:
+                self._msgs = self._index.msgs  # nothing new: keep the index's
+            self._geometry_changed()
             if self.follow:
                 self._follow_newest()
         self.schedule_redraw()
@@ -175,16 +208,30 @@ class DiagramView(pg.PlotWidget):
         """Switch between real time and the logical (happened-before) layout."""
         if self.layout_ is not None and not self.layout_.has_time:
             logical = True
+        if logical and self.layout_ is not None and not self.layout_.logical_ready:
+            self.pending_logical = True
+            self.notice.emit("computing the logical layout: it is shown when ready")
+            return
+        self.pending_logical = False
         if logical == self.logical:
             return
+        self.notice.emit("")  # a message about the other view is stale now
         self.logical = logical
+        self._axis_label()
+        if self.layout_ is not None:
+            self._geometry_changed()
+        self.fit_all()
+
+    def _axis_label(self) -> None:
+        logical = self.logical or (self.layout_ is not None and not self.layout_.has_time)
         self.getPlotItem().getAxis("bottom").setLabel(
             "logical time (Lamport clock)" if logical else "time (s)"
         )
-        if self.layout_ is not None:
-            self._extents = messages.rank_extents(self.layout_, self.logical)
-            self._xbounds = self.layout_.bounds(self.logical)
-        self.fit_all()
+
+    def logical_layout_ready(self) -> None:
+        """The loader finished the logical clocks: switch to them if the user asked."""
+        if self.pending_logical:
+            self.set_logical(True)
 
     def fit_all(self) -> None:
         """Show the whole run."""
@@ -210,9 +257,69 @@ class DiagramView(pg.PlotWidget):
         if self.layout_ is None:
             return
         self.layout_.set_rows(order, hidden)
-        self._extents = messages.rank_extents(self.layout_, self.logical)
+        self._geometry_changed()
         self._update_axis()
         self.fit_all()
+
+    def _geometry_changed(self) -> None:
+        """Per-layout geometry that does not depend on the viewport (the frame index aside)."""
+        lay = self.layout_
+        assert lay is not None and self._msgs is not None
+        self._extents = messages.rank_extents(lay, self.logical)
+        self._xbounds = lay.bounds(self.logical)
+        self._lost_segments = messages.unconsumed_segments(
+            lay, self._msgs, self.logical, self._extents
+        )
+
+    def _frame_index(self) -> frame.FrameIndex:
+        """The cached :class:`~mpvis.scene.frame.FrameIndex`, rebuilt when stale.
+
+        While a run streams in, the index is rebuilt when the events newer than
+        it exceed a fifth of it or a second has passed (the newer ones are
+        drawn by a plain pass meanwhile); on a layout toggle or a new model at once.
+        """
+        lay, msgs = self.layout_, self._msgs
+        assert lay is not None and msgs is not None
+        fi = self._index
+        stale = (
+            fi is None
+            or fi.layout is not lay
+            or fi.logical != self.logical
+            or (
+                fi.count != lay.count
+                and (
+                    lay.count - fi.count > max(fi.count // 5, 20_000)
+                    or self._index_age.elapsed() > INDEX_MS
+                    or (self.model is not None and self.model.input_ended)
+                )
+            )
+        )
+        if stale or fi is None:
+            fi = self._index = frame.FrameIndex(lay, msgs, self.logical)
+            self._index_age.restart()
+        return fi
+
+    def _selected_message(self, msgs: messages.MessageIndex) -> np.ndarray | None:
+        """Row of the selected event's message in ``msgs`` (always drawn), if any."""
+        m, g = self.model, self.selected
+        if m is None or g < 0 or g >= m.event_count:
+            return None
+        send = g if m.c_kind[g] == _SEND else int(m.c_partner[g])
+        i = int(np.searchsorted(msgs.send, send))
+        if send < 0 or i >= len(msgs.send) or msgs.send[i] != send:
+            return None
+        return np.array([i], dtype=np.int64)
+
+    def _set_lod_note(self, fr: frame.Frame, drawn_lines: int) -> None:
+        parts = []
+        if fr.messages_decimated:
+            parts.append(f"{drawn_lines:,} of ~{fr.messages_in_view:,} messages in view drawn")
+        if fr.events_decimated:
+            parts.append("one symbol per rank and 5 pixels")
+        note = ("zoomed out: " + ", ".join(parts) + " (zoom in for all)") if parts else ""
+        if note != self.lod_note:
+            self.lod_note = note
+            self.lod_changed.emit(note)
 
     def data_viewport(self) -> lod.Viewport:
         (x0, x1), (y0, y1) = self.vb.viewRange()
@@ -252,7 +359,8 @@ class DiagramView(pg.PlotWidget):
         if lay is not None:
             for r in range(lay.nprocs):
                 if lay.rows[r] >= 0:
-                    ticks.append((float(lay.rows[r]), f"rank {r}"))
+                    mark = " ⛔" if r in self.stuck_events else ""
+                    ticks.append((float(lay.rows[r]), f"rank {r}{mark}"))
         self.getPlotItem().getAxis("left").setTicks([ticks, []])
 
     # ------------------------------------------------------------ drawing
@@ -282,42 +390,63 @@ class DiagramView(pg.PlotWidget):
         rect = QtCore.QRectF(lo, -1.0, max(hi - lo, 1e-9), lay.visible_rows + 1.0)
         overlays = sorted(self._overlays.values(), key=lambda o: o.z)
         faded = dim_mask(overlays, lay.count)
-        idx = lod.visible_events(
-            x[: lay.count],
-            y,
-            lay.cls,
-            view,
-            n_classes=sym.N_SYMBOLS,
-            budget=self.frame_budget,
-            bucket_px=BUCKET_PX,
-            max_items=MAX_SYMBOLS,
-        )
+        fi = self._frame_index()
+        fr = fi.frame(view, self._selected_message(fi.msgs))
+        idx = fr.events
+        if lay.count > fi.count:  # events newer than the index: a plain pass over them
+            tail = np.arange(fi.count, lay.count)
+            sel = lod.visible_events(
+                x[tail],
+                y[tail],
+                lay.cls[tail],
+                view,
+                n_classes=sym.N_SYMBOLS,
+                bucket_px=BUCKET_PX,
+                max_items=MAX_SYMBOLS,
+            )
+            idx = np.concatenate([idx, tail[sel]])
         self._syms.set_points(
             np.column_stack([x[idx], y[idx]]),
             lay.cls[idx],
             None if faded is None else faded[idx],
             rect,
         )
-        seg = messages.message_segments(lay, self._msgs, self.logical)
-        keep = lod.visible_segments(
-            seg[:, 0],
-            seg[:, 1],
-            seg[:, 2],
-            seg[:, 3],
-            view,
-            budget=MAX_LINES,
-            bucket_px=BUCKET_PX,
-            max_items=MAX_LINES,
+        rows = lay.rows
+        sends, consumes = fi.msgs.send[fr.messages], fi.msgs.consume[fr.messages]
+        seg = np.column_stack(
+            [
+                fi.msg_x[fr.messages, 0],
+                rows[fi.msg_src[fr.messages]],
+                fi.msg_x[fr.messages, 1],
+                rows[fi.msg_dst[fr.messages]],
+            ]
         )
-        split = None
-        if faded is not None:
-            split = faded[self._msgs.send[keep]] | faded[self._msgs.consume[keep]]
-        self._msg.set_segments(seg[keep], split, rect)
-        self._lost.set_segments(
-            messages.unconsumed_segments(lay, self._msgs, self.logical, self._extents)
-        )
+        new = np.flatnonzero(np.maximum(self._msgs.send, self._msgs.consume) >= fi.count)
+        if len(new):  # messages completed since the index was built
+            ns, nc = self._msgs.send[new], self._msgs.consume[new]
+            tseg = np.column_stack([x[ns], y[ns], x[nc], y[nc]])
+            keep = lod.visible_segments(
+                tseg[:, 0],
+                tseg[:, 1],
+                tseg[:, 2],
+                tseg[:, 3],
+                view,
+                budget=frame.MAX_LINES,
+                bucket_px=BUCKET_PX,
+                max_items=frame.MAX_LINES,
+            )
+            seg = np.concatenate([seg, tseg[keep]])
+            sends, consumes = (
+                np.concatenate([sends, ns[keep]]),
+                np.concatenate([consumes, nc[keep]]),
+            )
+        split = None if faded is None else (faded[sends] | faded[consumes])
+        self._msg.set_segments(seg, split, rect)
+        self._set_lod_note(fr, len(seg))
+        self._lost.set_segments(self._lost_segments)
         self._proc.set_segments(messages.process_lines(lay, self._extents), None, rect)
         self._draw_stops()
+        self._draw_grid(view)
         for name, ov in self._overlays.items():
             geo = overlay_geometry(ov, lay, self.logical)
             items = self._overlay_items[name]
@@ -331,22 +460,45 @@ class DiagramView(pg.PlotWidget):
         else:
             self._select.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))
 
+    def _draw_grid(self, view: lod.Viewport) -> None:
+        levels = self.getPlotItem().getAxis("bottom").tickValues(view.x0, view.x1, view.width_px)
+        xs = np.asarray(levels[0][1] if levels else [], dtype=np.float64)
+        y0, y1 = view.y0, view.y1
+        self._grid.set_segments(
+            np.column_stack([xs, np.full(len(xs), y0), xs, np.full(len(xs), y1)]),
+            None,
+            QtCore.QRectF(view.x0, y0, max(view.x1 - view.x0, 1e-9), y1 - y0),
+        )
+
+    def set_stuck_ranks(self, events: dict[int, int]) -> None:
+        """Mark deadlocked ranks: ``{rank: seq of the blocking event}`` (a red octagon there)."""
+        if events != self.stuck_events:
+            self.stuck_events = dict(events)
+            self._update_axis()
+            self.schedule_redraw()
+
     def _draw_stops(self) -> None:
         lay, m = self.layout_, self.model
         assert lay is not None and m is not None
         pts, cls = [], []
         x = lay.x(self.logical)
         for r in range(m.nprocs):
-            status = m.status(r)
-            if status not in ("suspended", "dead") or lay.rows[r] < 0:
+            if lay.rows[r] < 0:
                 continue
-            s = m.where(r)
-            if s is None:
+            status = m.status(r)
+            s: int | None
+            if r in self.stuck_events:
+                s, c = self.stuck_events[r], 2
+            elif status in ("suspended", "dead"):
+                s, c = m.where(r), (0 if status == "suspended" else 1)
+            else:
+                continue
+            if s is None or s >= m.count(r):
                 continue
             g = m.gidx(r, s)
             if g < lay.count and not np.isnan(x[g]):
                 pts.append((x[g], lay.rows[r]))
-                cls.append(0 if status == "suspended" else 1)
+                cls.append(c)
         self._stops.set_points(np.array(pts).reshape(-1, 2), np.array(cls, np.int8))
 
     # ------------------------------------------------------------ overlays

@@ -15,7 +15,12 @@ import pyqtgraph as pg
 from pyqtgraph.Qt import internals
 from PySide6 import QtCore, QtGui
 
+from mpvis.gui.symbol_art import FADED_OPACITY, draw_symbol
+from mpvis.scene.symbols import SymbolSpec
+
 _EMPTY2 = np.zeros((0, 2))
+#: Up to this many segments a layer is antialiased; denser sets are not (it costs twice).
+SMOOTH_LINES = 400
 
 
 def _device_xy(painter: QtGui.QPainter, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -31,8 +36,14 @@ class SymbolLayer(pg.GraphicsObject):
     ``faded[i]`` (optional) draws point ``i`` with the faded pixmap of its class.
     """
 
-    def __init__(self, pixmaps: list[QtGui.QPixmap], faded: list[QtGui.QPixmap] | None = None):
+    def __init__(
+        self,
+        pixmaps: list[QtGui.QPixmap],
+        faded: list[QtGui.QPixmap] | None = None,
+        specs: list[SymbolSpec] | None = None,
+    ):
         super().__init__()
+        self._specs = specs
         self._pixmaps = pixmaps
         self._faded = faded or pixmaps
         self._xy = _EMPTY2
@@ -68,6 +79,16 @@ class SymbolLayer(pg.GraphicsObject):
         dx, dy = _device_xy(painter, self._xy[:, 0], self._xy[:, 1])
         painter.save()
         painter.resetTransform()
+        engine = painter.paintEngine()
+        if self._specs is not None and engine is not None and (
+            engine.type() == QtGui.QPaintEngine.Type.SVG
+        ):  # an SVG export: symbols as vector paths, not embedded images
+            for i in np.argsort(self._cls, kind="stable"):
+                spec = self._specs[int(self._cls[i])]
+                opacity = FADED_OPACITY if self._dim[i] else 1.0
+                draw_symbol(painter, spec, QtCore.QPointF(dx[i], dy[i]), opacity)
+            painter.restore()
+            return
         any_dim = bool(self._dim.any())
         for faded in (True, False):
             if faded and not any_dim:
@@ -138,6 +159,7 @@ class LineLayer(pg.GraphicsObject):
         x1, y1 = _device_xy(painter, s[:, 2], s[:, 3])
         painter.save()
         painter.resetTransform()
+        painter.setRenderHint(QtGui.QPainter.RenderHint.Antialiasing, len(s) <= SMOOTH_LINES)
         any_alt = bool(self._split.any())
         for alt in (True, False):
             if alt and not any_alt:

@@ -16,6 +16,7 @@ _LINES = (
 _STOPS = (
     sym.SymbolSpec("suspended", "rank suspended here", "pause", sym.SUSPENDED_COLOR, "#bf360c", 14),
     sym.SymbolSpec("dead", "rank died here", "cross", sym.DEAD_COLOR, "#000000", 14),
+    sym.SymbolSpec("deadlocked", "rank deadlocked here", "octagon", "#d50000", "#4a0000", 15),
 )
 
 
@@ -38,12 +39,23 @@ class LegendStrip(QtWidgets.QWidget):
             *((s.label, s) for s in _STOPS),
             *((label, (color, style)) for label, color, style in _LINES),
         ]
+        self.note = ""
+
+    def set_note(self, text: str) -> None:
+        """A remark after the entries (what the level of detail leaves out), "" for none."""
+        if text != self.note:
+            self.note = text
+            self.setFixedHeight(self.heightForWidth(self.width()))
+            self.update()
+
+    def _entries_now(self) -> list[tuple[str, object]]:
+        return [*self._entries, *([(self.note, None)] if self.note else [])]
 
     def _layout(self, width: int) -> list[tuple[int, int, str, object]]:
         fm = self.fontMetrics()
         x, y, out = 6, 2, []
-        for label, what in self._entries:
-            w = 26 + fm.horizontalAdvance(label) + 14
+        for label, what in self._entries_now():
+            w = (0 if what is None else 26) + fm.horizontalAdvance(label) + 14
             if x + w > width and x > 6:
                 x, y = 6, y + self.ENTRY_H
             out.append((x, y, label, what))
@@ -71,6 +83,10 @@ class LegendStrip(QtWidgets.QWidget):
         fm = self.fontMetrics()
         for x, y, label, what in self._layout(self.width()):
             cy = y + self.ENTRY_H / 2
+            if what is None:  # the note
+                p.setPen(QtGui.QColor("#bf360c"))
+                p.drawText(QtCore.QPointF(x, cy + fm.ascent() / 2 - 1), label)
+                continue
             if isinstance(what, sym.SymbolSpec):
                 draw_symbol(p, what, QtCore.QPointF(x + 10, cy))
             else:

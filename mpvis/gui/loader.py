@@ -1,8 +1,13 @@
 """Loading a trace file off the GUI thread, with progress and cancel.
 
-The model *and* its layout (:class:`~mpvis.scene.layout.Layout`, whose
-logical clock is a Python loop over the events) are built in a worker
-thread; the window receives them ready to draw.
+The model (built with :class:`~mpvis.analysis.pipeline.Analyses`, so the exact
+race detector and the deadlock monitor see every record), its real-time
+:class:`~mpvis.scene.layout.Layout` and the frame index
+(:class:`~mpvis.scene.frame.FrameIndex`) are built in a worker thread; the
+window receives them ready to draw (``loaded``).  The same thread then
+computes the logical clocks, an event-by-event pass, and emits
+``logical_ready``: the real-time view is usable meanwhile (the layout's
+``logical_pending`` keeps the GUI thread away from them).
 """
 
 from __future__ import annotations
@@ -12,41 +17,77 @@ from pathlib import Path
 
 from PySide6 import QtCore
 
+from mpvis.analysis.pipeline import Analyses
+from mpvis.scene.frame import FrameIndex
 from mpvis.scene.layout import Layout
-from mpvis.tracefile.reader import LoadCancelled, TraceFileError, load_trace
+from mpvis.scene.messages import message_index
+from mpvis.tracefile.reader import LoadCancelled, TraceFileError, load_trace, read_header
+
+
+def lay_out(analyses: Analyses) -> tuple[Layout, FrameIndex]:
+    """The real-time layout and frame index of a loaded model (logical clocks pending)."""
+    layout = Layout(analyses.model)
+    layout.update(logical=False)
+    if not layout.has_time:  # no wall clock: the logical axis is the only one
+        layout.update_logical()
+    else:
+        layout.logical_pending = True
+    return layout, FrameIndex(layout, message_index(layout), not layout.has_time)
 
 
 class TraceLoader(QtCore.QThread):
-    """Loads ``path``; emits ``progressed(done, total)``, then ``loaded`` or ``failed``."""
+    """Loads ``path``; emits ``progressed(done, total)``, then ``loaded`` or ``failed``.
+
+    ``loaded(analyses, layout, index)`` / ``failed(message, analyses or None,
+    layout, index)``; then ``logical_ready()`` once the logical clocks are in.
+    """
 
     progressed = QtCore.Signal(int, int)
-    loaded = QtCore.Signal(object, object)  # ModelManager, Layout
-    failed = QtCore.Signal(str, object, object)  # message, partial model or None, its Layout
+    loaded = QtCore.Signal(object, object, object)  # Analyses, Layout, FrameIndex
+    failed = QtCore.Signal(str, object, object, object)  # message, partial or None, ...
+    logical_ready = QtCore.Signal()
 
     def __init__(self, path: str | Path, parent: QtCore.QObject | None = None) -> None:
         super().__init__(parent)
         self.path = Path(path)
         self.cancel = threading.Event()
+        #: seconds spent in the model (read + analyses) and in the real-time layout
+        self.timings: dict[str, float] = {}
 
     def run(self) -> None:
+        clock = QtCore.QElapsedTimer()
+        clock.start()
         try:
-            m = load_trace(self.path, progress=self._progress, cancel=self.cancel)
+            analyses = Analyses.for_header(read_header(self.path))
+            load_trace(self.path, model=analyses.model, progress=self._progress, cancel=self.cancel)
         except LoadCancelled:
-            self.failed.emit("loading cancelled", None, None)
+            self.failed.emit("loading cancelled", None, None, None)
             return
         except TraceFileError as exc:
             partial = exc.model if exc.model is not None and exc.model.event_count else None
-            layout = Layout(partial) if partial is not None else None
-            if layout is not None:
-                layout.update()
-            self.failed.emit(str(exc), partial, layout)
+            if partial is None:
+                self.failed.emit(str(exc), None, None, None)
+                return
+            got = analyses if partial is analyses.model else Analyses(partial)
+            layout, index = lay_out(got)
+            self.failed.emit(str(exc), got, layout, index)
+            self._logical(layout)
             return
         except (OSError, ValueError) as exc:
-            self.failed.emit(f"{self.path}: {exc}", None, None)
+            self.failed.emit(f"{self.path}: {exc}", None, None, None)
             return
-        layout = Layout(m)
-        layout.update()
-        self.loaded.emit(m, layout)
+        self.timings["model"] = clock.restart() / 1e3
+        layout, index = lay_out(analyses)
+        self.timings["layout"] = clock.restart() / 1e3
+        self.loaded.emit(analyses, layout, index)
+        self._logical(layout)
+        self.timings["logical"] = clock.elapsed() / 1e3
+
+    def _logical(self, layout: Layout) -> None:
+        if layout.logical_pending:
+            layout.update_logical()
+            layout.logical_pending = False
+        self.logical_ready.emit()
 
     def _progress(self, done: int, total: int) -> None:
         self.progressed.emit(int(1000 * done // max(total, 1)), 1000)  # per mille: fits an int

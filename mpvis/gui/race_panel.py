@@ -1,9 +1,14 @@
-"""The race list: every race found, filtered by verdict, rank, situation and scope.
+"""The race list: every race found, filtered by method, verdict, rank, situation and scope.
 
 Adjacent races come from the model as they are found; non-adjacent ones are
 added when the user clicks a ``recv(-1,-1)`` (section 3.2 of the paper).
-Selecting a race emits :attr:`RacePanel.race_selected`; the window then
-highlights both receives and both messages.
+Exact races (:class:`~mpvis.analysis.exact_events.ExactRace`, Cypher and Leu:
+a match and a send that could have been matched instead) come from the exact
+detector of the window's :class:`~mpvis.analysis.pipeline.Analyses`; the *✓*
+column marks classifier races that the exact test confirms (the first
+receive's match conflicts with the second message).  Selecting a row emits
+:attr:`RacePanel.race_selected` with the ``Race`` or ``ExactRace``; the
+window then highlights it.
 """
 
 from __future__ import annotations
@@ -12,9 +17,38 @@ from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from mpvis.analysis.exact_events import ExactRace
 from mpvis.model.races import Race
 
-_COLUMNS = ("#", "rank", "receives", "situation", "verdict", "scope", "messages", "sites")
+_COLUMNS = (
+    "#",
+    "✓",
+    "method",
+    "rank",
+    "receives",
+    "situation",
+    "verdict",
+    "scope",
+    "messages",
+    "sites",
+)
+_VERDICT_COL = _COLUMNS.index("verdict")
+METHOD_FILTERS = ("classifier + exact", "classifier", "exact")
+Row = Race | ExactRace
+
+
+def race_key(r: Race) -> tuple[int, int, tuple[int, int], tuple[int, int]] | None:
+    """The exact test's key of a classifier race: (rank, first recv, message 1, message 2)."""
+    m1, m2 = r.messages
+    if m1 is None or m2 is None:
+        return None
+    return (r.rank, r.recvs[0], (m1[0], m1[1]), (m2[0], m2[1]))
+
+
+def exact_key(e: ExactRace) -> tuple[int, int, tuple[int, int], tuple[int, int]]:
+    return (e.rank, e.recv, (e.s1[0], e.s1[1]), (e.s2[0], e.s2[1]))
+
+
 _VERDICT_COLORS = {
     "legitimate": "#c62828",
     "unverified": "#ef6c00",
@@ -40,9 +74,10 @@ class RaceTableModel(QtCore.QAbstractTableModel):
 
     def __init__(self) -> None:
         super().__init__()
-        self.races: list[Race] = []
+        self.races: list[Row] = []
+        self.confirmed: set[tuple[int, int, tuple[int, int], tuple[int, int]]] = set()
 
-    def set_races(self, races: list[Race]) -> None:
+    def set_races(self, races: list[Row]) -> None:
         self.beginResetModel()
         self.races = races
         self.endResetModel()
@@ -64,8 +99,24 @@ class RaceTableModel(QtCore.QAbstractTableModel):
         r = self.races[index.row()]
         col = index.column()
         if role == QtCore.Qt.ItemDataRole.DisplayRole:
+            if isinstance(r, ExactRace):
+                return (
+                    "-",
+                    "",
+                    "exact",
+                    str(r.rank),
+                    f"#{r.recv}",
+                    "-",
+                    "legitimate",
+                    "-",
+                    f"{_msg(r.s1)}, {_msg(r.s2)} (could match)",
+                    "",
+                )[col]
+            key = race_key(r)
             return (
                 str(r.id) if r.scope == "adjacent" else "-",
+                "✓" if key is not None and key in self.confirmed else "",
+                "classifier",
                 str(r.rank),
                 f"#{r.recvs[0]} / #{r.recvs[1]}",
                 str(r.situation),
@@ -74,8 +125,13 @@ class RaceTableModel(QtCore.QAbstractTableModel):
                 f"{_msg(r.messages[0])}, {_msg(r.messages[1])}",
                 f"{r.sites[0] or '?'} / {r.sites[1] or '?'}",
             )[col]
-        if role == QtCore.Qt.ItemDataRole.ForegroundRole and col == 4:
-            return QtGui.QBrush(QtGui.QColor(_VERDICT_COLORS.get(r.verdict, "#000")))
+        if role == QtCore.Qt.ItemDataRole.ForegroundRole and col == _VERDICT_COL:
+            verdict = "legitimate" if isinstance(r, ExactRace) else r.verdict
+            return QtGui.QBrush(QtGui.QColor(_VERDICT_COLORS.get(verdict, "#000")))
+        if role == QtCore.Qt.ItemDataRole.ForegroundRole and col == 1:
+            return QtGui.QBrush(QtGui.QColor("#2e7d32"))
+        if role == QtCore.Qt.ItemDataRole.ToolTipRole and col == 1:
+            return "confirmed by the exact test (Cypher and Leu)"
         return None
 
 
@@ -88,6 +144,9 @@ class RacePanel(QtWidgets.QWidget):
         super().__init__(parent)
         self._all: list[Race] = []
         self._extra: list[Race] = []
+        self._exact: list[ExactRace] = []
+        self.method = QtWidgets.QComboBox()
+        self.method.addItems(list(METHOD_FILTERS))
         self.verdict = QtWidgets.QComboBox()
         self.verdict.addItems(list(VERDICT_FILTERS))
         self.rank = QtWidgets.QLineEdit()
@@ -101,6 +160,7 @@ class RacePanel(QtWidgets.QWidget):
         top = QtWidgets.QHBoxLayout()
         for w in (
             QtWidgets.QLabel("Show"),
+            self.method,
             self.verdict,
             QtWidgets.QLabel("rank"),
             self.rank,
@@ -122,7 +182,7 @@ class RacePanel(QtWidgets.QWidget):
         lay.setContentsMargins(2, 2, 2, 2)
         lay.addLayout(top)
         lay.addWidget(self.table)
-        for combo in (self.verdict, self.situation, self.scope):
+        for combo in (self.method, self.verdict, self.situation, self.scope):
             combo.currentIndexChanged.connect(self.refilter)
         self.rank.textChanged.connect(self.refilter)
         self.refilter()
@@ -132,8 +192,19 @@ class RacePanel(QtWidgets.QWidget):
         self._all = list(races)
         self.refilter()
 
+    def set_exact(self, exact: list[ExactRace]) -> None:
+        """The exact detector's races; classifier races they confirm get a ✓."""
+        self._exact = list(exact)
+        self.model.confirmed = {exact_key(e) for e in exact}
+        self.refilter()
+
+    def is_confirmed(self, race: Race) -> bool:
+        key = race_key(race)
+        return key is not None and key in self.model.confirmed
+
     def clear(self) -> None:
-        self._all, self._extra = [], []
+        self._all, self._extra, self._exact = [], [], []
+        self.model.confirmed = set()
         self.refilter()
 
     def add_nonadjacent(self, races: list[Race]) -> None:
@@ -142,31 +213,44 @@ class RacePanel(QtWidgets.QWidget):
         self._extra = [r for r in self._extra if (r.rank, r.recvs[0]) not in keys] + races
         self.refilter()
 
-    def shown(self) -> list[Race]:
+    def shown(self) -> list[Row]:
         """The races the filters let through, in the table's order."""
         return list(self.model.races)
 
     def all_races(self) -> list[Race]:
+        """The classifier's races (adjacent, then the non-adjacent ones asked for)."""
         return self._all + self._extra
 
+    def exact_races(self) -> list[ExactRace]:
+        return list(self._exact)
+
     def refilter(self, *args: object) -> None:
+        method = self.method.currentText()
         verdicts = VERDICT_FILTERS[self.verdict.currentText()]
         rank_text = self.rank.text().strip()
         rank = int(rank_text) if rank_text.isdigit() else None
         sit = self.situation.currentText()
         scope = self.scope.currentText()
-        shown = [
+        shown: list[Row] = [
             r
-            for r in self.all_races()
+            for r in (self.all_races() if method != "exact" else [])
             if r.verdict in verdicts
             and (rank is None or r.rank == rank)
             and (not sit.isdigit() or r.situation == int(sit))
             and (scope.startswith("adjacent +") or r.scope == scope)
         ]
+        if (
+            method != "classifier"
+            and "legitimate" in verdicts
+            and not sit.isdigit()
+            and (not scope.startswith("nonadjacent"))
+        ):
+            shown += [r for r in self._exact if rank is None or r.rank == rank]
         self.model.set_races(shown)
-        self.count.setText(f"{len(shown)} of {len(self.all_races())}")
+        total = len(self.all_races()) + len(self._exact)
+        self.count.setText(f"{len(shown)} of {total}")
 
-    def select_race(self, race: Race) -> bool:
+    def select_race(self, race: Row) -> bool:
         """Select ``race`` in the table if the filters show it."""
         for i, r in enumerate(self.model.races):
             if r is race:

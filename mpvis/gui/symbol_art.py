@@ -8,6 +8,9 @@ from PySide6 import QtCore, QtGui
 
 from mpvis.scene.symbols import SymbolSpec
 
+#: Opacity of a faded symbol (outside a cone, ...).
+FADED_OPACITY = 0.18
+
 
 def _polygon(points: list[tuple[float, float]]) -> QtGui.QPolygonF:
     return QtGui.QPolygonF([QtCore.QPointF(x, y) for x, y in points])
@@ -74,6 +77,11 @@ def shape_path(shape: str, size: float) -> QtGui.QPainterPath:
                 ]
             )
         )
+    elif shape == "octagon":
+        pts = [(h * math.cos(math.pi / 8 * (2 * i + 1)), h * math.sin(math.pi / 8 * (2 * i + 1)))
+               for i in range(9)]
+        p.addPolygon(_polygon(pts))
+        p.addRect(QtCore.QRectF(-h * 0.55, -h * 0.14, h * 1.1, h * 0.28))
     elif shape == "pause":
         p.addRect(QtCore.QRectF(-h * 0.7, -h, h * 0.5, 2 * h))
         p.addRect(QtCore.QRectF(h * 0.2, -h, h * 0.5, 2 * h))

@@ -11,12 +11,17 @@ drains the changes and repaints once (:mod:`mpvis.gui.live` for why).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from mpvis.analysis.exact_events import ExactRace
+from mpvis.analysis.exact_offline import conflicting_sends
+from mpvis.analysis.pipeline import Analyses
 from mpvis.gui import actions
+from mpvis.gui.deadlock_panel import DeadlockPanel
 from mpvis.gui.details import DetailsPanel
 from mpvis.gui.diagram import DiagramView
 from mpvis.gui.legend import LegendStrip
@@ -31,13 +36,25 @@ from mpvis.model.manager import ModelManager
 from mpvis.model.observer import ModelChange
 from mpvis.model.races import Race
 from mpvis.protocol import messages as wire
+from mpvis.protocol import records as rec_kinds
 from mpvis.scene.describe import summary
+from mpvis.scene.frame import FrameIndex
 from mpvis.scene.layout import Layout
-from mpvis.scene.race_marks import race_overlay, race_tags
+from mpvis.scene.race_marks import (
+    confirmed_overlay,
+    exact_race_overlay,
+    ghost_overlay,
+    race_overlay,
+    race_tags,
+)
 from mpvis.scene.symbols import CODE as SYMBOL_CODE
+from mpvis.tracefile.reader import TraceFileError, iter_records
 
 DRAIN_MS = 80
+#: A live run with no record for this long is checked for deadlocks (ms).
+IDLE_MS = 3000
 _ANY_RECV = SYMBOL_CODE["recv_any"]
+_RECV = rec_kinds.KIND_CODE[rec_kinds.RECV]
 #: Overview refreshes at most this often while a run streams in.
 OVERVIEW_MS = 1000
 _AREAS = {
@@ -60,6 +77,8 @@ class MainWindow(QtWidgets.QMainWindow):
     """The mpvis window; see the module docstring."""
 
     model_replaced = QtCore.Signal(object)  # ModelManager or None
+    #: the deadlock monitor's list may have changed (window.analyses.deadlock.deadlocks)
+    deadlocks_changed = QtCore.Signal()
     model_updated = QtCore.Signal(object)  # ModelChange
     event_selected = QtCore.Signal(int)
 
@@ -68,6 +87,11 @@ class MainWindow(QtWidgets.QMainWindow):
         self.resize(1500, 950)
         self.setAcceptDrops(True)
         self.model: ModelManager | None = None
+        self.analyses: Analyses | None = None
+        self._idle = QtCore.QElapsedTimer()
+        self._idle.start()
+        self._idle_checked = False
+        self._deadlocks_seen = 0
         self.source = ""
         self.settings_dir = settings_dir
         self.inbox: deque[tuple[Any, ...]] = deque()
@@ -106,6 +130,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.act_follow: QtGui.QAction | None = None
         self.add_panel("details", "Event details", self.details, "right")
         self.add_panel("races", "Races", self.races, "bottom")
+        self.deadlock_panel = DeadlockPanel(self)
+        self.add_panel("deadlocks", "Deadlocks", self.deadlock_panel, "bottom")
         self.status_label = QtWidgets.QLabel()
         self.hover_label = QtWidgets.QLabel()
         self.statusBar().addWidget(self.hover_label, 1)
@@ -114,6 +140,8 @@ class MainWindow(QtWidgets.QMainWindow):
         for spec in registered_panels():
             self.add_panel(spec.name, spec.title, spec.factory(self), spec.area, spec.visible)
         self.diagram.event_selected.connect(self._selected)
+        self.diagram.lod_changed.connect(self.legend.set_note)
+        self.diagram.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.diagram.event_hovered.connect(self._hovered)
         self.details.jump_requested.connect(lambda g: self.diagram.select_event(g, center=True))
         self.races.race_selected.connect(self.show_race)
@@ -127,6 +155,9 @@ class MainWindow(QtWidgets.QMainWindow):
             lambda g: self.model is not None and self.model.c_partner[g] >= 0,
         )
         d.add_event_action("Races of this recv(-1,-1)", self.show_nonadjacent, self._is_any_recv)
+        d.add_event_action(
+            "Conflicting sends (exact)", self.show_conflicting_sends, self._is_wild_source_recv
+        )
 
     def add_panel(
         self,
@@ -149,9 +180,26 @@ class MainWindow(QtWidgets.QMainWindow):
 
     # ------------------------------------------------------------ models
     def set_model(
-        self, model: ModelManager | None, source: str = "", layout: Layout | None = None
+        self,
+        model: ModelManager | None,
+        source: str = "",
+        layout: Layout | None = None,
+        *,
+        analyses: Analyses | None = None,
+        index: FrameIndex | None = None,
     ) -> None:
-        """Show ``model`` (built elsewhere or empty, to be fed live)."""
+        """Show ``model`` (built elsewhere or empty, to be fed live).
+
+        ``analyses``: the :class:`Analyses` that built ``model`` (exact races,
+        deadlocks); an empty model without one gets them attached here.
+        """
+        if analyses is None and model is not None and model.event_count == 0:
+            analyses = Analyses(model)
+        self.analyses = analyses if analyses is not None and analyses.model is model else None
+        self._idle.restart()
+        self._idle_checked = False
+        self._deadlocks_seen = 0
+        self.statusBar().clearMessage()
         if self.model is not None:
             self.model.observers[:] = [
                 o for o in self.model.observers if not isinstance(o, _Observer)
@@ -161,7 +209,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.races.clear()
         header = model.header if model is not None else {}
         self.notifier.reset(RaceSettings.load(header, self.settings_dir))
-        self.diagram.set_model(model, layout)
+        self.diagram.set_model(model, layout, index)
         self.details.show_event(model, -1)
         if model is not None:
             model.observers.append(_Observer(self.changes))
@@ -182,15 +230,17 @@ class MainWindow(QtWidgets.QMainWindow):
         dlg.setMinimumDuration(400)
         dlg.canceled.connect(loader.cancel.set)
         loader.progressed.connect(lambda done, total: dlg.setValue(int(100 * done / max(total, 1))))
-        loader.loaded.connect(lambda m, lay: self._loaded(loader, m, lay, None))
-        loader.failed.connect(lambda msg, m, lay: self._loaded(loader, m, lay, msg))
+        loader.loaded.connect(lambda a, lay, ix: self._loaded(loader, a, lay, ix, None))
+        loader.failed.connect(lambda msg, a, lay, ix: self._loaded(loader, a, lay, ix, msg))
+        loader.logical_ready.connect(lambda: self._logical_ready(loader))
         loader.start()
 
     def _loaded(
         self,
         loader: TraceLoader,
-        model: ModelManager | None,
+        analyses: Analyses | None,
         layout: Layout | None,
+        index: FrameIndex | None,
         error: str | None,
     ) -> None:
         if self.progress is not None:
@@ -199,14 +249,20 @@ class MainWindow(QtWidgets.QMainWindow):
         if loader is not self.loader:
             return
         self.loader = None
-        loader.wait()
-        if model is not None:
-            self.set_model(model, str(loader.path), layout)
+        if analyses is not None:
+            self.set_model(analyses.model, str(loader.path), layout, analyses=analyses, index=index)
+            self._note_deadlocks()
         if error is not None:
             self.show_message(
-                error if model is None else f"{error}\nThe events before the error are shown.",
+                error if analyses is None else f"{error}\nThe events before the error are shown.",
                 error=True,
             )
+
+    def _logical_ready(self, loader: TraceLoader) -> None:
+        lay = self.diagram.layout_
+        if lay is not None and lay.model is not None and loader.path == Path(self.source):
+            self.diagram.logical_layout_ready()
+            self.statusBar().showMessage("logical layout ready (L)", 4000)
 
     def show_message(self, text: str, error: bool = False) -> None:
         """A non-blocking message box (and the status bar)."""
@@ -228,7 +284,8 @@ class MainWindow(QtWidgets.QMainWindow):
             what, *args = self.inbox.popleft()
             fed = True
             if what == "start":
-                self.set_model(ModelManager(args[0]), f"live run (journal {args[1]})")
+                a = Analyses.for_header(args[0])
+                self.set_model(a.model, f"live run (journal {args[1]})", analyses=a)
             elif self.model is None or not self.source.startswith("live run"):
                 continue  # a trace was opened meanwhile: the run's leftovers are not for it
             elif what == "records":
@@ -241,7 +298,10 @@ class MainWindow(QtWidgets.QMainWindow):
                 and args[1] != wire.FINAL
                 and (self.model.status(args[0]) != "suspended")
             ):
-                self.model.mark_rank_dead(args[0], f"{args[1]}: {args[2]}")
+                if self.analyses is not None:
+                    self.analyses.mark_rank_dead(args[0], f"{args[1]}: {args[2]}")
+                else:
+                    self.model.mark_rank_dead(args[0], f"{args[1]}: {args[2]}")
             elif what == "end" and not self.model.input_ended:
                 try:
                     self.model.finish()
@@ -249,14 +309,26 @@ class MainWindow(QtWidgets.QMainWindow):
                     self.statusBar().showMessage(f"the run's trace is incomplete: {exc}", 15000)
             elif what == "error":
                 self.statusBar().showMessage(str(args[0]), 15000)
+        if fed:
+            self._idle.restart()
+            self._idle_checked = False
         if not self.changes and not fed:
+            self._check_idle()
             return
         added: list[int] = []
+        finished = False
         while self.changes:
             change = self.changes.popleft()
             added.extend(change.races_added)
             added.extend(change.races_changed)
+            finished |= change.finished
             self.model_updated.emit(change)
+        if finished or (
+            self.analyses is not None
+            and self.analyses.deadlock is not None
+            and len(self.analyses.deadlock.deadlocks) != self._deadlocks_seen
+        ):
+            self._note_deadlocks()
         if self.model is not None:
             self.diagram.data_changed()
             if added:
@@ -266,9 +338,44 @@ class MainWindow(QtWidgets.QMainWindow):
                 self._last_overview.restart()
         self._update_title()
 
+    def _check_idle(self) -> None:
+        """A live run idle for :data:`IDLE_MS`: ask the deadlock monitor once (``final=False``)."""
+        a, m = self.analyses, self.model
+        if (
+            a is None
+            or a.deadlock is None
+            or m is None
+            or m.input_ended
+            or self._idle_checked
+            or not self.source.startswith("live run")
+            or self._idle.elapsed() < IDLE_MS
+        ):
+            return
+        self._idle_checked = True
+        a.deadlock.check(final=False)
+        self._note_deadlocks()
+
+    def _note_deadlocks(self) -> None:
+        a = self.analyses
+        n = len(a.deadlock.deadlocks) if a is not None and a.deadlock is not None else 0
+        self._deadlocks_seen = n
+        self.deadlocks_changed.emit()
+        self.diagram.set_stuck_ranks(self.deadlocked_ranks())
+        if self.analyses is not None:
+            self._races_changed([])
+
+    def deadlocked_ranks(self) -> dict[int, int]:
+        """Ranks blocked in a deadlock found so far, with their blocking seq (drawn distinctly)."""
+        a = self.analyses
+        if a is None or a.deadlock is None:
+            return {}
+        return {r: s for d in a.deadlock.deadlocks for r, s in d.events}
+
     def _races_changed(self, ids: list[int]) -> None:
         m = self.model
         assert m is not None
+        if self.analyses is not None and self.analyses.exact is not None:
+            self.races.set_exact(self.analyses.exact.races)
         self.races.set_races(m.potential_races())
         for rid in dict.fromkeys(ids):
             race = m.races.races[rid]
@@ -277,13 +384,62 @@ class MainWindow(QtWidgets.QMainWindow):
         self.notifier.refresh()
 
     # ------------------------------------------------------------ races
-    def show_race(self, race: Race | None) -> None:
-        """Highlight both receives and both messages of ``race`` and bring them into view."""
+    def show_race(self, race: Race | ExactRace | None) -> None:
+        """Highlight a race (receives, messages; an exact race: its ghost send); center it."""
+        d = self.diagram
+        d.clear_overlay("race-confirmed")
         if race is None or self.model is None:
-            self.diagram.clear_overlay("race")
+            d.clear_overlay("race")
             return
-        self.diagram.set_overlay("race", race_overlay(self.model, race))
-        self.diagram.select_event(self.model.gidx(race.rank, race.recvs[0]), center=True)
+        m = self.model
+        if isinstance(race, ExactRace):
+            d.set_overlay("race", exact_race_overlay(m, race))
+            d.select_event(m.gidx(race.rank, race.recv), center=True)
+            return
+        d.set_overlay("race", race_overlay(m, race))
+        if self.races.is_confirmed(race):
+            d.set_overlay("race-confirmed", confirmed_overlay(m, race))
+        d.select_event(m.gidx(race.rank, race.recvs[0]), center=True)
+
+    def _is_wild_source_recv(self, g: int) -> bool:
+        m = self.model
+        return (
+            m is not None
+            and 0 <= g < m.event_count
+            and int(m.c_kind[g]) == _RECV
+            and int(m.c_peer[g]) == -1
+            and int(m.c_ref[g]) >= 0
+        )
+
+    def _records(self) -> Iterable[dict[str, Any]]:
+        """Every record of the shown run: from the trace file, or rebuilt from the model."""
+        m = self.model
+        assert m is not None
+        if self.source and not self.source.startswith("live run") and Path(self.source).is_file():
+            return (rec for _, rec in iter_records(self.source))
+        return (m.record(r, s) for r in range(m.nprocs) for s in range(m.count(r)))
+
+    def show_conflicting_sends(self, g: int) -> list[tuple[int, int]]:
+        """Draw dashed ghost lines from every send that could have matched receive ``g`` (exact)."""
+        m = self.model
+        if m is None or not self._is_wild_source_recv(g):
+            return []
+        r, s = int(m.c_rank[g]), int(m.c_seq[g])
+        QtWidgets.QApplication.setOverrideCursor(QtCore.Qt.CursorShape.WaitCursor)
+        try:
+            sends = conflicting_sends(self._records(), m.nprocs, r, s)
+        except TraceFileError as exc:
+            self.show_message(f"cannot read the trace again: {exc}", error=True)
+            return []
+        finally:
+            QtWidgets.QApplication.restoreOverrideCursor()
+        self.diagram.set_overlay("ghosts", ghost_overlay(m, g, sends))
+        self.statusBar().showMessage(
+            f"recv rank {r} #{s}: {len(sends)} conflicting send(s) by the exact test "
+            "(dashed: they could have been matched instead)",
+            15000,
+        )
+        return sends
 
     def _notified_show(self, race: Race) -> None:
         self.docks["races"].show()

@@ -57,6 +57,8 @@ class Layout:
         self._laid = [0] * n  # logical: events of each rank laid out
         self._waiting: dict[tuple[int, int], list[int]] = {}
         self.has_time = False
+        #: set while another thread computes the logical clocks (see :meth:`update`)
+        self.logical_pending = False
         self.rows = np.arange(n, dtype=np.float64)
         self._y_cache: FloatArray | None = None
 
@@ -112,8 +114,14 @@ class Layout:
         return a[a < self.count]
 
     # -------------------------------------------------------------- update
-    def update(self) -> tuple[int, int]:
-        """Lay out what is new in the model; returns the new real-time range ``(start, stop)``."""
+    def update(self, logical: bool = True) -> tuple[int, int]:
+        """Lay out what is new in the model; returns the new real-time range ``(start, stop)``.
+
+        ``logical=False`` leaves the logical clocks for a later
+        :meth:`update_logical` (the loader computes them in its thread after the
+        real-time view is shown: they take an event-by-event pass).  While
+        :attr:`logical_pending` is set, ``update`` never touches them.
+        """
         m = self.model
         start, stop = self.count, m.event_count
         if stop > start:
@@ -122,8 +130,21 @@ class Layout:
             self._logical.extend([math.nan] * (stop - start))
             self.count = stop
             self._y_cache = None
-        self._extend_logical()
+        if logical and not self.logical_pending:
+            self._extend_logical()
         return start, stop
+
+    def update_logical(self) -> None:
+        """Lamport clocks of every causally processed event laid out so far."""
+        self._extend_logical()
+
+    @property
+    def logical_ready(self) -> bool:
+        """Whether every laid-out, causally processed event has its logical ``x``."""
+        m = self.model
+        return not self.logical_pending and all(
+            self._laid[r] >= min(m.done[r], len(m.by_rank[r])) for r in range(self.nprocs)
+        )
 
     def _extend_cls(self, start: int, stop: int) -> None:
         m = self.model

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from mpvis.analysis.exact_events import ExactRace
 from mpvis.model.races import Race
 from mpvis.scene.overlay import Overlay
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
     from mpvis.model.manager import ModelManager
 
 RACE_COLOR = "#d50000"
+GHOST_COLOR = "#6a1b9a"
+CONFIRMED_COLOR = "#2e7d32"
 
 
 def race_overlay(m: ModelManager, race: Race, color: str = RACE_COLOR) -> Overlay:
@@ -38,6 +41,51 @@ def race_overlay(m: ModelManager, race: Race, color: str = RACE_COLOR) -> Overla
         width=3.0,
         label=f"race #{race.id}",
         z=5,
+    )
+
+
+def ghost_overlay(m: ModelManager, recv: int, sends: list[tuple[int, int]]) -> Overlay:
+    """Dashed ghost lines from each conflicting send ``(rank, seq)`` to receive ``recv``.
+
+    Cypher and Leu's exact test: each of these sends could have been matched by
+    the receive instead of the message it got; the sends are ringed too.
+    """
+    gs = [m.gidx(r, s) for r, s in sends]
+    r, s = int(m.c_rank[recv]), int(m.c_seq[recv])
+    return Overlay(
+        highlight=np.array([recv, *gs], dtype=np.int64),
+        segments=np.array([(g, recv) for g in gs], dtype=np.int64).reshape(-1, 2),
+        color=GHOST_COLOR,
+        width=2.0,
+        dashed=True,
+        label=f"could also match recv {r}#{s} (exact test)",
+        z=4,
+    )
+
+
+def exact_race_overlay(m: ModelManager, race: ExactRace) -> Overlay:
+    """An exact race: the receive ringed, a ghost line from the send that could have matched it."""
+    recv = m.gidx(race.rank, race.recv)
+    s1, s2 = m.gidx(*race.s1), m.gidx(*race.s2)
+    return Overlay(
+        highlight=np.array([recv, s1, s2], dtype=np.int64),
+        segments=np.array([(s2, recv)], dtype=np.int64),
+        color=GHOST_COLOR,
+        width=2.5,
+        dashed=True,
+        label=f"exact race: {race.s2[0]}#{race.s2[1]} could match recv {race.rank}#{race.recv}",
+        z=5,
+    )
+
+
+def confirmed_overlay(m: ModelManager, race: Race) -> Overlay:
+    """A green ring on the first receive of a classifier race that the exact test confirms."""
+    return Overlay(
+        highlight=np.array([m.gidx(race.rank, race.recvs[0])], dtype=np.int64),
+        color=CONFIRMED_COLOR,
+        width=2.0,
+        label="✓ confirmed by the exact test",
+        z=6,
     )
 
 

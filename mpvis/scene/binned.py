@@ -1,0 +1,141 @@
+"""Items sorted by ``x`` with a pyramid of pre-binned representatives (Qt-free).
+
+The diagram's frame must not cost a pass over every event.  A
+:class:`BinnedItems` holds items (events or messages) sorted by their left
+``x`` once per layout, so the items meeting a viewport's ``x`` range are one
+slice found by two binary searches.  For zoomed-out views it also keeps
+*levels*: level ``k`` cuts the whole ``x`` span into ``2**k`` buckets and keeps
+one item of every (group, bucket): the one of highest class (for events the
+symbol drawn on top, so a ``recv(-1,-1)`` star survives), the first in ``x``
+among equals; a group is a rank for events and a (source rank, destination
+rank) pair for messages.  A coarser level's representatives are a subset of
+the finer level's (the best of a bucket is the best of its two halves' best),
+so each level is built from the one below it.  A frame picks the finest
+level whose buckets are at least ``bucket_px`` wide on screen and slices it
+like the full set: its cost is bounded by the number of pixels, not of events.
+
+Items carry a right end ``x_hi`` (``x_hi >= x``; equal for points).  Items
+whose extent exceeds the 99th percentile of extents are kept aside
+(``long``) and tested one by one, so the slice of the others is
+``[x0 - max extent, x1]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+#: The coarsest level has this many buckets over the whole span.
+MIN_LEVEL_BUCKETS = 64
+#: The finest level has about this many items per bucket on average.
+MIN_ITEMS_PER_BUCKET = 16
+#: A level is built only while it keeps at most this share of the items below it.
+LEVEL_SHRINK = 0.6
+
+
+@dataclass(frozen=True)
+class _Sorted:
+    """Item ids sorted by ``x`` with their extents; ``reach`` = max ``x_hi - x``."""
+
+    ids: IntArray
+    x: FloatArray
+    x_hi: FloatArray
+    reach: float
+
+    def clip(self, x0: float, x1: float) -> IntArray:
+        """Ids of the items whose ``[x, x_hi]`` meets ``[x0, x1]``, in ``x`` order."""
+        i0 = int(np.searchsorted(self.x, x0 - self.reach, side="left"))
+        i1 = int(np.searchsorted(self.x, x1, side="right"))
+        if self.reach > 0:
+            sel = np.flatnonzero(self.x_hi[i0:i1] >= x0) + i0
+            return self.ids[sel]
+        return self.ids[i0:i1]
+
+    def count(self, x0: float, x1: float) -> int:
+        """An upper bound of ``len(self.clip(x0, x1))`` in two binary searches."""
+        i0 = int(np.searchsorted(self.x, x0 - self.reach, side="left"))
+        return int(np.searchsorted(self.x, x1, side="right")) - i0
+
+
+def _sorted(ids: IntArray, x: FloatArray, x_hi: FloatArray) -> _Sorted:
+    reach = float((x_hi - x).max()) if len(x) else 0.0
+    return _Sorted(ids, x, x_hi, max(reach, 0.0))
+
+
+class BinnedItems:
+    """Items (ids with ``x``, ``x_hi``, a group and a class) for fast viewport queries."""
+
+    def __init__(
+        self,
+        ids: IntArray,
+        x: FloatArray,
+        x_hi: FloatArray,
+        group: IntArray,
+        cls: npt.NDArray[np.integer],
+    ) -> None:
+        ok = ~(np.isnan(x) | np.isnan(x_hi))
+        ids, x, x_hi = ids[ok], x[ok], x_hi[ok]
+        group, cls = group[ok].astype(np.int64), cls[ok].astype(np.int64)
+        order = np.argsort(x, kind="stable")
+        ids, x, x_hi, group, cls = ids[order], x[order], x_hi[order], group[order], cls[order]
+        ext = x_hi - x
+        cut = float(np.percentile(ext, 99)) if len(ext) > 100 else np.inf
+        is_long = ext > cut
+        self.n = len(ids)
+        self.lo = float(x[0]) if len(x) else 0.0
+        self.hi = float(x[-1]) if len(x) else 1.0
+        span = max(self.hi - self.lo, 1e-300)
+        short = ~is_long
+        self.full = _sorted(ids[short], x[short], x_hi[short])
+        self.long = _sorted(ids[is_long], x[is_long], x_hi[is_long])
+        # levels, finest first: (buckets over the span, sorted representatives)
+        self.levels: list[tuple[int, _Sorted]] = []
+        sx, sg, sc, sids, shi = x[short], group[short], cls[short], ids[short], x_hi[short]
+        nb = MIN_LEVEL_BUCKETS
+        while nb * 2 <= max(len(sx) // MIN_ITEMS_PER_BUCKET, 1):
+            nb *= 2
+        keep = np.argsort(sg, kind="stable")  # positions in x order, grouped: keys ascend
+        prev = len(sx)
+        while nb >= MIN_LEVEL_BUCKETS and len(keep):
+            b = np.minimum(((sx[keep] - self.lo) / span * nb).astype(np.int64), nb - 1)
+            key = sg[keep] * nb + b
+            heads = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+            run = np.repeat(np.arange(len(heads)), np.diff(np.r_[heads, len(key)]))
+            best = np.maximum.reduceat(sc[keep], heads)[run] == sc[keep]
+            cand = np.flatnonzero(best)
+            first = cand[np.r_[True, run[cand[1:]] != run[cand[:-1]]]]
+            keep = keep[first]
+            if len(keep) <= prev * LEVEL_SHRINK:
+                at = np.sort(keep)
+                self.levels.append((nb, _sorted(sids[at], sx[at], shi[at])))
+                prev = len(keep)
+            nb //= 2
+
+    def query(
+        self, x0: float, x1: float, width_px: float, bucket_px: float, budget: int
+    ) -> tuple[IntArray, int]:
+        """Ids to draw for the ``x`` range ``[x0, x1]`` shown ``width_px`` pixels wide.
+
+        All items meeting the range when at most ``budget`` do; otherwise the
+        representatives of the finest level whose buckets are at least
+        ``bucket_px`` pixels wide and which keeps at most ``budget`` items in
+        range.  Returns ``(ids, buckets)`` where ``buckets`` is the level used
+        (0: all items).  Long items are always all returned.
+        """
+        longs = self.long.clip(x0, x1)
+        if self.full.count(x0, x1) <= budget:
+            return np.concatenate([self.full.clip(x0, x1), longs]), 0
+        px_per_x = width_px / max(x1 - x0, 1e-300)
+        span = max(self.hi - self.lo, 1e-300)
+        for nb, level in self.levels:  # finest first
+            if span / nb * px_per_x >= bucket_px and level.count(x0, x1) <= budget:
+                return np.concatenate([level.clip(x0, x1), longs]), nb
+        if self.levels:
+            nb, level = self.levels[-1]
+            return np.concatenate([level.clip(x0, x1), longs]), nb
+        return np.concatenate([self.full.clip(x0, x1), longs]), 0

@@ -1,0 +1,127 @@
+"""What one frame of the diagram draws, from geometry cached per layout (Qt-free).
+
+A :class:`FrameIndex` is built once per laid-out state (a layout, a time axis,
+a number of events): every event and every matched message goes into a
+:class:`~mpvis.scene.binned.BinnedItems`, so a frame costs two binary
+searches and a slice whose length is bounded by the viewport, at every zoom
+level.  Rows are applied at frame time (hiding or reordering ranks keeps the
+index).  The diagram rebuilds the index when the model grows or the time axis
+is toggled.
+
+Painting cost is what bounds a frame: Qt's software painter spends time in
+proportion to the pixels a line covers, so besides a cap on the number of
+symbols :meth:`FrameIndex.frame` caps the *total on-screen length* of the
+message lines it hands out (:data:`LINE_PIXELS`), keeping an even subset in
+``x`` order and always the lines named in ``keep``.  :class:`Frame` says how
+many messages were in view and how many are drawn, for the legend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from mpvis.scene.binned import BinnedItems
+from mpvis.scene.layout import Layout
+from mpvis.scene.lod import Viewport
+from mpvis.scene.messages import MessageIndex
+
+IntArray = npt.NDArray[np.int64]
+FloatArray = npt.NDArray[np.float64]
+
+#: Below this many events in view every one is drawn.
+MAX_SYMBOLS = 25_000
+#: At most this many message lines go to the painter...
+MAX_LINES = 6_000
+#: ... and at most this many pixels of line length in all.
+LINE_PIXELS = 400_000
+#: Buckets of the zoomed-out levels are at least this wide on screen.
+BUCKET_PX = 5.0
+#: Symbols within this many pixels outside the viewport are drawn (they overlap it).
+MARGIN_PX = 12.0
+
+
+@dataclass(frozen=True)
+class Frame:
+    """What to draw: event indices, message rows (into the :class:`MessageIndex`), counts."""
+
+    events: IntArray
+    messages: IntArray
+    messages_in_view: int  # at full resolution (an upper bound when decimated)
+    events_decimated: bool
+
+    @property
+    def messages_decimated(self) -> bool:
+        return len(self.messages) < self.messages_in_view
+
+
+class FrameIndex:
+    """Events and messages of one layout on one time axis, ready for viewport queries."""
+
+    def __init__(self, layout: Layout, msgs: MessageIndex, logical: bool) -> None:
+        n = layout.count
+        self.count = n
+        self.logical = logical
+        self.layout = layout
+        self.msgs = msgs
+        x = layout.x(logical)[:n]
+        ranks = layout.ranks.astype(np.int64)
+        self.ranks = ranks
+        ids = np.arange(n, dtype=np.int64)
+        self.events = BinnedItems(ids, x, x, ranks, layout.cls)
+        xs, xc = x[msgs.send], x[msgs.consume]
+        self.msg_x = np.column_stack([xs, xc]) if len(xs) else np.zeros((0, 2))
+        self.msg_src = ranks[msgs.send]
+        self.msg_dst = ranks[msgs.consume]
+        self.messages = BinnedItems(
+            np.arange(len(xs), dtype=np.int64),
+            np.fmin(xs, xc),
+            np.fmax(xs, xc),
+            self.msg_src * layout.nprocs + self.msg_dst,
+            np.zeros(len(xs), dtype=np.int8),
+        )
+
+    def valid_for(self, layout: Layout, msgs: MessageIndex, logical: bool) -> bool:
+        return (
+            self.layout is layout
+            and self.msgs is msgs
+            and self.count == layout.count
+            and self.logical == logical
+        )
+
+    def frame(self, view: Viewport, keep_messages: IntArray | None = None) -> Frame:
+        """The events and messages to draw for ``view`` (see the module docstring)."""
+        rows = self.layout.rows
+        shown = rows >= 0
+        mx, my = MARGIN_PX / view.px_per_x, MARGIN_PX / view.px_per_y
+        in_y = shown & (rows >= view.y0 - my) & (rows <= view.y1 + my)
+        share = max(int(in_y.sum()), 1) / max(len(rows), 1)
+        budget = int(MAX_SYMBOLS / share)
+        ev, nb = self.events.query(view.x0 - mx, view.x1 + mx, view.width_px, BUCKET_PX, budget)
+        ev = ev[in_y[self.ranks[ev]]]
+        ev.sort()
+        msgs = self._messages(view, rows, keep_messages)
+        return Frame(ev, msgs[0], msgs[1], nb > 0)
+
+    def _messages(
+        self, view: Viewport, rows: FloatArray, keep: IntArray | None
+    ) -> tuple[IntArray, int]:
+        full = self.messages.full.count(view.x0, view.x1) + len(self.messages.long.ids)
+        ids, nb = self.messages.query(view.x0, view.x1, view.width_px, BUCKET_PX, MAX_LINES)
+        ys, yd = rows[self.msg_src[ids]], rows[self.msg_dst[ids]]
+        ok = (ys >= 0) & (yd >= 0) & (np.fmax(ys, yd) >= view.y0) & (np.fmin(ys, yd) <= view.y1)
+        ids, ys, yd = ids[ok], ys[ok], yd[ok]
+        xy = self.msg_x[ids]
+        length = np.hypot((xy[:, 1] - xy[:, 0]) * view.px_per_x, (yd - ys) * view.px_per_y)
+        total = float(length.sum())
+        in_view = len(ids) if nb == 0 else full
+        if total > LINE_PIXELS or len(ids) > MAX_LINES:
+            in_view = full
+            stride = max(total / LINE_PIXELS, len(ids) / MAX_LINES)
+            pick = np.unique((np.arange(int(len(ids) / stride)) * stride).astype(np.int64))
+            ids = ids[pick]
+        if keep is not None and len(keep):
+            ids = np.union1d(ids, keep)
+        return ids, max(in_view, len(ids))
