@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["MessageHooks", "active_hooks", "install_hooks"]
+__all__ = ["ACTIVE", "MessageHooks", "active_hooks", "install_hooks"]
 
 
 class MessageHooks:
@@ -42,14 +42,15 @@ class MessageHooks:
         return src, tag
 
 
-_active: list[MessageHooks | None] = [None]
+#: ``ACTIVE[0]``: the installed hooks or ``None`` (the wrappers read it directly).
+ACTIVE: list[MessageHooks | None] = [None]
 
 
 def install_hooks(hooks: MessageHooks | None) -> None:
     """Make ``hooks`` the active hooks of this rank (``None`` removes them)."""
-    _active[0] = hooks
+    ACTIVE[0] = hooks
 
 
 def active_hooks() -> MessageHooks | None:
     """The installed hooks, or ``None``."""
-    return _active[0]
+    return ACTIVE[0]

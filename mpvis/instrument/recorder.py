@@ -10,12 +10,9 @@ the recording cost on the program's thread is one dict and one
 ``deque.append`` per event (MPVisualizer, section 2: the trace library must
 disturb the traced program as little as possible).
 
-Two costs are deferred to the flusher:
-
-* ``site`` is stored as a ``(filename, line)`` tuple and turned into the
-  spec's ``"file:line"`` string by :func:`finish_record`;
-* nothing is validated on the hot path; tests check records with
-  :func:`mpvis.protocol.records.check_record`.
+Call sites (``"file:line"``, the first frame outside the library and mpi4py)
+are formatted once per line and cached.  Nothing is validated on the hot
+path; tests check records with :func:`mpvis.protocol.records.check_record`.
 
 Ranks in records are ``MPI_COMM_WORLD`` ranks (the header's ``0..nprocs-1``);
 wildcards (``MPI_ANY_SOURCE``, ``MPI_ANY_TAG``) are written ``-1``; translating
@@ -27,15 +24,17 @@ from __future__ import annotations
 import sys
 import time
 from collections import deque
-from types import CodeType, FrameType
+from types import FrameType
 from typing import Any
 
-from mpvis.protocol.records import ANY
-
-__all__ = ["Record", "Recorder", "Site", "finish_record"]
+__all__ = ["UNKNOWN_SITE", "Record", "Recorder", "Site"]
 
 Record = dict[str, Any]
-Site = tuple[str, int] | None
+Site = str
+
+#: The site of a call with no frame outside the library (never expected).
+UNKNOWN_SITE = "<unknown>:0"
+_UNSEEN: Any = object()
 
 _monotonic = time.monotonic
 
@@ -49,7 +48,7 @@ class Recorder:
     :attr:`pending` concurrently (``deque.append``/``popleft`` are atomic).
     """
 
-    __slots__ = ("_internal", "_prefixes", "_t0", "pending", "rank", "seq")
+    __slots__ = ("_files", "_prefixes", "_t0", "pending", "rank", "seq")
 
     def __init__(self, rank: int, internal_dirs: tuple[str, ...]) -> None:
         self.rank = rank
@@ -57,23 +56,32 @@ class Recorder:
         self.pending: deque[Record] = deque()
         self._t0 = _monotonic()
         self._prefixes = internal_dirs
-        self._internal: dict[CodeType, bool] = {}
+        self._files: dict[str, dict[int, str] | None] = {}
 
     # -- call sites -----------------------------------------------------------
 
-    def site(self) -> Site:
-        """``(file, line)`` of the innermost frame outside the internal dirs."""
+    def site(self) -> str:
+        """``"file:line"`` of the innermost frame outside the internal dirs.
+
+        Per file name (strings hash once) the recorder caches whether it is
+        internal (``None``) or else its formatted sites by line, so a call
+        costs a few dict lookups per frame walked.
+        """
         f: FrameType | None = sys._getframe(1)
-        internal = self._internal
+        files = self._files
         while f is not None:
-            code = f.f_code
-            hit = internal.get(code)
-            if hit is None:
-                hit = internal[code] = code.co_filename.startswith(self._prefixes)
-            if not hit:
-                return (code.co_filename, f.f_lineno)
+            fn = f.f_code.co_filename
+            lines = files.get(fn, _UNSEEN)
+            if lines is _UNSEEN:
+                lines = files[fn] = None if fn.startswith(self._prefixes) else {}
+            if lines is not None:
+                line = f.f_lineno
+                text = lines.get(line)
+                if text is None:
+                    text = lines[line] = f"{fn}:{line}"
+                return text
             f = f.f_back
-        return None
+        return UNKNOWN_SITE
 
     # -- one method per record kind ---------------------------------------------
 
@@ -222,26 +230,6 @@ class Recorder:
         return seq
 
     def drain(self) -> list[Record]:
-        """Remove and return every pending record, finished (see :func:`finish_record`)."""
-        out: list[Record] = []
+        """Remove and return every pending record, oldest first."""
         pop = self.pending.popleft
-        try:
-            while True:
-                out.append(finish_record(pop()))
-        except IndexError:
-            return out
-
-
-def finish_record(rec: Record) -> Record:
-    """Turn the deferred ``site`` tuple into the spec's ``"file:line"`` (or drop it)."""
-    site = rec.get("site", None)
-    if site is None:
-        rec.pop("site", None)
-    elif type(site) is tuple:
-        rec["site"] = f"{site[0]}:{site[1]}"
-    return rec
-
-
-def wild(value: int, any_value: int) -> int:
-    """``-1`` when ``value`` is MPI's wildcard constant ``any_value``, else ``value``."""
-    return ANY if value == any_value else value
+        return [pop() for _ in range(len(self.pending))]

@@ -112,7 +112,7 @@ def _ring_precheck(comm: Any, op: str, fields: dict[str, Any], site: Site) -> No
             count=fields.get("count"),
             dtype=fields.get("dtype"),
             redop=fields.get("redop"),
-            site=None if site is None else f"{site[0]}:{site[1]}",
+            site=site,
         )
 
 

@@ -17,12 +17,13 @@ Piggyback: how a consume learns the ``[rank, seq]`` of the send it matched
 The send's ``seq`` travels with the message, invisibly to the program.
 
 * Object calls (``send``, ``isend``, ``recv``, ``sendrecv``, ...): the trace
-  library sends the tuple ``(seq, obj)`` (``(seq, obj, extra)`` when record /
-  replay hooks attach data) in place of ``obj``, and the receiving wrapper
-  returns ``obj``.  The number is inside the message, so it is right whatever
-  the wildcards, the order of completion or the use of probes (a probe sees
-  the user's source and tag; the byte count of a pickled message is not
-  something a program can rely on anyway).
+  library sends the tuple ``(seq, world rank, tag, obj)`` (with a fifth item
+  when record/replay hooks attach data) in place of ``obj``, and the receiving
+  wrapper returns ``obj``.  The number is inside the message, so it is right
+  whatever the wildcards, the order of completion or the use of probes (a
+  probe sees the user's source and tag; the byte count of a pickled message
+  is not something a program can rely on anyway); carrying the sender and tag
+  too spares the receiver a ``Status``.
 * Buffer calls (``Send``, ``Isend``, ``Recv``, ``Irecv``, ``Sendrecv``, ...): the
   user's message is sent untouched, so ``Probe``/``Get_count`` see exactly the
   program's message.  Just before it, an 8-byte header with the ``seq`` goes
@@ -54,7 +55,8 @@ from typing import Any, ClassVar
 import msgpack
 from mpi4py import MPI
 
-from mpvis.instrument.hooks import MessageHooks, active_hooks
+from mpvis.instrument.hooks import ACTIVE as _HOOKS
+from mpvis.instrument.hooks import MessageHooks
 from mpvis.instrument.recorder import Recorder, Site
 from mpvis.instrument.traced_request import RECV_BUF, RECV_OBJ, SEND, TracedRequest
 
@@ -153,23 +155,27 @@ class TracedIntracomm(MPI.Intracomm):
         return source, _ANY_TAG if t == -1 else t
 
     def _mv_post_send(
-        self, dest: int, tag: int, blocking: bool, sync: bool, header: bool
+        self, dest: int, tag: int, blocking: bool, sync: bool, site: Site
     ) -> tuple[int, Any]:
-        """Record a send; return its seq and the hooks' extra data (sends the header)."""
-        rec = self._mv_rec
+        """Record a send; return its seq and the hooks' extra data for it."""
         w = self._mv_w
-        seq = rec.send(self._mv_id, dest if w is None else w[dest], tag, blocking, sync, rec.site())
-        h = active_hooks()
-        extra = None if h is None else h.outgoing(self._mv_id, self._mv_world(dest), tag, seq)
-        if header:
-            data = seq.to_bytes(8, "little")
-            if extra is not None:
-                data += msgpack.packb(extra, use_bin_type=True)
-            _hdr_reqs.append(_C.Isend(self._mv_shadow, [data, _BYTE], dest, tag))
-            if len(_hdr_reqs) >= _REAP_AT:
-                MPI.Request.Testsome(_hdr_reqs)
-                _hdr_reqs[:] = [r for r in _hdr_reqs if r]
-        return seq, extra
+        seq = self._mv_rec.send(
+            self._mv_id, dest if w is None else w[dest], tag, blocking, sync, site
+        )
+        h = _HOOKS[0]
+        if h is None:
+            return seq, None
+        return seq, h.outgoing(self._mv_id, self._mv_world(dest), tag, seq)
+
+    def _mv_header(self, seq: int, extra: Any, dest: int, tag: int) -> None:
+        """Send the piggyback header of a buffer message on the shadow communicator."""
+        data = seq.to_bytes(8, "little")
+        if extra is not None:
+            data += msgpack.packb(extra, use_bin_type=True)
+        _hdr_reqs.append(_C.Isend(self._mv_shadow, [data, _BYTE], dest, tag))
+        if len(_hdr_reqs) >= _REAP_AT:
+            MPI.Request.Testsome(_hdr_reqs)
+            _hdr_reqs[:] = [r for r in _hdr_reqs if r]
 
     def _mv_post_recv(
         self, source: int, tag: int, blocking: bool, site: Site
@@ -183,40 +189,38 @@ class TracedIntracomm(MPI.Intracomm):
             blocking,
             site,
         )
-        h = active_hooks()
+        h = _HOOKS[0]
         if h is not None:
             source, tag = self._mv_force(h, rseq, source, tag)
         return rseq, source, tag
 
-    def _mv_consume(  # noqa: PLR0917 (hot path: positional)
-        self, rseq: int, st: MPI.Status, msg: Any, by_buffer: bool, site: Site, taint: bool = False
-    ) -> Any:
-        """Record the consume completing receive ``rseq``; return the program's object."""
+    def _mv_unwrap(self, rseq: int, msg: Any, site: Site) -> Any:
+        """Record the consume of object message ``msg``; return the program's object."""
+        sseq, wsrc, tag = msg[0], msg[1], msg[2]
+        self._mv_rec.consume(self._mv_id, rseq, wsrc, tag, sseq, site)
+        h = _HOOKS[0]
+        if h is not None:
+            h.incoming(self._mv_id, rseq, wsrc, tag, sseq, msg[4] if len(msg) > 4 else None)
+        return msg[3]
+
+    def _mv_consume_buf(self, rseq: int, st: MPI.Status, site: Site, taint: bool) -> None:
+        """Record the consume of the buffer message described by ``st`` (reads its header)."""
         src = st.Get_source()
         if src == _PROC_NULL or st.Is_cancelled():
-            return msg
+            return
         tag = st.Get_tag()
-        extra = None
-        if by_buffer:
-            _C.Recv(self._mv_shadow, [_hdr_buf, _BYTE], src, tag, _hdr_status)
-            n = _hdr_status.Get_count(_BYTE)
-            sseq: int | None = int.from_bytes(_hdr_buf[:8], "little")
-            if n > 8:
-                extra = msgpack.unpackb(bytes(_hdr_buf[8:n]), raw=False)
-            if taint or (self._mv_pending and self._mv_overtakes(rseq, src, tag)):
-                sseq = None
-        else:
-            sseq = msg[0]
-            if len(msg) > 2:
-                extra = msg[2]
-            msg = msg[1]
+        _C.Recv(self._mv_shadow, [_hdr_buf, _BYTE], src, tag, _hdr_status)
+        sseq: int | None = int.from_bytes(_hdr_buf[:8], "little")
+        if taint or (self._mv_pending and self._mv_overtakes(rseq, src, tag)):
+            sseq = None
         w = self._mv_w
         wsrc = src if w is None else w[src]
         self._mv_rec.consume(self._mv_id, rseq, wsrc, tag, sseq, site)
-        h = active_hooks()
+        h = _HOOKS[0]
         if h is not None:
+            n = _hdr_status.Get_count(_BYTE)
+            extra = msgpack.unpackb(bytes(_hdr_buf[8:n]), raw=False) if n > 8 else None
             h.incoming(self._mv_id, rseq, wsrc, tag, sseq, extra)
-        return msg
 
     def _mv_overtakes(self, rseq: int, src: int, tag: int) -> bool:
         """Whether a pending receive posted before ``rseq`` could match (src, tag).
@@ -230,14 +234,19 @@ class TracedIntracomm(MPI.Intracomm):
                 hit = True
         return hit
 
-    def _mv_finish(self, req: TracedRequest, st: MPI.Status, msg: Any, site: Site) -> Any:
-        """Called by a completing wait/test for a receive request of this communicator."""
+    def _mv_finish(self, req: TracedRequest, st: MPI.Status | None, msg: Any, site: Site) -> Any:
+        """Called by a completing wait/test for a receive request of this communicator.
+
+        ``st`` is the completion's status (never ``None`` for buffer receives).
+        """
         if req._mv_kind == RECV_BUF:
+            assert st is not None
             self._mv_pending.pop(req._mv_req, None)
-            return self._mv_consume(req._mv_req, st, None, True, site, req._mv_taint)
+            self._mv_consume_buf(req._mv_req, st, site, req._mv_taint)
+            return msg
         if msg is None:  # cancelled
             return None
-        return self._mv_consume(req._mv_req, st, msg, False, site)
+        return self._mv_unwrap(req._mv_req, msg, site)
 
     # -- object (lower-case) point-to-point ---------------------------------------
 
@@ -246,8 +255,12 @@ class TracedIntracomm(MPI.Intracomm):
     ) -> Any:
         if dest == _PROC_NULL:
             return fn(self, obj, dest, tag)
-        seq, extra = self._mv_post_send(dest, tag, blocking, sync, False)
-        out = fn(self, (seq, obj) if extra is None else (seq, obj, extra), dest, tag)
+        rec = self._mv_rec
+        seq, extra = self._mv_post_send(dest, tag, blocking, sync, rec.site())
+        me = rec.rank
+        out = fn(
+            self, (seq, me, tag, obj) if extra is None else (seq, me, tag, obj, extra), dest, tag
+        )
         if blocking:
             return out
         return TracedRequest.of(out, SEND, seq, self)
@@ -281,9 +294,7 @@ class TracedIntracomm(MPI.Intracomm):
             return _C.recv(self, buf, source, tag, status)
         site = self._mv_rec.site()
         rseq, source, tag = self._mv_post_recv(source, tag, True, site)
-        st = _Status() if status is None else status
-        msg = _C.recv(self, buf, source, tag, st)
-        return self._mv_consume(rseq, st, msg, False, site)
+        return self._mv_unwrap(rseq, _C.recv(self, buf, source, tag, status), site)
 
     def irecv(self, buf: Any = None, source: int = _ANY_SOURCE, tag: int = _ANY_TAG) -> MPI.Request:
         if source == _PROC_NULL:
@@ -301,16 +312,16 @@ class TracedIntracomm(MPI.Intracomm):
         recvtag: int = _ANY_TAG,
         status: MPI.Status | None = None,
     ) -> Any:
-        site = self._mv_rec.site()
+        rec = self._mv_rec
+        site = rec.site()
         if dest != _PROC_NULL:
-            seq, extra = self._mv_post_send(dest, sendtag, True, False, False)
-            sendobj = (seq, sendobj) if extra is None else (seq, sendobj, extra)
+            seq, extra = self._mv_post_send(dest, sendtag, True, False, site)
+            sendobj = (seq, rec.rank, sendtag, sendobj, *(() if extra is None else (extra,)))
         if source == _PROC_NULL:
             return _C.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
         rseq, source, recvtag = self._mv_post_recv(source, recvtag, True, site)
-        st = _Status() if status is None else status
-        msg = _C.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, st)
-        return self._mv_consume(rseq, st, msg, False, site)
+        msg = _C.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
+        return self._mv_unwrap(rseq, msg, site)
 
     def mprobe(
         self, source: int = _ANY_SOURCE, tag: int = _ANY_TAG, status: MPI.Status | None = None
@@ -330,7 +341,8 @@ class TracedIntracomm(MPI.Intracomm):
     ) -> Any:
         if dest == _PROC_NULL:
             return fn(self, buf, dest, tag)
-        seq, _ = self._mv_post_send(dest, tag, blocking, sync, True)
+        seq, extra = self._mv_post_send(dest, tag, blocking, sync, self._mv_rec.site())
+        self._mv_header(seq, extra, dest, tag)
         out = fn(self, buf, dest, tag)
         if blocking:
             return out
@@ -373,7 +385,7 @@ class TracedIntracomm(MPI.Intracomm):
         rseq, source, tag = self._mv_post_recv(source, tag, True, site)
         st = _Status() if status is None else status
         _C.Recv(self, buf, source, tag, st)
-        self._mv_consume(rseq, st, None, True, site)
+        self._mv_consume_buf(rseq, st, site, False)
         return None
 
     def Irecv(self, buf: Any, source: int = _ANY_SOURCE, tag: int = _ANY_TAG) -> MPI.Request:
@@ -396,13 +408,13 @@ class TracedIntracomm(MPI.Intracomm):
     ) -> None:
         site = self._mv_rec.site()
         if dest != _PROC_NULL:
-            self._mv_post_send(dest, sendtag, True, False, True)
+            self._mv_header(*self._mv_post_send(dest, sendtag, True, False, site), dest, sendtag)
         if source == _PROC_NULL:
             return _C.Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
         rseq, source, recvtag = self._mv_post_recv(source, recvtag, True, site)
         st = _Status() if status is None else status
         _C.Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, st)
-        self._mv_consume(rseq, st, None, True, site)
+        self._mv_consume_buf(rseq, st, site, False)
         return None
 
     def Sendrecv_replace(  # noqa: PLR0917 (mpi4py's signature)
@@ -416,13 +428,13 @@ class TracedIntracomm(MPI.Intracomm):
     ) -> None:
         site = self._mv_rec.site()
         if dest != _PROC_NULL:
-            self._mv_post_send(dest, sendtag, True, False, True)
+            self._mv_header(*self._mv_post_send(dest, sendtag, True, False, site), dest, sendtag)
         if source == _PROC_NULL:
             return _C.Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, status)
         rseq, source, recvtag = self._mv_post_recv(source, recvtag, True, site)
         st = _Status() if status is None else status
         _C.Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, st)
-        self._mv_consume(rseq, st, None, True, site)
+        self._mv_consume_buf(rseq, st, site, False)
         return None
 
     def Mprobe(
@@ -506,8 +518,7 @@ class TracedMessage(MPI.Message):
         c = self._mv_comm
         site = c._mv_rec.site()
         rseq = c._mv_rec.recv(c._mv_id, self._mv_wsrc(), _t(self._mv_tag), True, site)
-        st = _Status() if status is None else status
-        return c._mv_consume(rseq, st, MPI.Message.recv(self, st), False, site)
+        return c._mv_unwrap(rseq, MPI.Message.recv(self, status), site)
 
     def Recv(self, buf: Any, status: MPI.Status | None = None) -> None:
         c = self._mv_comm
@@ -515,7 +526,7 @@ class TracedMessage(MPI.Message):
         rseq = c._mv_rec.recv(c._mv_id, self._mv_wsrc(), _t(self._mv_tag), True, site)
         st = _Status() if status is None else status
         MPI.Message.Recv(self, buf, st)
-        c._mv_consume(rseq, st, None, True, site)
+        c._mv_consume_buf(rseq, st, site, False)
 
 
 def bind_world(recorder: Recorder) -> TracedIntracomm:

@@ -80,7 +80,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
 
     # -- bookkeeping shared by every completion function ---------------------
 
-    def _mv_one(self, status: MPI.Status, msg: Any) -> Any:
+    def _mv_one(self, status: MPI.Status | None, msg: Any) -> Any:
         """Record the completion of this request alone; return the delivered object."""
         site = self._mv_rec.site()
         if self._mv_kind != SEND:
@@ -90,10 +90,16 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
 
     # -- instance methods ------------------------------------------------------
 
+    def _mv_status(self, status: MPI.Status | None) -> MPI.Status | None:
+        """A status to complete with: buffer receives need one (source and tag)."""
+        if status is None and self._mv_kind == RECV_BUF:
+            return _Status()
+        return status
+
     def Wait(self, status: MPI.Status | None = None) -> Literal[True]:
         if not self:
             return _Base.Wait(self, status)
-        st = _Status() if status is None else status
+        st = self._mv_status(status)
         _Base.Wait(self, st)
         self._mv_one(st, None)
         return True
@@ -101,13 +107,13 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
     def wait(self, status: MPI.Status | None = None) -> Any:
         if not self:
             return _Base.wait(self, status)
-        st = _Status() if status is None else status
+        st = self._mv_status(status)
         return self._mv_one(st, _Base.wait(self, st))
 
     def Test(self, status: MPI.Status | None = None) -> bool:
         if not self:
             return _Base.Test(self, status)
-        st = _Status() if status is None else status
+        st = self._mv_status(status)
         flag = _Base.Test(self, st)
         if flag:
             self._mv_one(st, None)
@@ -116,7 +122,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
     def test(self, status: MPI.Status | None = None) -> tuple[bool, Any]:
         if not self:
             return _Base.test(self, status)
-        st = _Status() if status is None else status
+        st = self._mv_status(status)
         flag, msg = _Base.test(self, st)
         if flag:
             msg = self._mv_one(st, msg)

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mpvis.instrument as public
-from mpvis.instrument.recorder import Recorder, finish_record
+from mpvis.instrument.recorder import Recorder
 from mpvis.instrument.transport import FileSink, Flusher, NullSink, SocketSink, open_sink
 from mpvis.protocol.framing import EOF, NEED_DATA, FrameDecoder, Message, MsgType
 from mpvis.protocol.records import check_record, make_header
@@ -61,7 +61,7 @@ _CALLS = st.one_of(
 def _apply(rec: Recorder, call: tuple[Any, ...]) -> dict[str, Any]:
     """Make the recorder's call; return the fields the record must carry (an oracle)."""
     kind = call[0]
-    site = ("prog.py", 7)
+    site = "prog.py:7"
     if kind == "send":
         _, dest, tag, blocking, sync = call
         seq = rec.send(3, dest, tag, blocking, sync, site)
@@ -114,8 +114,8 @@ def test_records_follow_the_spec_with_gapless_seq(calls: list[tuple[Any, ...]]) 
 
 def test_site_is_the_first_frame_outside_the_library() -> None:
     rec = _recorder()
-    here = rec.site()  # called from this test: the test is outside the library
-    assert here is not None and here[0] == str(HERE)
+    here = rec.site()  # this test is outside the library
+    assert here == f"{HERE}:{_line_of('here = rec.site()  # this test is outside the library')}"
     # Called through the public ``state`` (a library frame), it still names this line.
     public._recorder[0] = rec
     try:
@@ -138,11 +138,6 @@ def test_state_outside_mpvis_does_nothing() -> None:
     public.state(x=3)  # must not raise
 
 
-def test_finish_record_formats_or_drops_the_site() -> None:
-    assert finish_record({"site": ("a.py", 3)})["site"] == "a.py:3"
-    assert "site" not in finish_record({"site": None})
-
-
 # -- sinks and flusher ---------------------------------------------------------------------
 
 
@@ -151,7 +146,7 @@ def test_file_sink_writes_a_catenable_trace(tmp_path: Path) -> None:
     sinks[0].header(make_header(2))
     for r, sink in enumerate(sinks):
         rec = _recorder(rank=r)
-        rec.send(0, 1 - r, 5, True, False, None)
+        rec.send(0, 1 - r, 5, True, False, "p.py:1")
         rec.final()
         sink.records(rec.drain())
         sink.bye("final", "")
@@ -212,7 +207,7 @@ def test_socket_sink_and_flusher_speak_the_wire_protocol() -> None:
     rec = _recorder(rank=0)
     flusher = Flusher(rec.drain, sink, period=0.005)
     for i in range(5):
-        rec.send(0, 0, i, True, False, None)
+        rec.send(0, 0, i, True, False, "p.py:1")
     rec.final()
     flusher.close("final")
     coll.thread.join(timeout=10)
@@ -231,7 +226,7 @@ def test_flusher_ships_without_being_asked(tmp_path: Path) -> None:
     sink = FileSink(tmp_path, 0)
     rec = _recorder(rank=0)
     flusher = Flusher(rec.drain, sink, period=0.005)
-    rec.recv(0, -1, -1, True, None)
+    rec.recv(0, -1, -1, True, "p.py:1")
     path = tmp_path / "rank-0.jsonl"
     done = threading.Event()
     for _ in range(400):
