@@ -421,7 +421,11 @@ class DiagramView(pg.PlotWidget):
                 rows[fi.msg_dst[fr.messages]],
             ]
         )
-        new = np.flatnonzero(np.maximum(self._msgs.send, self._msgs.consume) >= fi.count)
+        new = (
+            np.flatnonzero(np.maximum(self._msgs.send, self._msgs.consume) >= fi.count)
+            if self._msgs is not fi.msgs
+            else np.zeros(0, dtype=np.int64)
+        )
         if len(new):  # messages completed since the index was built
             ns, nc = self._msgs.send[new], self._msgs.consume[new]
             tseg = np.column_stack([x[ns], y[ns], x[nc], y[nc]])

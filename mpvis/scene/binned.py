@@ -34,6 +34,8 @@ IntArray = npt.NDArray[np.int64]
 MIN_LEVEL_BUCKETS = 64
 #: The finest level has about this many items per bucket on average.
 MIN_ITEMS_PER_BUCKET = 16
+#: Up to this many times the budget, the items in range are counted exactly.
+EXACT_COUNT_FACTOR = 8
 #: A level is built only while it keeps at most this share of the items below it.
 LEVEL_SHRINK = 0.6
 
@@ -81,7 +83,7 @@ class BinnedItems:
         ok = ~(np.isnan(x) | np.isnan(x_hi))
         ids, x, x_hi = ids[ok], x[ok], x_hi[ok]
         group, cls = group[ok].astype(np.int64), cls[ok].astype(np.int64)
-        order = np.argsort(x, kind="stable")
+        order = np.argsort(x)
         ids, x, x_hi, group, cls = ids[order], x[order], x_hi[order], group[order], cls[order]
         ext = x_hi - x
         cut = float(np.percentile(ext, 99)) if len(ext) > 100 else np.inf
@@ -96,10 +98,12 @@ class BinnedItems:
         # levels, finest first: (buckets over the span, sorted representatives)
         self.levels: list[tuple[int, _Sorted]] = []
         sx, sg, sc, sids, shi = x[short], group[short], cls[short], ids[short], x_hi[short]
+        n_groups = int(sg.max()) + 1 if len(sg) else 0
         nb = MIN_LEVEL_BUCKETS
         while nb * 2 <= max(len(sx) // MIN_ITEMS_PER_BUCKET, 1):
             nb *= 2
-        keep = np.argsort(sg, kind="stable")  # positions in x order, grouped: keys ascend
+        small = sg.astype(np.int16) if n_groups < 2**15 else sg  # radix sort for small ints
+        keep = np.argsort(small, kind="stable")  # positions in x order, grouped: keys ascend
         prev = len(sx)
         while nb >= MIN_LEVEL_BUCKETS and len(keep):
             b = np.minimum(((sx[keep] - self.lo) / span * nb).astype(np.int64), nb - 1)
@@ -124,18 +128,28 @@ class BinnedItems:
         All items meeting the range when at most ``budget`` do; otherwise the
         representatives of the finest level whose buckets are at least
         ``bucket_px`` pixels wide and which keeps at most ``budget`` items in
-        range.  Returns ``(ids, buckets)`` where ``buckets`` is the level used
-        (0: all items).  Long items are always all returned.
+        range; a level's representatives may lie up to one bucket outside the
+        range (the best of a bucket across its edge).  Returns ``(ids,
+        buckets)`` where ``buckets`` is the level used (0: all items).  Long
+        items are always all returned.
         """
         longs = self.long.clip(x0, x1)
-        if self.full.count(x0, x1) <= budget:
-            return np.concatenate([self.full.clip(x0, x1), longs]), 0
+        bound = self.full.count(x0, x1)  # counts items reaching back up to ``reach``
+        if bound <= budget * EXACT_COUNT_FACTOR:
+            every = self.full.clip(x0, x1)
+            if len(every) <= budget:
+                return np.concatenate([every, longs]), 0
         px_per_x = width_px / max(x1 - x0, 1e-300)
         span = max(self.hi - self.lo, 1e-300)
         for nb, level in self.levels:  # finest first
             if span / nb * px_per_x >= bucket_px and level.count(x0, x1) <= budget:
-                return np.concatenate([level.clip(x0, x1), longs]), nb
+                return self._level(nb, level, x0, x1, longs), nb
         if self.levels:
             nb, level = self.levels[-1]
-            return np.concatenate([level.clip(x0, x1), longs]), nb
+            return self._level(nb, level, x0, x1, longs), nb
         return np.concatenate([self.full.clip(x0, x1), longs]), 0
+
+    def _level(self, nb: int, level: _Sorted, x0: float, x1: float, longs: IntArray) -> IntArray:
+        # a bucket across an edge of the range may have its representative just outside
+        bw = (self.hi - self.lo) / nb
+        return np.concatenate([level.clip(x0 - bw, x1 + bw), longs])

@@ -11,7 +11,8 @@ is toggled.
 Painting cost is what bounds a frame: Qt's software painter spends time in
 proportion to the pixels a line covers, so besides a cap on the number of
 symbols :meth:`FrameIndex.frame` caps the *total on-screen length* of the
-message lines it hands out (:data:`LINE_PIXELS`), keeping an even subset in
+message lines it hands out inside the viewport (:data:`LINE_PIXELS`; Qt
+clips the rest cheaply), keeping an even subset in
 ``x`` order and always the lines named in ``keep``.  :class:`Frame` says how
 many messages were in view and how many are drawn, for the legend.
 """
@@ -32,11 +33,11 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 #: Below this many events in view every one is drawn.
-MAX_SYMBOLS = 25_000
+MAX_SYMBOLS = 16_000
 #: At most this many message lines go to the painter...
 MAX_LINES = 6_000
 #: ... and at most this many pixels of line length in all.
-LINE_PIXELS = 400_000
+LINE_PIXELS = 250_000
 #: Buckets of the zoomed-out levels are at least this wide on screen.
 BUCKET_PX = 5.0
 #: Symbols within this many pixels outside the viewport are drawn (they overlap it).
@@ -55,6 +56,25 @@ class Frame:
     @property
     def messages_decimated(self) -> bool:
         return len(self.messages) < self.messages_in_view
+
+
+def visible_pixels(
+    x0: FloatArray, y0: FloatArray, x1: FloatArray, y1: FloatArray, view: Viewport
+) -> FloatArray:
+    """On-screen length in pixels of each segment's part inside ``view`` (Liang-Barsky)."""
+    dx, dy = x1 - x0, y1 - y0
+    lo, hi = np.zeros(len(x0)), np.ones(len(x0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for p, a, b in ((dx, view.x0 - x0, view.x1 - x0), (dy, view.y0 - y0, view.y1 - y0)):
+            ta, tb = a / p, b / p
+            t_in, t_out = np.fmin(ta, tb), np.fmax(ta, tb)
+            flat = p == 0
+            inside = (a <= 0) & (b >= 0)
+            t_in = np.where(flat, np.where(inside, 0.0, 2.0), t_in)
+            t_out = np.where(flat, np.where(inside, 1.0, -1.0), t_out)
+            lo, hi = np.fmax(lo, t_in), np.fmin(hi, t_out)
+    length = np.hypot(dx * view.px_per_x, dy * view.px_per_y)
+    return np.clip(hi - lo, 0.0, 1.0) * length
 
 
 class FrameIndex:
@@ -114,8 +134,7 @@ class FrameIndex:
         ok = (ys >= 0) & (yd >= 0) & (np.fmax(ys, yd) >= view.y0) & (np.fmin(ys, yd) <= view.y1)
         ids, ys, yd = ids[ok], ys[ok], yd[ok]
         xy = self.msg_x[ids]
-        length = np.hypot((xy[:, 1] - xy[:, 0]) * view.px_per_x, (yd - ys) * view.px_per_y)
-        total = float(length.sum())
+        total = float(visible_pixels(xy[:, 0], ys, xy[:, 1], yd, view).sum())
         in_view = len(ids) if nb == 0 else full
         if total > LINE_PIXELS or len(ids) > MAX_LINES:
             in_view = full
