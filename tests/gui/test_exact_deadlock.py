@@ -1,4 +1,4 @@
-"""Exact races and deadlocks in the window (offscreen): ghost lines, ✓, method filter, panel, DOT."""
+"""Exact races and deadlocks in the window (offscreen): ghosts, ✓, method filter, panel, DOT."""
 
 from __future__ import annotations
 
