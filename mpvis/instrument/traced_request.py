@@ -97,7 +97,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         return status
 
     def Wait(self, status: MPI.Status | None = None) -> Literal[True]:
-        if not self:
+        if not _is_live(self):  # completed, or not traced (``MPI.Request.Wait(r)``)
             return _Base.Wait(self, status)
         st = self._mv_status(status)
         _Base.Wait(self, st)
@@ -105,13 +105,13 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         return True
 
     def wait(self, status: MPI.Status | None = None) -> Any:
-        if not self:
+        if not _is_live(self):  # completed, or not traced (``MPI.Request.Wait(r)``)
             return _Base.wait(self, status)
         st = self._mv_status(status)
         return self._mv_one(st, _Base.wait(self, st))
 
     def Test(self, status: MPI.Status | None = None) -> bool:
-        if not self:
+        if not _is_live(self):  # completed, or not traced (``MPI.Request.Wait(r)``)
             return _Base.Test(self, status)
         st = self._mv_status(status)
         flag = _Base.Test(self, st)
@@ -120,7 +120,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         return flag
 
     def test(self, status: MPI.Status | None = None) -> tuple[bool, Any]:
-        if not self:
+        if not _is_live(self):  # completed, or not traced (``MPI.Request.Wait(r)``)
             return _Base.test(self, status)
         st = self._mv_status(status)
         flag, msg = _Base.test(self, st)
