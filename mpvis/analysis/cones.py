@@ -39,10 +39,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import numpy.typing as npt
 
-from mpvis.model.clocks import _CHUNK
-
 if TYPE_CHECKING:
-    from mpvis.model.clocks import ClockStore
     from mpvis.model.manager import ModelManager
 
 __all__ = ["Cone", "ConeIndex", "cone_of"]
@@ -124,25 +121,6 @@ class _RankRows:
         self.cols: list[IntArray] = [np.zeros(0, dtype=np.int32) for _ in range(nprocs)]
 
 
-def _merge_rows(clocks: ClockStore, rank: int, start: int) -> npt.NDArray[np.int32]:
-    """Merge rows ``start..`` of ``rank`` as a 2-D array, gathered chunk by chunk.
-
-    Reads the clock store's row chunks directly so that a million-event trace
-    is gathered with a few dozen NumPy operations instead of a Python loop.
-    """
-    rows = np.frombuffer(clocks.merge_row[rank], dtype=np.int32)[start:].astype(np.int64)
-    out = np.empty((len(rows), clocks.nprocs), dtype=np.int32)
-    if len(rows) == 0:
-        return out
-    chunk, off = np.divmod(rows, _CHUNK)
-    bounds = np.flatnonzero(np.diff(chunk)) + 1
-    for lo, hi in zip(
-        np.concatenate(([0], bounds)), np.concatenate((bounds, [len(rows)])), strict=True
-    ):
-        out[lo:hi] = clocks._chunks[int(chunk[lo])][off[lo:hi]]
-    return out
-
-
 class ConeIndex:
     """Answers cone queries on one model; caches per-rank clock columns.
 
@@ -161,7 +139,7 @@ class ConeIndex:
         have = len(cached.seqs)
         total = len(clocks.merge_seq[rank])
         if total > have:
-            new = _merge_rows(clocks, rank, have)
+            new = clocks.rows(rank, have)
             seqs = np.frombuffer(clocks.merge_seq[rank], dtype=np.int32)[have:]
             cached.seqs = np.concatenate((cached.seqs, seqs))
             cached.cols = [np.concatenate((col, new[:, j])) for j, col in enumerate(cached.cols)]

@@ -119,17 +119,30 @@ class ClockStore:
             return a[1] < b[1]
         return self.component(b[0], b[1], a[0]) > a[1]
 
+    def rows(self, rank: int, start: int = 0) -> IntVec:
+        """The merge rows of ``rank`` from its ``start``-th on, as a 2-D array
+        (one row per merge event, in seq order; see :attr:`merge_seq`)."""
+        rows = np.frombuffer(self.merge_row[rank], dtype=np.int32)[start:].astype(np.int64)
+        out = np.empty((len(rows), self.nprocs), dtype=np.int32)
+        if len(rows) == 0:
+            return out
+        chunk, off = np.divmod(rows, _CHUNK)
+        bounds = np.flatnonzero(np.diff(chunk)) + 1
+        starts = np.concatenate(([0], bounds))
+        stops = np.concatenate((bounds, [len(rows)]))
+        for lo, hi in zip(starts.tolist(), stops.tolist(), strict=True):
+            out[lo:hi] = self._chunks[int(chunk[lo])][off[lo:hi]]
+        return out
+
     def column(self, rank: int, j: int, count: int) -> IntVec:
         """``clock(rank, s)[j]`` for ``s`` in ``0..count-1``, vectorised."""
         if j == rank:
             return np.arange(1, count + 1, dtype=np.int32)
-        seqs = np.frombuffer(self.merge_seq[rank], dtype=np.int32) if self.merge_seq[rank] else (
-            np.zeros(0, dtype=np.int32))
         out = np.zeros(count, dtype=np.int32)
-        if len(seqs) == 0 or count == 0:
+        if not self.merge_seq[rank] or count == 0:
             return out
-        rows = np.frombuffer(self.merge_row[rank], dtype=np.int32)
-        vals = np.fromiter((self._row(int(r))[j] for r in rows), dtype=np.int32, count=len(rows))
+        seqs = np.frombuffer(self.merge_seq[rank], dtype=np.int32)
+        vals = self.rows(rank)[:, j]
         idx = np.searchsorted(seqs, np.arange(count), side="right") - 1
         ok = idx >= 0
         out[ok] = vals[idx[ok]]
