@@ -22,6 +22,8 @@ from mpvis.protocol import records as R
 Record = dict[str, Any]
 
 K_SEND, K_RECV, K_CONSUME = R.KIND_CODE[R.SEND], R.KIND_CODE[R.RECV], R.KIND_CODE[R.CONSUME]
+K_STATE = R.KIND_CODE[R.STATE]
+_SCALARS = frozenset({int, float, str, bool, type(None)})
 F_BLOCKING, F_SYNC = 1, 2  # flags = blocking + 2 * sync
 
 #: Fields held in columns; anything else in a record goes to the model's extras.
@@ -30,7 +32,7 @@ COLUMN_FIELDS = frozenset({
     "req", "recv", "send", "size",
 })
 #: Kinds whose per-record rules are checked on whole columns.
-_FAST = frozenset({K_SEND, K_RECV, K_CONSUME})
+_FAST = frozenset({K_SEND, K_RECV, K_CONSUME, K_STATE})
 
 
 @dataclass
@@ -63,6 +65,11 @@ def _fast_ok(batch: list[Record], codes: list[int], nprocs: int) -> bool:
     sends = [d for d, c in zip(batch, codes, strict=True) if c == K_SEND]
     recvs = [d for d, c in zip(batch, codes, strict=True) if c == K_RECV]
     cons = [d for d, c in zip(batch, codes, strict=True) if c == K_CONSUME]
+    states: list[Any] = [d.get("vars") for d, c in zip(batch, codes, strict=True)
+                         if c == K_STATE]
+    if states and not (set(map(type, states)) == {dict} and all(
+            _SCALARS.issuperset(map(type, v.values())) for v in states)):
+        return False
     if sends:
         dest: list[Any] = [d.get("dest") for d in sends]
         tag: list[Any] = [d.get("tag") for d in sends]
