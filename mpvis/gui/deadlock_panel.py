@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6 import QtWidgets
+from PySide6 import QtCore, QtWidgets
 
 from mpvis.analysis.deadlock_report import Deadlock, to_dot
 from mpvis.scene.deadlock_marks import OVERLAY_NAMES, deadlock_overlays
@@ -53,8 +53,12 @@ class DeadlockPanel(QtWidgets.QWidget):
         self.table.itemSelectionChanged.connect(self._selection)
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
+        self.reason = QtWidgets.QLabel()
+        self.reason.setWordWrap(True)
+        self.reason.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
         lay.addLayout(top)
-        lay.addWidget(self.table)
+        lay.addWidget(self.table, 1)
+        lay.addWidget(self.reason)
         window.deadlocks_changed.connect(self.refresh)
         window.model_replaced.connect(lambda _m: self.refresh())
         self.refresh()
@@ -105,6 +109,7 @@ class DeadlockPanel(QtWidgets.QWidget):
     def _selection(self) -> None:
         d = self.selected()
         self.export.setEnabled(d is not None)
+        self.reason.setText("" if d is None else d.reason)
         self._clear_overlays()
         m = self.window_.model
         if d is None or m is None:

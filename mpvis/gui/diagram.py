@@ -94,6 +94,8 @@ class DiagramView(pg.PlotWidget):
     lod_changed = QtCore.Signal(str)
     #: a short message for the status bar
     notice = QtCore.Signal(str)
+    #: the overlays shown changed: ``[(label, color, dashed), ...]`` for the legend
+    overlays_changed = QtCore.Signal(object)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent, background="w")
@@ -127,7 +129,7 @@ class DiagramView(pg.PlotWidget):
         pi.addItem(self._grid, ignoreBounds=True)
         pi.invertY(True)
         pi.getAxis("bottom").setLabel("time (s)")
-        pi.getAxis("left").setStyle(tickTextWidth=60, autoExpandTextSpace=False)
+        pi.getAxis("left").setStyle(tickTextWidth=76, autoExpandTextSpace=False)
         self.vb = pi.getViewBox()
         self.vb.disableAutoRange()
         self.vb.setMouseEnabled(x=True, y=True)
@@ -267,9 +269,7 @@ class DiagramView(pg.PlotWidget):
         assert lay is not None and self._msgs is not None
         self._extents = messages.rank_extents(lay, self.logical)
         self._xbounds = lay.bounds(self.logical)
-        self._lost_segments = messages.unconsumed_segments(
-            lay, self._msgs, self.logical, self._extents
-        )
+        self._lost_segments = messages.unconsumed_segments(lay, self._msgs, self.logical)
 
     def _frame_index(self) -> frame.FrameIndex:
         """The cached :class:`~mpvis.scene.frame.FrameIndex`, rebuilt when stale.
@@ -359,7 +359,7 @@ class DiagramView(pg.PlotWidget):
         if lay is not None:
             for r in range(lay.nprocs):
                 if lay.rows[r] >= 0:
-                    mark = " ⛔" if r in self.stuck_events else ""
+                    mark = " (DL)" if r in self.stuck_events else ""
                     ticks.append((float(lay.rows[r]), f"rank {r}{mark}"))
         self.getPlotItem().getAxis("left").setTicks([ticks, []])
 
@@ -520,6 +520,7 @@ class DiagramView(pg.PlotWidget):
                 self._overlay_items.pop(name).remove(self.getPlotItem())
             self._overlay_items[name] = _OverlayItems(overlay, self.getPlotItem())
         self._overlays[name] = overlay
+        self._emit_overlays()
         self.schedule_redraw()
 
     def clear_overlay(self, name: str) -> None:
@@ -528,7 +529,12 @@ class DiagramView(pg.PlotWidget):
         items = self._overlay_items.pop(name, None)
         if items is not None:
             items.remove(self.getPlotItem())
+        self._emit_overlays()
         self.schedule_redraw()
+
+    def _emit_overlays(self) -> None:
+        shown = sorted(self._overlays.values(), key=lambda o: o.z)
+        self.overlays_changed.emit([(o.label, o.color, o.dashed) for o in shown if o.label])
 
     def overlays(self) -> dict[str, Overlay]:
         """The overlays shown now, by name."""

@@ -16,7 +16,7 @@ _LINES = (
 _STOPS = (
     sym.SymbolSpec("suspended", "rank suspended here", "pause", sym.SUSPENDED_COLOR, "#bf360c", 14),
     sym.SymbolSpec("dead", "rank died here", "cross", sym.DEAD_COLOR, "#000000", 14),
-    sym.SymbolSpec("deadlocked", "rank deadlocked here", "octagon", "#d50000", "#4a0000", 15),
+    sym.SymbolSpec("deadlocked", "rank deadlocked here (DL)", "octagon", "#d50000", "#4a0000", 15),
 )
 
 
@@ -37,9 +37,17 @@ class LegendStrip(QtWidgets.QWidget):
         self._entries: list[tuple[str, object]] = [
             *((s.label, s) for s in reversed(sym.SYMBOLS)),
             *((s.label, s) for s in _STOPS),
-            *((label, (color, style)) for label, color, style in _LINES),
+            *((label, (color, style, 1.8)) for label, color, style in _LINES),
         ]
         self.note = ""
+        self.overlays: list[tuple[str, object]] = []
+
+    def set_overlays(self, shown: list[tuple[str, str, bool]]) -> None:
+        """Entries for the overlays drawn now: ``(label, color, dashed)``."""
+        dash = {True: QtCore.Qt.PenStyle.DashLine, False: QtCore.Qt.PenStyle.SolidLine}
+        self.overlays = [(label, (color, dash[dashed], 2.6)) for label, color, dashed in shown]
+        self.setFixedHeight(self.heightForWidth(self.width()))
+        self.update()
 
     def set_note(self, text: str) -> None:
         """A remark after the entries (what the level of detail leaves out), "" for none."""
@@ -49,7 +57,7 @@ class LegendStrip(QtWidgets.QWidget):
             self.update()
 
     def _entries_now(self) -> list[tuple[str, object]]:
-        return [*self._entries, *([(self.note, None)] if self.note else [])]
+        return [*self._entries, *self.overlays, *([(self.note, None)] if self.note else [])]
 
     def _layout(self, width: int) -> list[tuple[int, int, str, object]]:
         fm = self.fontMetrics()
@@ -90,9 +98,9 @@ class LegendStrip(QtWidgets.QWidget):
             if isinstance(what, sym.SymbolSpec):
                 draw_symbol(p, what, QtCore.QPointF(x + 10, cy))
             else:
-                color, pen_style = cast(tuple[str, QtCore.Qt.PenStyle], what)
+                color, pen_style, width = cast(tuple[str, QtCore.Qt.PenStyle, float], what)
                 pen = QtGui.QPen(QtGui.QColor(color))
-                pen.setWidthF(1.8)
+                pen.setWidthF(width)
                 pen.setStyle(pen_style)
                 p.setPen(pen)
                 p.drawLine(QtCore.QPointF(x, cy + 5), QtCore.QPointF(x + 20, cy - 5))

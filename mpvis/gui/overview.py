@@ -35,7 +35,7 @@ class Overview(pg.PlotWidget):
         self.image.setLookupTable(_lut())
         pi.addItem(self.image)
         self.region = pg.LinearRegionItem(
-            brush=pg.mkBrush(30, 136, 229, 50), pen=pg.mkPen("#1e88e5", width=2)
+            brush=pg.mkBrush(30, 136, 229, 22), pen=pg.mkPen("#1565c0", width=2)
         )
         pi.addItem(self.region)
         self.region.sigRegionChanged.connect(self._region_moved)
@@ -84,5 +84,5 @@ def _lut() -> np.ndarray:
     t = np.linspace(0, 1, 256)[:, None]
     white, blue = np.array([255, 255, 255]), np.array([21, 101, 192])
     lut = (white * (1 - t) + blue * t).astype(np.uint8)
-    lut[0] = (250, 250, 250)
+    lut[0] = (255, 255, 255)  # no event: the widget's own white, not a grey box
     return lut

@@ -2,7 +2,8 @@
 
 MPVisualizer opens a pop-up for each adjacent race (paper, section 4) and
 admits the flood.  Here one small panel floats over the diagram's corner: it
-shows the newest race to notify, counts the others that arrived meanwhile,
+shows the most relevant race waiting (a legitimate race before an
+unverified one, the newest first among equals), counts the others,
 and offers *Show*, *Mute site*, *Mute rank*, *Mute tag* and *Intended*
 (saved per program by :mod:`mpvis.gui.race_settings`).  Races the settings
 silence are never queued.  It never takes the focus or blocks input.
@@ -14,6 +15,8 @@ from PySide6 import QtCore, QtWidgets
 
 from mpvis.gui.race_settings import RaceSettings, race_identity
 from mpvis.model.races import Race
+
+_RANK = {"legitimate": 2, "unverified": 1}
 
 
 class RaceNotifier(QtWidgets.QFrame):
@@ -106,7 +109,11 @@ class RaceNotifier(QtWidgets.QFrame):
             self.current = None
             self.hide()
             return
-        self.current = self.pending.pop(0)
+        # most relevant first: legitimate before unverified, then the newest
+        best = max(
+            range(len(self.pending)), key=lambda i: (_RANK.get(self.pending[i].verdict, 0), i)
+        )
+        self.current = self.pending.pop(best)
         self.shown_count += 1
         self.refresh()
         self.show()

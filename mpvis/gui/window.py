@@ -141,6 +141,7 @@ class MainWindow(QtWidgets.QMainWindow):
             self.add_panel(spec.name, spec.title, spec.factory(self), spec.area, spec.visible)
         self.diagram.event_selected.connect(self._selected)
         self.diagram.lod_changed.connect(self.legend.set_note)
+        self.diagram.overlays_changed.connect(self.legend.set_overlays)
         self.diagram.notice.connect(lambda text: self.statusBar().showMessage(text, 8000))
         self.diagram.event_hovered.connect(self._hovered)
         self.details.jump_requested.connect(lambda g: self.diagram.select_event(g, center=True))

@@ -21,6 +21,8 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 _SEND = rec_kinds.KIND_CODE[rec_kinds.SEND]
+#: An unconsumed message's stub covers this share of the way to its destination row.
+STUB_SHARE = 0.45
 
 
 @dataclass(frozen=True)
@@ -64,21 +66,28 @@ def rank_extents(layout: Layout, logical: bool) -> FloatArray:
     return out
 
 
-def unconsumed_segments(
-    layout: Layout, msgs: MessageIndex, logical: bool, extents: FloatArray
-) -> FloatArray:
-    """``(k, 4)`` lines from each unconsumed send to the end of its destination's line."""
+def unconsumed_segments(layout: Layout, msgs: MessageIndex, logical: bool) -> FloatArray:
+    """``(k, 4)`` stubs: each unconsumed send, heading toward its destination's row.
+
+    A stub goes :data:`STUB_SHARE` of the way to the destination row and a
+    little forward in time, and stops: the message is in flight (or lost), not
+    delivered anywhere.  (Drawing it to the end of the destination's line
+    made it look consumed by whatever event the destination stopped at, often a
+    blocked receive of a deadlock.)
+    """
     s = msgs.unconsumed
     if not len(s):
         return np.zeros((0, 4))
     x, y = layout.x(logical), layout.y
     dest = layout.model.c_peer.view()[s].astype(np.int64)
     dest = np.clip(dest, 0, layout.nprocs - 1)
-    end = extents[dest, 1]
-    x1 = np.fmax(np.where(np.isnan(end), x[s], end), x[s])
+    y_dest = layout.rows[dest]
+    shown = y_dest >= 0
+    s, y_dest = s[shown], y_dest[shown]
     span = layout.bounds(logical)
-    x1 = x1 + (span[1] - span[0]) * 0.01
-    return np.column_stack([x[s], y[s], x1, layout.rows[dest]])
+    x1 = x[s] + (span[1] - span[0]) * 0.015
+    y1 = y[s] + (y_dest - y[s]) * STUB_SHARE
+    return np.column_stack([x[s], y[s], x1, y1])
 
 
 def process_lines(layout: Layout, extents: FloatArray) -> FloatArray:

@@ -58,9 +58,12 @@ def _model(name: str, seed: int = 0) -> ModelManager:
 def _click_event(qtbot, win: MainWindow, g: int) -> None:  # type: ignore[no-untyped-def]
     d = win.diagram
     d.select_event(g, center=True)
-    d.redraw()
     lay = d.layout_
     assert lay is not None
+    lo, hi = lay.bounds(d.logical)
+    xg = float(lay.x(d.logical)[g])
+    d.zoom_x(xg - (hi - lo) / 500, xg + (hi - lo) / 500)  # neighbours apart by pixels
+    d.redraw()
     pt = d.vb.mapViewToScene(QtCore.QPointF(float(lay.x(d.logical)[g]), float(lay.y[g])))
     pos = d.mapFromScene(pt)
     qtbot.mouseClick(d.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=pos)
@@ -189,6 +192,9 @@ def test_exports_write_valid_files(qtbot, tmp_path: Path) -> None:  # type: igno
     assert img.width() > 100 and img.height() > 100
     text = svg.read_text()
     assert text.lstrip().startswith("<?xml") and "<svg" in text
+    # symbols are vector paths, one per event at least, not embedded pixmaps
+    n_events = win.model.event_count if win.model is not None else 0
+    assert text.count("<path") >= n_events > 0
     races = win.races.all_races()
     export_races(races, tmp_path / "r.csv")
     export_races(races, tmp_path / "r.json")

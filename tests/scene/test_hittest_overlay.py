@@ -86,6 +86,14 @@ def test_messages_and_unconsumed() -> None:
     assert (seg[:, 2] > seg[:, 0]).all()
     ext = messages.rank_extents(lay, True)
     assert len(messages.process_lines(lay, ext)) == m.nprocs
+    stubs = messages.unconsumed_segments(lay, idx, logical=True)
+    assert len(stubs) == len(idx.unconsumed) > 0
+    x, y = lay.x(True), lay.y
+    dest_rows = lay.rows[m.c_peer.view()[idx.unconsumed]]
+    assert (stubs[:, 0] == x[idx.unconsumed]).all() and (stubs[:, 2] > stubs[:, 0]).all()
+    # a stub heads toward its destination's row and stops short of it
+    frac = (stubs[:, 3] - y[idx.unconsumed]) / (dest_rows - y[idx.unconsumed])
+    assert np.allclose(frac, messages.STUB_SHARE)
 
 
 def test_race_marks_and_exports() -> None:
