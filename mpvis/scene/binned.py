@@ -32,8 +32,9 @@ IntArray = npt.NDArray[np.int64]
 
 #: The coarsest level has this many buckets over the whole span.
 MIN_LEVEL_BUCKETS = 64
-#: The finest level has about this many items per bucket on average.
-MIN_ITEMS_PER_BUCKET = 16
+#: The finest level has about this many items per (group, bucket) on average (finer
+#: levels would hardly thin anything out).
+MIN_ITEMS_PER_BUCKET = 2
 #: Up to this many times the budget, the items in range are counted exactly.
 EXACT_COUNT_FACTOR = 8
 #: A level is built only while it keeps at most this share of the items below it.
@@ -99,8 +100,9 @@ class BinnedItems:
         self.levels: list[tuple[int, _Sorted]] = []
         sx, sg, sc, sids, shi = x[short], group[short], cls[short], ids[short], x_hi[short]
         n_groups = int(sg.max()) + 1 if len(sg) else 0
+        present = int(np.count_nonzero(np.bincount(sg))) if len(sg) else 1
         nb = MIN_LEVEL_BUCKETS
-        while nb * 2 <= max(len(sx) // MIN_ITEMS_PER_BUCKET, 1):
+        while nb * 2 <= len(sx) / (present * MIN_ITEMS_PER_BUCKET):
             nb *= 2
         small = sg.astype(np.int16) if n_groups < 2**15 else sg  # radix sort for small ints
         keep = np.argsort(small, kind="stable")  # positions in x order, grouped: keys ascend

@@ -12,9 +12,9 @@ Painting cost is what bounds a frame: Qt's software painter spends time in
 proportion to the pixels a line covers, so besides a cap on the number of
 symbols :meth:`FrameIndex.frame` caps the *total on-screen length* of the
 message lines it hands out inside the viewport (:data:`LINE_PIXELS`; Qt
-clips the rest cheaply), keeping an even subset in
-``x`` order and always the lines named in ``keep``.  :class:`Frame` says how
-many messages were in view and how many are drawn, for the legend.
+clips the rest cheaply), keeping an even subset in ``x`` (a prefix of a
+golden-ratio order) and always the lines named in ``keep``.  :class:`Frame`
+says how many messages were in view and how many are drawn, for the legend.
 """
 
 from __future__ import annotations
@@ -33,13 +33,14 @@ IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
 
 #: Below this many events in view every one is drawn.
-MAX_SYMBOLS = 16_000
+MAX_SYMBOLS = 12_000
 #: At most this many message lines go to the painter...
 MAX_LINES = 6_000
 #: ... and at most this many pixels of line length in all.
 LINE_PIXELS = 250_000
 #: Buckets of the zoomed-out levels are at least this wide on screen.
 BUCKET_PX = 5.0
+_GOLDEN = (5**0.5 - 1) / 2
 #: Symbols within this many pixels outside the viewport are drawn (they overlap it).
 MARGIN_PX = 12.0
 
@@ -133,14 +134,18 @@ class FrameIndex:
         ys, yd = rows[self.msg_src[ids]], rows[self.msg_dst[ids]]
         ok = (ys >= 0) & (yd >= 0) & (np.fmax(ys, yd) >= view.y0) & (np.fmin(ys, yd) <= view.y1)
         ids, ys, yd = ids[ok], ys[ok], yd[ok]
-        xy = self.msg_x[ids]
-        total = float(visible_pixels(xy[:, 0], ys, xy[:, 1], yd, view).sum())
         in_view = len(ids) if nb == 0 else full
-        if total > LINE_PIXELS or len(ids) > MAX_LINES:
+        if len(ids) > 4 * MAX_LINES:  # an even subset before measuring them
+            pick = np.linspace(0, len(ids) - 1, 4 * MAX_LINES).astype(np.int64)
+            ids, ys, yd, in_view = ids[pick], ys[pick], yd[pick], full
+        xy = self.msg_x[ids]
+        length = visible_pixels(xy[:, 0], ys, xy[:, 1], yd, view)
+        if float(length.sum()) > LINE_PIXELS or len(ids) > MAX_LINES:
+            # a low-discrepancy order: any prefix of it is spread evenly along x
             in_view = full
-            stride = max(total / LINE_PIXELS, len(ids) / MAX_LINES)
-            pick = np.unique((np.arange(int(len(ids) / stride)) * stride).astype(np.int64))
-            ids = ids[pick]
+            order = np.argsort((np.arange(len(ids)) * _GOLDEN) % 1.0, kind="stable")
+            k = int(np.searchsorted(np.cumsum(length[order]), LINE_PIXELS, side="right"))
+            ids = ids[np.sort(order[: min(k, MAX_LINES)])]
         if keep is not None and len(keep):
             ids = np.union1d(ids, keep)
         return ids, max(in_view, len(ids))

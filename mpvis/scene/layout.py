@@ -22,7 +22,6 @@ Rows: ``rows[rank]`` is the rank's row (``-1`` when hidden); ``y = rows[rank]``.
 
 from __future__ import annotations
 
-import math
 from array import array
 from typing import TYPE_CHECKING
 
@@ -127,7 +126,7 @@ class Layout:
         if stop > start:
             self._extend_real(start, stop)
             self._extend_cls(start, stop)
-            self._logical.extend([math.nan] * (stop - start))
+            self._logical.frombytes(np.full(stop - start, np.nan).tobytes())
             self.count = stop
             self._y_cache = None
         if logical and not self.logical_pending:
