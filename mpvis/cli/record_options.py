@@ -10,7 +10,8 @@ layer) and writes ``DIR/rank-<r>.jsonl`` (format in ``docs/replay.md``).
 * :func:`add_record_options` on its parser (``--record`` takes a value,
   ``--record-all`` and ``--no-stream`` are flags: :data:`VALUED`, :data:`FLAGS`);
 * when ``args.record`` is set, :func:`record_env` into the ranks' environment
-  and :data:`LAUNCH_MODULE` in place of ``mpvis.instrument.launch``;
+  and :data:`LAUNCH_MODULE` in place of ``mpvis.instrument.launch``
+  (:func:`mpvis.cli.run.run_program`);
 * with ``--no-stream`` no collector is needed: :func:`run_unstreamed`;
 * after the run, :func:`record_summary` prints the record's figures.
 """
@@ -19,13 +20,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from mpvis.analysis.replay_optimality import Optimality, optimality
 from mpvis.cli.errors import UserError
-from mpvis.collector.mpiexec import find_mpiexec, launch, stop_group
+from mpvis.collector.mpiexec import find_mpiexec, launch, rank_command, stop_group
 from mpvis.instrument.record_file import RankRecord, RecordError, read_record
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "LAUNCH_MODULE",
     "VALUED",
     "add_record_options",
-    "record_command",
     "record_env",
     "record_optimality",
     "record_summary",
@@ -77,14 +76,6 @@ def record_env(args: argparse.Namespace) -> dict[str, str]:
     return env
 
 
-def record_command(
-    mpiexec: str, nprocs: int | None, options: Sequence[str], program: Sequence[str]
-) -> list[str]:
-    """``mpiexec [-n N] OPTIONS python -m LAUNCH_MODULE PROGRAM...``."""
-    n = ["-n", str(nprocs)] if nprocs is not None else []
-    return [mpiexec, *n, *options, sys.executable, "-m", LAUNCH_MODULE, *program]
-
-
 def run_unstreamed(
     nprocs: int | None,
     program: Sequence[str],
@@ -99,7 +90,7 @@ def run_unstreamed(
         raise UserError("mpiexec not found: install the 'mpich' package or give --mpiexec")
     full = {k: v for k, v in os.environ.items() if k not in ("MPVIS_COLLECTOR", "MPVIS_TOKEN")}
     full.update(env)
-    proc = launch(record_command(exe, nprocs, options, program), full)
+    proc = launch(rank_command(exe, nprocs, options, program, LAUNCH_MODULE), full)
     try:
         return proc.wait()
     except KeyboardInterrupt:

@@ -22,10 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -124,7 +122,6 @@ def replay(args: argparse.Namespace) -> int:
 def _run_streamed(args: argparse.Namespace, nprocs: int, env: dict[str, str]) -> int:
     """Run through ``mpvis run``'s live path, with the replay launcher in every rank."""
     from mpvis.cli import run as run_cmd
-    from mpvis.collector import mpiexec
 
     run_args = argparse.Namespace(
         nprocs=nprocs,
@@ -137,33 +134,10 @@ def _run_streamed(args: argparse.Namespace, nprocs: int, env: dict[str, str]) ->
         mpiexec=args.mpiexec,
         mpiexec_options=[],
         program=args.program,
+        stuck_after=run_cmd.STUCK_AFTER,
+        stop_on_deadlock=False,
     )
-    with _patched(os.environ, env), _launch_module(mpiexec):
-        return int(run_cmd.run(run_args))
-
-
-@contextmanager
-def _patched(environ: Any, extra: dict[str, str]) -> Iterator[None]:
-    saved = {k: environ.get(k) for k in extra}
-    environ.update(extra)
-    try:
-        yield
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                environ.pop(k, None)
-            else:
-                environ[k] = v
-
-
-@contextmanager
-def _launch_module(module: Any) -> Iterator[None]:
-    saved = module.LAUNCH_MODULE
-    module.LAUNCH_MODULE = LAUNCH_MODULE
-    try:
-        yield
-    finally:
-        module.LAUNCH_MODULE = saved
+    return run_cmd.run_program(run_args, extra_env=env, launch_module=LAUNCH_MODULE)
 
 
 def _read_verdicts(directory: Path, nprocs: int) -> list[dict[str, Any] | None]:

@@ -27,23 +27,35 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from mpvis.cli import record_options
 from mpvis.cli.errors import UserError
 from mpvis.collector.auth import format_address, is_loopback, new_token, parse_address
 from mpvis.collector.collector import Collector
 from mpvis.collector.headless import HeadlessSession
-from mpvis.collector.mpiexec import find_mpiexec, launch, rank_command, stop_group
+from mpvis.collector.mpiexec import (
+    LAUNCH_MODULE,
+    find_mpiexec,
+    launch,
+    rank_command,
+    stop_group,
+)
 from mpvis.collector.rendezvous import discover
 from mpvis.protocol.records import make_header
 
 #: Options of ``mpvis run`` that take a value; any other option before ``--``
 #: goes to mpiexec.
-_VALUED = ("-n", "-np", "--out", "--listen", "--token", "--run-id", "--collector-port", "--mpiexec")
-_FLAGS = ("--headless", "-h", "--help")
+_VALUED = (
+    "-n", "-np", "--out", "--listen", "--token", "--run-id", "--collector-port", "--mpiexec",
+    "--stuck-after", *record_options.VALUED,
+)
+_FLAGS = ("--headless", "-h", "--help", "--stop-on-deadlock", *record_options.FLAGS)
 
 #: Seconds to wait for a window to accept the run before recording headless.
 WINDOW_WAIT = 3.0
 #: Seconds to wait, after mpiexec ended, for the last records to be journaled.
 DRAIN_WAIT = 30.0
+#: Seconds with no record from any rank before the model is asked for a deadlock.
+STUCK_AFTER = 5.0
 
 
 def register(sub: Any) -> None:
@@ -81,6 +93,20 @@ def register(sub: Any) -> None:
         "--mpiexec",
         help="mpiexec to use (default: the one next to this Python, else the first on PATH)",
     )
+    p.add_argument(
+        "--stuck-after",
+        type=float,
+        default=STUCK_AFTER,
+        metavar="SECONDS",
+        help="when no rank has sent a record for this long, check whether the run is "
+        f"deadlocked (default: {STUCK_AFTER:g})",
+    )
+    p.add_argument(
+        "--stop-on-deadlock",
+        action="store_true",
+        help="stop the ranks as soon as a deadlock is proven (the trace is kept)",
+    )
+    record_options.add_record_options(p)
     p.set_defaults(func=run, mpiexec_options=[], program=[])
     _accept_mpiexec_options(p)
 
@@ -154,6 +180,30 @@ def _say(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``mpvis run``: with ``--record``, under the record launcher (Netzer and Miller)."""
+    env = record_options.record_env(args)
+    if getattr(args, "no_stream", False) and not env:
+        raise UserError("--no-stream goes with --record DIR")
+    if env and args.no_stream:
+        code = record_options.run_unstreamed(
+            args.nprocs, args.program, env, mpiexec=args.mpiexec, options=args.mpiexec_options
+        )
+        print(record_options.record_summary(args.record), flush=True)
+        return code
+    if env:
+        code = run_program(args, extra_env=env, launch_module=record_options.LAUNCH_MODULE)
+        print(record_options.record_summary(args.record), flush=True)
+        return code
+    return run_program(args)
+
+
+def run_program(
+    args: argparse.Namespace,
+    *,
+    extra_env: dict[str, str] | None = None,
+    launch_module: str = LAUNCH_MODULE,
+) -> int:
+    """Launch the program under ``launch_module`` on the live path; its exit status."""
     if not args.program:
         raise UserError("no program given: mpvis run [-n N] [mpiexec options] -- prog.py [args]")
     if args.nprocs is not None and args.nprocs < 1:
@@ -209,14 +259,23 @@ def run(args: argparse.Namespace) -> int:
     env["MPVIS_COLLECTOR"] = format_address(collector.address)
     env["MPVIS_TOKEN"] = token
     env["MPVIS_RUN"] = run_id
+    env.update(extra_env or {})
     previous = _interrupt_on_signals()
-    proc = launch(rank_command(mpiexec, args.nprocs, args.mpiexec_options, args.program), env)
-    interrupted = False
+    proc = launch(
+        rank_command(mpiexec, args.nprocs, args.mpiexec_options, args.program, launch_module),
+        env,
+    )
+    interrupted = stopped = False
+    watch = StuckWatch(args.stuck_after)
     try:
         try:
             while proc.poll() is None:
                 if session is not None:
                     session.pump(timeout=0.1)
+                    if watch.poll(session) and args.stop_on_deadlock:
+                        _say("stopping the deadlocked ranks (--stop-on-deadlock)")
+                        stopped = True
+                        stop_group(proc)
                 else:
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         proc.wait(0.2)
@@ -225,7 +284,9 @@ def run(args: argparse.Namespace) -> int:
             _say("interrupted: stopping the ranks")
             stop_group(proc)
         returncode = proc.returncode
-        end = {"exit_code": returncode, "interrupted": interrupted}
+        # Ranks stopped on purpose are left where they were (not "dead"), so the
+        # report shows where they were blocked.
+        end = {"exit_code": returncode, "interrupted": interrupted or stopped}
         if args.nprocs is not None:
             end["nprocs"] = args.nprocs
         if not collector.finish(end, timeout=DRAIN_WAIT):
@@ -242,6 +303,8 @@ def run(args: argparse.Namespace) -> int:
         print(text, flush=True)
         if interrupted:
             return 130
+        if stopped:
+            return code
         return returncode if returncode else code
     except KeyboardInterrupt:
         stop_group(proc, grace=0.5)
@@ -254,6 +317,37 @@ def run(args: argparse.Namespace) -> int:
             session.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+class StuckWatch:
+    """Notices a live run whose ranks have all gone quiet, and asks the model.
+
+    Collective mismatches are proven as soon as their records arrive; a
+    point-to-point or lock deadlock only once the ranks stop sending: after
+    ``after`` seconds without a record, the deadlock monitor's live check runs
+    (Roy et al.; a wait-for graph for point-to-point waits).  Each deadlock is
+    reported once, on stderr, with what to do next.
+    """
+
+    def __init__(self, after: float) -> None:
+        self.after = after
+        self._told: set[str] = set()
+
+    def poll(self, session: HeadlessSession) -> bool:
+        """Report new deadlocks; return whether one is known."""
+        analyses = session.analyses
+        if analyses is None or analyses.deadlock is None:
+            return False
+        found: list[dict[str, Any]] = [d.to_report() for d in analyses.deadlock.deadlocks]
+        if session.idle_for() >= self.after:
+            found += analyses.stuck()
+        for d in found:
+            if d["reason"] not in self._told:
+                self._told.add(d["reason"])
+                _say(f"deadlock ({d['kind']}, ranks {', '.join(map(str, d['ranks']))}): "
+                     f"{d['reason']}")
+                _say("the run cannot finish: press Ctrl-C to stop it (the trace is kept)")
+        return bool(self._told)
 
 
 def _interrupt_on_signals() -> dict[int, Any]:

@@ -51,6 +51,7 @@ class HeadlessSession:
         )
         self.analyses: Analyses | None = None
         self.info: dict[str, Any] | None = None
+        self._last_records = time.monotonic()
         self.model_errors = 0
 
     def start(self) -> HeadlessSession:
@@ -75,6 +76,7 @@ class HeadlessSession:
         if what == "start":
             self.analyses = Analyses.for_header(payload)
         elif what == "records" and self.analyses is not None:
+            self._last_records = time.monotonic()
             self._feed(self.analyses.model, payload)
         elif what == "end":
             self.info = payload
@@ -90,6 +92,10 @@ class HeadlessSession:
                 if exc.index is None:
                     return
                 records = records[exc.index + 1 :]
+
+    def idle_for(self) -> float:
+        """Seconds since the last records arrived."""
+        return time.monotonic() - self._last_records
 
     def wait_end(self, timeout: float) -> bool:
         """Pump until the run has ended or ``timeout`` s have passed."""

@@ -38,11 +38,16 @@ def find_mpiexec(explicit: str | None = None) -> str | None:
 
 
 def rank_command(
-    mpiexec: str, nprocs: int | None, options: Sequence[str], program: Sequence[str]
+    mpiexec: str,
+    nprocs: int | None,
+    options: Sequence[str],
+    program: Sequence[str],
+    module: str = LAUNCH_MODULE,
 ) -> list[str]:
-    """The full command line: every rank runs the program under the in-rank library."""
+    """The full command line: every rank runs the program under the in-rank
+    library (``module``: the trace library, or the record/replay launcher)."""
     n = ["-n", str(nprocs)] if nprocs is not None else []
-    return [mpiexec, *n, *options, sys.executable, "-m", LAUNCH_MODULE, *program]
+    return [mpiexec, *n, *options, sys.executable, "-m", module, *program]
 
 
 def launch(command: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
