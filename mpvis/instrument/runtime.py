@@ -85,8 +85,12 @@ class Runtime:
         if self._closed:
             return
         self.recorder.final()
-        if self.ringcheck and not self._MPI.Is_finalized():
-            self.world.mv_finalize_checks()
+        if not self._MPI.Is_finalized():
+            from mpvis.instrument.traced_comm import reap_headers
+
+            if self.ringcheck:
+                self.world.mv_finalize_checks()
+            reap_headers()
         self._closed = True
         self.flusher.close("final")
 

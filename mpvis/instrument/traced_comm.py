@@ -60,7 +60,7 @@ from mpvis.instrument.hooks import MessageHooks
 from mpvis.instrument.recorder import Recorder, Site
 from mpvis.instrument.traced_request import RECV_BUF, RECV_OBJ, SEND, TracedRequest
 
-__all__ = ["TracedIntracomm", "TracedMessage", "bind_world"]
+__all__ = ["TracedIntracomm", "TracedMessage", "bind_world", "reap_headers"]
 
 _ANY_SOURCE = MPI.ANY_SOURCE
 _ANY_TAG = MPI.ANY_TAG
@@ -174,8 +174,7 @@ class TracedIntracomm(MPI.Intracomm):
             data += msgpack.packb(extra, use_bin_type=True)
         _hdr_reqs.append(_C.Isend(self._mv_shadow, [data, _BYTE], dest, tag))
         if len(_hdr_reqs) >= _REAP_AT:
-            MPI.Request.Testsome(_hdr_reqs)
-            _hdr_reqs[:] = [r for r in _hdr_reqs if r]
+            reap_headers()
 
     def _mv_post_recv(
         self, source: int, tag: int, blocking: bool, site: Site
@@ -527,6 +526,17 @@ class TracedMessage(MPI.Message):
         st = _Status() if status is None else status
         MPI.Message.Recv(self, buf, st)
         c._mv_consume_buf(rseq, st, site, False)
+
+
+def reap_headers() -> int:
+    """Complete the header sends that have completed; return how many are still pending.
+
+    Called at the end of the run so no finished request outlives the program.
+    """
+    if _hdr_reqs:
+        MPI.Request.Testsome(_hdr_reqs)
+        _hdr_reqs[:] = [r for r in _hdr_reqs if r]
+    return len(_hdr_reqs)
 
 
 def bind_world(recorder: Recorder) -> TracedIntracomm:
