@@ -13,6 +13,7 @@ Budget (issue 4): layout <= ~2 s for 1M events, every frame <= 100 ms.
 
     .venv/bin/python benchmarks/render.py [--sizes 10000,100000,1000000] [--nprocs 64]
         [--traces DIR]   # keep the generated traces there and reuse them
+        [--png out.png]  # save the zoomed-out frames (out-N-real.png, out-N-logical.png)
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from PySide6 import QtWidgets
 from mpvis.analysis.pipeline import Analyses
 from mpvis.gui.diagram import DiagramView
 from mpvis.gui.loader import lay_out
+from mpvis.gui.render import DiagramFigure
 from mpvis.protocol.records import make_header
 from mpvis.sim.synthetic import generate_records
 from mpvis.tracefile.reader import load_trace, read_header
@@ -61,7 +63,7 @@ def load() -> str:
     return "load average " + " ".join(f"{v:.1f}" for v in os.getloadavg())
 
 
-def bench(app: QtWidgets.QApplication, n: int, nprocs: int, traces: Path) -> None:
+def bench(app: QtWidgets.QApplication, n: int, nprocs: int, traces: Path, png: str | None) -> None:
     path = traces / f"bench-{n}-{nprocs}.jsonl"
     if not path.exists():
         write_trace(path, n, nprocs)
@@ -71,9 +73,11 @@ def bench(app: QtWidgets.QApplication, n: int, nprocs: int, traces: Path) -> Non
     t1 = time.perf_counter()
     lay, index = lay_out(analyses)
     t2 = time.perf_counter()
-    view = DiagramView()
-    view.resize(1600, 900)
-    view.show()
+    fig = DiagramFigure()
+    fig.diagram.lod_changed.connect(fig.legend.set_note)
+    fig.resize(1600, 960)
+    fig.show()
+    view = fig.diagram
     app.processEvents()
     view.set_model(m, lay, index)
     view.redraw()
@@ -95,8 +99,10 @@ def bench(app: QtWidgets.QApplication, n: int, nprocs: int, traces: Path) -> Non
         t5 = time.perf_counter()
         view.redraw()
         first = (time.perf_counter() - t5) * 1e3
-        cells = [f"out {frame_ms(view):6.1f} ms ({view._syms.point_count():,} symbols, "
-                 f"{view._msg.segment_count():,} lines)"]
+        cells = [
+            f"out {frame_ms(view):6.1f} ms ({view._syms.point_count():,} symbols, "
+            f"{view._msg.segment_count():,} lines)"
+        ]
         lo, hi = lay.bounds(logical)
         mid = (lo + hi) / 2
         for share in (0.01, 0.0001):
@@ -105,8 +111,14 @@ def bench(app: QtWidgets.QApplication, n: int, nprocs: int, traces: Path) -> Non
             cells.append(f"{share:.2%} {frame_ms(view):6.1f} ms")
         name = "logical" if logical else "real   "
         print(f"    {name}: index build {first:.0f} ms; frames: " + ", ".join(cells))
-    view.close()
-    view.deleteLater()
+        if png:
+            view.fit_all()
+            app.processEvents()
+            view.redraw()
+            app.processEvents()
+            fig.grab().save(png.replace(".png", f"-{n}-{name.strip()}.png"))
+    fig.close()
+    fig.deleteLater()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"    peak memory so far {peak:,.0f} MiB  [{load()}]")
 
@@ -116,13 +128,14 @@ def main() -> int:
     ap.add_argument("--sizes", default="10000,100000,1000000")
     ap.add_argument("--nprocs", type=int, default=64)
     ap.add_argument("--traces", help="directory to keep and reuse the generated traces in")
+    ap.add_argument("--png", help="save the zoomed-out frames as PNG-N-LAYOUT.png")
     args = ap.parse_args()
     app = QtWidgets.QApplication(sys.argv[:1])
     with tempfile.TemporaryDirectory(prefix="mpvis-bench-") as tmp:
         traces = Path(args.traces) if args.traces else Path(tmp)
         traces.mkdir(parents=True, exist_ok=True)
         for n in (int(s) for s in args.sizes.split(",")):
-            bench(app, n, args.nprocs, traces)
+            bench(app, n, args.nprocs, traces, args.png)
     return 0
 
 

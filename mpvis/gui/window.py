@@ -132,6 +132,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.add_panel("races", "Races", self.races, "bottom")
         self.deadlock_panel = DeadlockPanel(self)
         self.add_panel("deadlocks", "Deadlocks", self.deadlock_panel, "bottom")
+        self.tabifyDockWidget(self.docks["races"], self.docks["deadlocks"])
+        self.docks["races"].raise_()
         self.status_label = QtWidgets.QLabel()
         self.hover_label = QtWidgets.QLabel()
         self.statusBar().addWidget(self.hover_label, 1)
@@ -261,9 +263,10 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _logical_ready(self, loader: TraceLoader) -> None:
         lay = self.diagram.layout_
-        if lay is not None and lay.model is not None and loader.path == Path(self.source):
+        if lay is not None and loader.path == Path(self.source):
             self.diagram.logical_layout_ready()
-            self.statusBar().showMessage("logical layout ready (L)", 4000)
+            if lay.has_time:
+                self.statusBar().showMessage("logical layout ready (L)", 4000)
 
     def show_message(self, text: str, error: bool = False) -> None:
         """A non-blocking message box (and the status bar)."""
