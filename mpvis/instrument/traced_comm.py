@@ -35,6 +35,10 @@ The send's ``seq`` travels with the message, invisibly to the program.
   channels FIFO per (source, tag), and receives take a channel's messages in
   their posting order, so the k-th completion on a channel gets the k-th
   header -- provided completions on a channel are observed in posting order.
+  The header is taken with a nonblocking matched probe (it left the sender
+  first, and MPICH keeps one sender's messages in order), so a message sent
+  by a call the library does not wrap (persistent requests, ``Isendrecv``)
+  costs only its ``send`` field, never a hang.
   When a receive completes while an earlier-posted, still pending receive of
   the same communicator could match the same channel, the order is unknown:
   the consume then omits ``send`` (the reader infers it by the same
@@ -68,6 +72,7 @@ _PROC_NULL = MPI.PROC_NULL
 _Status = MPI.Status
 _BYTE = MPI.BYTE
 _C = MPI.Intracomm
+_MRecv = MPI.Message.Recv
 
 #: Header receive buffer (8-byte seq, then msgpack of the hooks' extra data).
 _HDR_MAX = 1 << 16
@@ -208,8 +213,15 @@ class TracedIntracomm(MPI.Intracomm):
         if src == _PROC_NULL or st.Is_cancelled():
             return
         tag = st.Get_tag()
-        _C.Recv(self._mv_shadow, [_hdr_buf, _BYTE], src, tag, _hdr_status)
-        sseq: int | None = int.from_bytes(_hdr_buf[:8], "little")
+        # The header left the sender before the message; MPICH delivers one
+        # sender's messages in order, so it is here -- unless the sender used
+        # a call this library does not wrap (persistent or Isendrecv sends):
+        # then the consume omits ``send`` rather than wait forever.
+        header = _C.Improbe(self._mv_shadow, src, tag, _hdr_status)
+        sseq: int | None = None
+        if header is not None:
+            _MRecv(header, [_hdr_buf, _BYTE])
+            sseq = int.from_bytes(_hdr_buf[:8], "little")
         if taint or (self._mv_pending and self._mv_overtakes(rseq, src, tag)):
             sseq = None
         w = self._mv_w
@@ -217,7 +229,7 @@ class TracedIntracomm(MPI.Intracomm):
         self._mv_rec.consume(self._mv_id, rseq, wsrc, tag, sseq, site)
         h = _HOOKS[0]
         if h is not None:
-            n = _hdr_status.Get_count(_BYTE)
+            n = _hdr_status.Get_count(_BYTE) if header is not None else 0
             extra = msgpack.unpackb(bytes(_hdr_buf[8:n]), raw=False) if n > 8 else None
             h.incoming(self._mv_id, rseq, wsrc, tag, sseq, extra)
 

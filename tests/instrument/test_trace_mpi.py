@@ -275,6 +275,32 @@ def test_every_wrapped_call_on_a_derived_communicator(tmp_path: Path) -> None:
     assert len(syncs) == 8 and {r["blocking"] for r in syncs} == {True, False}
 
 
+def test_a_message_from_an_unwrapped_send_costs_its_send_field_not_a_hang(tmp_path: Path) -> None:
+    prog = tmp_path / "persistent.py"
+    prog.write_text(
+        textwrap.dedent("""
+        from array import array
+        from mpi4py import MPI
+        comm = MPI.COMM_WORLD
+        buf = array("i", [comm.Get_rank()])
+        if comm.Get_rank() == 0:
+            req = comm.Send_init(buf, 1, 3)   # persistent: not wrapped, no header
+            req.Start()
+            req.Wait()
+            req.Free()
+            comm.Send(buf, 1, 3)
+        else:
+            comm.Recv(buf, 0, 3)
+            comm.Recv(buf, 0, 3)
+        """)
+    )
+    proc, lines = run_traced(prog, 2, tmp_path, limit=30)
+    assert proc.returncode == 0, proc.stderr
+    _, events = validate(lines, prog)
+    consumes = [r for r in events if r["kind"] == "consume"]
+    assert [c.get("send") for c in consumes] == [None, [0, 0]]
+
+
 # -- programs that never end -----------------------------------------------------------------
 
 
