@@ -74,7 +74,6 @@ def bench(app: QtWidgets.QApplication, n: int, nprocs: int, traces: Path, png: s
     lay, index = lay_out(analyses)
     t2 = time.perf_counter()
     fig = DiagramFigure()
-    fig.diagram.lod_changed.connect(fig.legend.set_note)
     fig.resize(1600, 960)
     fig.show()
     view = fig.diagram

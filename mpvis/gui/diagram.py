@@ -315,7 +315,7 @@ class DiagramView(pg.PlotWidget):
         if fr.messages_decimated:
             parts.append(f"{drawn_lines:,} of ~{fr.messages_in_view:,} messages in view drawn")
         if fr.events_decimated:
-            parts.append("one symbol per rank and 5 pixels")
+            parts.append(f"one symbol per rank and {BUCKET_PX:g} pixels, the one drawn on top")
         note = ("zoomed out: " + ", ".join(parts) + " (zoom in for all)") if parts else ""
         if note != self.lod_note:
             self.lod_note = note

@@ -30,6 +30,8 @@ class DiagramFigure(QtWidgets.QWidget):
         lay.setSpacing(0)
         lay.addWidget(self.diagram, 1)
         lay.addWidget(self.legend)
+        self.diagram.lod_changed.connect(self.legend.set_note)
+        self.diagram.overlays_changed.connect(self.legend.set_overlays)
 
 
 def render_trace(

@@ -39,7 +39,7 @@ MAX_LINES = 6_000
 #: ... and at most this many pixels of line length in all.
 LINE_PIXELS = 250_000
 #: Buckets of the zoomed-out levels are at least this wide on screen.
-BUCKET_PX = 5.0
+BUCKET_PX = 8.0
 _GOLDEN = (5**0.5 - 1) / 2
 #: Symbols within this many pixels outside the viewport are drawn (they overlap it).
 MARGIN_PX = 12.0
