@@ -121,3 +121,23 @@ def test_live_model_gets_analyses(qtbot) -> None:  # type: ignore[no-untyped-def
     lay = win.diagram.layout_
     assert lay is not None and lay.logical_ready
     assert np.all(np.isfinite(lay.x_logical))
+
+
+def test_live_p2p_deadlock_found_when_the_run_goes_idle(
+    qtbot, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    from mpvis.gui import window as window_mod
+    from mpvis.sim.api import simulate
+
+    win = MainWindow()
+    qtbot.addWidget(win)
+    header, recs = simulate("p2p_deadlock", 0)
+    win.inbox.append(("start", header, "journal"))
+    win.inbox.append(("records", recs))
+    win.drain()
+    assert win.deadlock_panel.deadlocks == []  # the ranks may still be running
+    monkeypatch.setattr(window_mod, "IDLE_MS", 0)
+    win.drain()  # nothing new: the run is idle, the monitor is asked once
+    assert win.deadlock_panel.deadlocks, "an idle run's p2p cycle is listed"
+    d = win.deadlock_panel.deadlocks[0]
+    assert set(win.diagram.stuck_events) == {r for r, _ in d.events}
