@@ -23,6 +23,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -260,7 +261,8 @@ def run_program(
     env["MPVIS_TOKEN"] = token
     env["MPVIS_RUN"] = run_id
     env.update(extra_env or {})
-    previous = _interrupt_on_signals()
+    stop_requested = threading.Event()
+    previous = _interrupt_on_signals(stop_requested)
     proc = launch(
         rank_command(mpiexec, args.nprocs, args.mpiexec_options, args.program, launch_module),
         env,
@@ -268,18 +270,17 @@ def run_program(
     interrupted = stopped = False
     watch = StuckWatch(args.stuck_after)
     try:
-        try:
-            while proc.poll() is None:
-                if session is not None:
-                    session.pump(timeout=0.1)
-                    if watch.poll(session) and args.stop_on_deadlock:
-                        _say("stopping the deadlocked ranks (--stop-on-deadlock)")
-                        stopped = True
-                        stop_group(proc)
-                else:
-                    with contextlib.suppress(subprocess.TimeoutExpired):
-                        proc.wait(0.2)
-        except KeyboardInterrupt:
+        while proc.poll() is None and not stop_requested.is_set():
+            if session is not None:
+                session.pump(timeout=0.1)
+                if watch.poll(session) and args.stop_on_deadlock:
+                    _say("stopping the deadlocked ranks (--stop-on-deadlock)")
+                    stopped = True
+                    stop_group(proc)
+            else:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(0.2)
+        if stop_requested.is_set():
             interrupted = True
             _say("interrupted: stopping the ranks")
             stop_group(proc)
@@ -350,13 +351,17 @@ class StuckWatch:
         return bool(self._told)
 
 
-def _interrupt_on_signals() -> dict[int, Any]:
+def _interrupt_on_signals(stop: threading.Event) -> dict[int, Any]:
     """Ctrl-C, SIGTERM and SIGHUP all stop the run cleanly (the ranks too); return
     the previous handlers.  SIGINT is set explicitly: a shell's background job
-    starts with it ignored."""
+    starts with it ignored.  The first signal only sets ``stop`` (the main loop
+    stops the ranks and still journals and reports every record); a second one
+    gives up waiting."""
 
     def interrupt(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+        if stop.is_set():
+            raise KeyboardInterrupt
+        stop.set()
 
     previous: dict[int, Any] = {}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
