@@ -1,4 +1,4 @@
-"""Headless rendering of a trace's diagram (``mpvis render``)."""
+"""Headless rendering of a trace's diagram (``mpvis render``); deadlocked ranks are marked."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ from pathlib import Path
 
 from PySide6 import QtWidgets
 
+from mpvis.analysis.pipeline import Analyses
 from mpvis.gui.app import make_app
 from mpvis.gui.diagram import DiagramView
 from mpvis.gui.export import export_png, export_svg
 from mpvis.gui.legend import LegendStrip
 from mpvis.scene.layout import Layout
-from mpvis.tracefile.reader import TraceFileError, load_trace
+from mpvis.tracefile.reader import TraceFileError, load_trace, read_header
 
 
 class RenderError(Exception):
@@ -40,7 +41,8 @@ def render_trace(
     """Draw the whole run of trace ``path`` into ``out`` (.png or .svg) at ``size`` pixels."""
     app = make_app()
     try:
-        m = load_trace(path)
+        analyses = Analyses.for_header(read_header(path), exact=False)
+        m = load_trace(path, model=analyses.model)
     except TraceFileError as exc:
         raise RenderError(str(exc)) from None
     layout = Layout(m)
@@ -50,6 +52,8 @@ def render_trace(
     fig.show()
     app.processEvents()
     fig.diagram.set_model(m, layout)
+    assert analyses.deadlock is not None
+    fig.diagram.set_stuck_ranks({r: q for d in analyses.deadlock.deadlocks for r, q in d.events})
     fig.diagram.set_logical(logical)
     fig.diagram.fit_all()
     fig.diagram.redraw()
