@@ -145,4 +145,3 @@ class DeadlockPanel(QtWidgets.QWidget):
 def make_deadlock_panel(window: MainWindow) -> QtWidgets.QWidget:
     """Factory for :func:`mpvis.gui.panels.register_panel` / ``window.add_panel``."""
     return DeadlockPanel(window)
-

@@ -80,8 +80,10 @@ class SymbolLayer(pg.GraphicsObject):
         painter.save()
         painter.resetTransform()
         engine = painter.paintEngine()
-        if self._specs is not None and engine is not None and (
-            engine.type() == QtGui.QPaintEngine.Type.SVG
+        if (
+            self._specs is not None
+            and engine is not None
+            and (engine.type() == QtGui.QPaintEngine.Type.SVG)
         ):  # an SVG export: symbols as vector paths, not embedded images
             for i in np.argsort(self._cls, kind="stable"):
                 spec = self._specs[int(self._cls[i])]

@@ -78,8 +78,10 @@ def shape_path(shape: str, size: float) -> QtGui.QPainterPath:
             )
         )
     elif shape == "octagon":
-        pts = [(h * math.cos(math.pi / 8 * (2 * i + 1)), h * math.sin(math.pi / 8 * (2 * i + 1)))
-               for i in range(9)]
+        pts = [
+            (h * math.cos(math.pi / 8 * (2 * i + 1)), h * math.sin(math.pi / 8 * (2 * i + 1)))
+            for i in range(9)
+        ]
         p.addPolygon(_polygon(pts))
         p.addRect(QtCore.QRectF(-h * 0.55, -h * 0.14, h * 1.1, h * 0.28))
     elif shape == "pause":
