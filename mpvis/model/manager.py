@@ -68,6 +68,9 @@ class ModelManager:
         self.c_peer, self.c_tag, self.c_flags = Column("i"), Column("i"), Column("b")
         self.c_req, self.c_ref, self.c_partner = Column("i"), Column("i"), Column("q")
         self.c_size = Column("q")
+        #: Lamport clock of each causally processed event (-1 until processed):
+        #: consistent with happened-before, for the diagram's logical layout.
+        self.c_lamport = Column("i")
         self.extras: dict[int, dict[str, Any]] = {}
         self.sites: list[str] = []
         self._site_ids: dict[str, int] = {}
@@ -86,6 +89,7 @@ class ModelManager:
         # -- causal processing --
         self.clocks = ClockStore(n)
         self.done = [0] * n
+        self._lam_last = [-1] * n  # Lamport clock of each rank's last processed event
         self._pending: list[list[Record]] = [[] for _ in range(n)]  # arrived, not released
         self._head = [0] * n  # released prefix of each _pending list
         self._done_waiters: list[dict[int, list[int]]] = [{} for _ in range(n)]
@@ -103,7 +107,8 @@ class ModelManager:
         self._status_dirty: set[int] = set()
         self._touched_sink: set[int] = set()  # ranks woken while ingesting
         self._exit_of: dict[Key, tuple[int, str]] = {}  # coll_exit -> (instance, op)
-        self._coll_cache: dict[int, tuple[int, Any]] = {}  # comm -> (instance, joined clock)
+        #: comm -> (instance, joined vector clock, largest Lamport clock of its entries)
+        self._coll_cache: dict[int, tuple[int, Any, int]] = {}
 
     # ------------------------------------------------------------------ input
     def add(self, rec: Record) -> None:
@@ -196,6 +201,7 @@ class ModelManager:
         self.c_ref.extend(cols.ref[:k])
         self.c_size.extend(cols.size[:k])
         self.c_partner.data.extend(repeat(-1, k))
+        self.c_lamport.data.extend(repeat(-1, k))
         for i, extra in cols.extras.items():
             if i < k:
                 self.extras[start + i] = extra
@@ -253,7 +259,7 @@ class ModelManager:
         """Drop the events from global index ``g`` on (after a context error)."""
         for col in (self.c_rank, self.c_seq, self.c_kind, self.c_t, self.c_site, self.c_comm,
                     self.c_peer, self.c_tag, self.c_flags, self.c_req, self.c_ref,
-                    self.c_size, self.c_partner):
+                    self.c_size, self.c_partner, self.c_lamport):
             del col.data[g:]
         for r, events in enumerate(self.by_rank):
             cut = len(events)
@@ -295,7 +301,14 @@ class ModelManager:
         arrived or a consume without ``send`` has no send to infer.
         """
         self.input_ended = True
-        self._advance(set(range(self.nprocs)), final=True)
+        self._advance(set(range(self.nprocs)))
+        # What still waits can never get its cause: force the stuck events one
+        # at a time, so everything that can still be ordered is ordered.
+        while True:
+            stuck = [r for r in range(self.nprocs) if self.done[r] < len(self.by_rank[r])]
+            if not stuck:
+                break
+            self._advance({stuck[0]}, final=True)
         problem: ModelInputError | None = None
         for key, g in self._early.items():
             problem = ModelInputError(
@@ -329,13 +342,20 @@ class ModelManager:
 
     # ------------------------------------------------------- causal order
     def _advance(self, touched: set[int], final: bool = False) -> None:
-        """Process events in causal order: clocks, then release to analyzers."""
+        """Process events in causal order: clocks, then release to analyzers.
+
+        With ``final`` (the input has ended), the first event of the first rank
+        in ``touched`` is processed even though a cause is missing; everything
+        after it again waits for its causes."""
         work = set(touched) | self._touched_sink
         self._touched_sink = set()
         out: list[Record] = []
+        force = min(touched) if final and touched else None
         while work:
             r = work.pop()
-            self._advance_rank(r, out, work, final)
+            self._advance_rank(r, out, work, r == force)
+            if r == force:
+                force = None
             if self._touched_sink:
                 work |= self._touched_sink
                 self._touched_sink = set()
@@ -344,7 +364,8 @@ class ModelManager:
                 a.feed(out)
 
     def _advance_rank(self, r: int, out: list[Record], work: set[int], final: bool) -> None:
-        """Advance rank ``r`` in causal order as far as its dependencies allow.
+        """Advance rank ``r`` in causal order as far as its dependencies allow
+        (with ``final``, its next event is processed even if a cause is missing).
 
         Runs of events that merge no clock are released in bulk; only
         consumes, collective entries and exits are looked at one by one."""
@@ -356,7 +377,7 @@ class ModelManager:
         kinds = self.c_kind.view()[np.frombuffer(events, dtype=np.int64)[s:n]]
         stops = (np.flatnonzero((kinds == K_CONSUME) | (kinds == K_COLL_EXIT)
                                 | (kinds == K_COLL)) + s).tolist()
-        c_kind, c_partner = self.c_kind.data, self.c_partner.data
+        c_kind, c_partner, c_lamport = self.c_kind.data, self.c_partner.data, self.c_lamport.data
         c_rank, c_seq = self.c_rank.data, self.c_seq.data
         done = self.done
         merge_one = self.clocks.merge_one
@@ -366,6 +387,7 @@ class ModelManager:
                 s = stop
             g = events[stop]
             code = c_kind[g]
+            first = self._lam_last[r] + 1
             if code == K_CONSUME:
                 sg = c_partner[g]
                 if sg < 0:
@@ -380,25 +402,39 @@ class ModelManager:
                             return
                     else:
                         merge_one(r, stop, q, qs)
+                        first = max(first, c_lamport[sg] + 1)
                         if self.analyzers:
                             rec = self._pending[r][self._head[r]]
                             if "send" not in rec:
                                 rec["send"] = [q, qs]
             elif code == K_COLL_EXIT:
-                vec = self._collective_clock(r, stop, final)
-                if vec is None:
+                joined = self._collective_clock(r, stop, final)
+                if joined is None:
                     return
-                self.clocks.merge_vector(r, stop, vec)
+                self.clocks.merge_vector(r, stop, joined[0])
+                first = max(first, joined[1] + 1)
             else:
                 self._entered(r, stop)
-            self._release(r, stop, stop + 1, out, work)
+            self._release(r, stop, stop + 1, out, work, first=first)
             s = stop + 1
+            final = False  # only the first blocked event is forced
         if s < n:
             self._release(r, s, n, out, work)
 
-    def _release(self, r: int, a: int, b: int, out: list[Record], work: set[int]) -> None:
-        """Events ``a..b-1`` of rank ``r`` are causally processed."""
+    def _release(self, r: int, a: int, b: int, out: list[Record], work: set[int], *,
+                 first: int | None = None) -> None:
+        """Events ``a..b-1`` of rank ``r`` are causally processed; the first
+        gets Lamport clock ``first`` (default: one more than its predecessor's)."""
         self.done[r] = b
+        if first is None:
+            first = self._lam_last[r] + 1
+        events = self.by_rank[r]
+        if b - a == 1:
+            self.c_lamport.data[events[a]] = first
+        else:
+            idx = np.frombuffer(events, dtype=np.int64)[a:b]
+            self.c_lamport.view()[idx] = np.arange(first, first + b - a, dtype=np.int32)
+        self._lam_last[r] = first + b - a - 1
         if self.analyzers:
             head = self._head[r]
             pend = self._pending[r]
@@ -423,9 +459,10 @@ class ModelManager:
         if members is not None and cnt >= len(members):
             self._wake_key(("colldone", comm, n_inst))
 
-    def _collective_clock(self, r: int, s: int, final: bool) -> Any:
-        """Joined clock of the entries the ``coll_exit`` (r, s) depends on, or
-        ``None`` (after registering to be woken) while one is not processed."""
+    def _collective_clock(self, r: int, s: int, final: bool) -> tuple[Any, int] | None:
+        """Joined vector clock and largest Lamport clock of the entries the
+        ``coll_exit`` (r, s) depends on, or ``None`` (after registering to be
+        woken) while one is not processed."""
         comm = self.c_comm.data[self.by_rank[r][s]]
         n_inst, op = self._exit_of[(r, s)]
         shared = op in ALL_TO_ALL
@@ -433,7 +470,7 @@ class ModelManager:
             cached = self._coll_cache.get(comm)
             if cached is not None and cached[0] == n_inst:
                 del self._exit_of[(r, s)]
-                return cached[1]
+                return cached[1], cached[2]
             members = self.colls.members(comm, final)
             if members is not None and not final and self._coll_processed.get(
                     (comm, n_inst), 0) < len(members):
@@ -448,11 +485,14 @@ class ModelManager:
         if late and not final:
             self._wait_on(("done", *late[0]), r)
             return None
-        vec = self.clocks.joined([k for k in deps if k not in late])
+        ready = [k for k in deps if k not in late]
+        vec = self.clocks.joined(ready)
+        lam = self.c_lamport.data
+        lmax = max((lam[self.by_rank[q][qs]] for q, qs in ready), default=-1)
         if shared:
-            self._coll_cache[comm] = (n_inst, vec)
+            self._coll_cache[comm] = (n_inst, vec, lmax)
         del self._exit_of[(r, s)]
-        return vec
+        return vec, lmax
 
     def _wait_on(self, key: Any, r: int) -> None:
         if key[0] == "done":

@@ -8,12 +8,12 @@ happened-before relation".  Two layouts of the time axis:
   first ``t`` seen); an event without ``t`` takes its rank's previous ``x``.
   Clocks of different ranks are not synchronized (trace format), so a message
   line may slant backwards here.
-* **logical**: ``x`` is a Lamport clock: ``x(e) = max(x(prev) + 1,
+* **logical**: ``x`` is the model's Lamport clock (``ModelManager.c_lamport``,
+  computed as events are processed in causal order): ``x(e) = max(x(prev) + 1,
   x(send) + 1)`` for a consume, and for a ``coll_exit`` one more than the
-  latest event of every rank in its causal past (from the model's vector
-  clock).  If ``a`` happened before ``b`` then ``x(a) < x(b)``: every message
-  line goes forward.  Only causally processed events (``m.done``) are laid
-  out; the others have ``x = NaN`` until their causes arrive.
+  latest entry it depends on.  If ``a`` happened before ``b`` then
+  ``x(a) < x(b)``: every message line goes forward.  Events not yet causally
+  processed have ``x = NaN`` until their causes arrive.
 
 :class:`Layout` is incremental: :meth:`Layout.update` extends the arrays to the
 model's current events, so a live run costs work proportional to what is new.
@@ -53,8 +53,6 @@ class Layout:
         self._real = array("d")
         self._logical = array("d")
         self._cls = np.zeros(0, dtype=np.int8)
-        self._laid = [0] * n  # logical: events of each rank laid out
-        self._waiting: dict[tuple[int, int], list[int]] = {}
         self.has_time = False
         #: set while another thread computes the logical clocks (see :meth:`update`)
         self.logical_pending = False
@@ -116,10 +114,9 @@ class Layout:
     def update(self, logical: bool = True) -> tuple[int, int]:
         """Lay out what is new in the model; returns the new real-time range ``(start, stop)``.
 
-        ``logical=False`` leaves the logical clocks for a later
-        :meth:`update_logical` (the loader computes them in its thread after the
-        real-time view is shown: they take an event-by-event pass).  While
-        :attr:`logical_pending` is set, ``update`` never touches them.
+        ``logical=False`` leaves the logical coordinates for a later
+        :meth:`update_logical`.  While :attr:`logical_pending` is set,
+        ``update`` never touches them.
         """
         m = self.model
         start, stop = self.count, m.event_count
@@ -140,10 +137,7 @@ class Layout:
     @property
     def logical_ready(self) -> bool:
         """Whether every laid-out, causally processed event has its logical ``x``."""
-        m = self.model
-        return not self.logical_pending and all(
-            self._laid[r] >= min(m.done[r], len(m.by_rank[r])) for r in range(self.nprocs)
-        )
+        return not self.logical_pending
 
     def _extend_cls(self, start: int, stop: int) -> None:
         m = self.model
@@ -179,50 +173,10 @@ class Layout:
                 real[g] = real[m.by_rank[int(ranks[g])][s - 1]] if s > 0 else 0.0
 
     def _extend_logical(self) -> None:
-        """Lamport clocks for causally processed events (see the module docstring)."""
-        m = self.model
-        lam = self._logical
-        kinds, partner = m.c_kind.data, m.c_partner.data
-        c_rank, c_seq = m.c_rank.data, m.c_seq.data
-        laid, done, by_rank = self._laid, m.done, m.by_rank
-        work = [r for r in range(self.nprocs) if laid[r] < min(done[r], len(by_rank[r]))]
-        while work:
-            r = work.pop()
-            events = by_rank[r]
-            s = laid[r]
-            limit = min(done[r], len(events))
-            prev = lam[events[s - 1]] if s > 0 else -1.0
-            while s < limit:
-                g = events[s]
-                v = prev + 1.0
-                k = kinds[g]
-                if k == _CONSUME:
-                    sg = partner[g]
-                    sr, ss = c_rank[sg], c_seq[sg]
-                    if ss >= laid[sr]:
-                        self._waiting.setdefault((sr, ss), []).append(r)
-                        work.append(sr)
-                        break
-                    v = max(v, lam[sg] + 1.0)
-                elif k == _COLL_EXIT:
-                    vc = m.clocks.clock(r, s)
-                    blocked = [q for q in range(self.nprocs) if q != r and vc[q] > laid[q]]
-                    if blocked:
-                        q = blocked[0]
-                        self._waiting.setdefault((q, int(vc[q]) - 1), []).append(r)
-                        work.append(q)
-                        break
-                    for qq in np.flatnonzero(vc > 0):
-                        q = int(qq)
-                        if q != r:
-                            v = max(v, lam[by_rank[q][int(vc[q]) - 1]] + 1.0)
-                lam[g] = v
-                prev = v
-                s += 1
-                laid[r] = s
-                woken = self._waiting.pop((r, s - 1), None)
-                if woken:
-                    work.extend(woken)
+        """Logical ``x``: the model's Lamport clocks (NaN until causally processed)."""
+        lam = self.model.c_lamport.view()[: self.count].astype(np.float64)
+        lam[lam < 0] = np.nan
+        np.frombuffer(self._logical, dtype=np.float64)[: self.count] = lam
 
     # ------------------------------------------------------------ extents
     def bounds(self, logical: bool) -> tuple[float, float]:

@@ -418,11 +418,13 @@ class Simulator:
         p.coll_count[op.comm] = k + 1
         signature = (op.op, op.root, op.count, op.dtype, op.redop)
         inst = self._colls.setdefault((op.comm, k), _CollInstance(op.comm, signature, members))
-        args = {
+        args: dict[str, object] = {
             n: v
             for n, v in zip(("root", "count", "dtype", "redop"), signature[1:], strict=True)
             if v is not None
         }
+        if op.comm != 0 and k == 0:  # as the trace library does: the members, once
+            args["group"] = list(members)
         self._emit(p, "coll", site, op=op.op, comm=op.comm, **args)
         p.blocked = f"in {op.op} (collective #{k} on communicator {op.comm}) at {site}"
         if signature != inst.signature:

@@ -112,3 +112,18 @@ def test_live_verdict_updates_when_the_late_send_arrives() -> None:
                   "sync": False}])
     assert race.verdict == "legitimate" and race.settled
     assert seen[0][0] == (0,) and seen[-1][1] == (0,)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 10**9))
+def test_lamport_clocks_respect_happened_before(seed: int) -> None:
+    header, recs = random_execution(seed, 3, steps=18)
+    m = ModelManager(header)
+    m.add_batch(interleave(copy.deepcopy(recs), random.Random(seed)))
+    m.finish()
+    g = explicit_graph(recs)
+    lam = {(int(r), int(s)): int(x) for r, s, x in zip(
+        m.c_rank.view(), m.c_seq.view(), m.c_lamport.view(), strict=True)}
+    assert min(lam.values()) >= 0
+    for a, b in g.edges:
+        assert lam[a] < lam[b], (a, b)
