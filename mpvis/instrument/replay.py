@@ -26,8 +26,17 @@ the receive where it was seen.
 
 A *flip* (``RANK:SEQ``) replays up to one race and resolves it the other way:
 the earlier receive ``PrevRecv`` of the race is forced to take the traced
-message instead of its own, and the deliveries of that rank from the flipped
-receive on are no longer forced (nor their messages routed).  Every rank that
+message instead of its own.  Everything before the flipped receive must stay
+as recorded, so every traced message keeps its route on the channel, even the
+ones whose recorded receive comes after the flip: on ``COMM_WORLD`` such a
+message (sent concurrently with the receives before the flip, which is why it
+was traced) could be taken by one of those unforced receives.  The message the
+flipped receive took in the recording moves to the channel as well.  World then
+carries exactly the untraced messages of the recording, so the receives before
+the flip get what they got (Theorem 1).  From the flipped receive on, that
+rank's deliveries are no longer pinned: a receive that the recording forced is
+still posted on the channel, with the program's own source and tag (*unpinned*),
+so the channel keeps one receive for each message it carries.  Every rank that
 this receive happened before (known at run time: a flag travels on every
 message) is *free* from then on: its blocking receives take the first matching
 message from either communicator, and a send still uses the channel when it
@@ -49,6 +58,8 @@ __all__ = ["Flip", "ReplayHooks", "ReplayPlan", "find_flip", "plan_for"]
 
 #: Where a receive is posted (see :meth:`ReplayHooks.route_recv`).
 USER, CHANNEL, POLL = 0, 1, 2
+#: A routed send whose recorded tag is not known (the flipped receive's own message).
+ANY_TAG = -1
 #: Replayed consumes kept to show the window in which a chain check failed.
 _WINDOW = 16
 
@@ -72,6 +83,7 @@ class ReplayPlan:
     rank: int
     forced: dict[int, tuple[int, int, int]] = field(default_factory=dict)  # recv -> src,tag,send
     routed_sends: dict[int, tuple[int, int]] = field(default_factory=dict)  # seq -> dest, tag
+    unpinned: set[int] = field(default_factory=set)  # flipped run: channel, own source
     checks: dict[int, tuple[int, int]] = field(default_factory=dict)  # n -> (recv, digest)
     anys: dict[int, int] = field(default_factory=dict)  # Waitany start seq -> index
     consumes: int = 0
@@ -114,16 +126,18 @@ def plan_for(records: list[RankRecord], rank: int, flip: Flip | None = None) -> 
             plan.unforceable += 1
     for receiver, other in enumerate(records):
         for e in other.races:
-            # A flip drops the deliveries of its rank from the flipped receive on.
-            dropped = flip is not None and receiver == flip.rank and e.recv >= flip.recv
-            if e.comm == 0 and e.src == rank and not dropped:
+            if e.comm == 0 and e.src == rank:
                 plan.routed_sends[e.send] = (receiver, e.tag)
     plan.checks = {n: (recv, digest) for n, recv, digest in mine.checks}
     plan.anys = dict(mine.anys)
     if flip is not None:
         if flip.src == rank:
             plan.routed_sends[flip.send] = (flip.rank, flip.tag)
+        if flip.was[0] == rank:
+            # Off COMM_WORLD too: no receive before the flip took it when recorded.
+            plan.routed_sends.setdefault(flip.was[1], (flip.rank, ANY_TAG))
         if flip.rank == rank:
+            plan.unpinned = {y for y in plan.forced if y > flip.recv}
             plan.forced = {y: f for y, f in plan.forced.items() if y < flip.recv}
             plan.forced[flip.recv] = (flip.src, flip.tag, flip.send)
     return plan
@@ -152,7 +166,8 @@ class ReplayHooks(MessageHooks):
         Only if it goes where the recorded one went: after a flip a free rank's
         event ``seq`` may be another message.
         """
-        return self.plan.routed_sends.get(seq) == (dest, tag)
+        routed = self.plan.routed_sends.get(seq)
+        return routed is not None and routed[0] == dest and routed[1] in (tag, ANY_TAG)
 
     def recorded_any(self, seq: int) -> int | None:
         """The request the ``Waitany`` starting at event ``seq`` must return, if forced."""
@@ -164,7 +179,7 @@ class ReplayHooks(MessageHooks):
             return POLL
         forced = self.plan.forced.get(seq)
         if forced is None:
-            return USER
+            return CHANNEL if seq in self.plan.unpinned else USER
         self._posted[seq] = forced
         return CHANNEL
 

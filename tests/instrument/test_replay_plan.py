@@ -49,10 +49,14 @@ def test_flip_by_either_receive_of_a_race() -> None:
     with pytest.raises(RecordError, match="0:3/6"):
         find_flip(recs, 0, 4)
     plan = plan_for(recs, 0, by_earlier)
-    assert plan.forced == {3: (3, 2, 2)}  # later forced deliveries are dropped
-    # ... and so is their routing, except for the flipped message itself.
-    assert plan_for(recs, 2, by_earlier).routed_sends == {}
+    assert plan.forced == {3: (3, 2, 2)}  # later deliveries are no longer pinned ...
+    assert plan.unpinned == {6, 9}  # ... but still posted on the channel
+    # Every traced message stays off COMM_WORLD, so no receive before the flip
+    # can take it; so does the message the flipped receive took when recorded.
+    assert plan_for(recs, 2, by_earlier).routed_sends == {2: (0, 2)}
     assert plan_for(recs, 3, by_earlier).routed_sends == {2: (0, 2)}
+    h1 = ReplayHooks(plan_for(recs, 1, by_earlier))
+    assert h1.route_send(2, 0, 5) and not h1.route_send(2, 2, 2) and not h1.route_send(3, 0, 2)
 
 
 def test_replay_hooks_force_route_and_accept_the_recorded_run() -> None:
@@ -89,7 +93,8 @@ def test_flip_frees_the_rank_and_everyone_it_reaches() -> None:
     h0 = ReplayHooks(plan_for(recs, 0, flip))
     assert h0.route_recv(3, True) == CHANNEL
     h0.incoming(0, 3, 3, 2, 2, [2, 0])
-    assert h0.free and h0.route_recv(6, True) == POLL and h0.route_recv(6, False) == USER
+    assert h0.free and h0.route_recv(6, True) == POLL and h0.route_recv(6, False) == CHANNEL
+    assert h0.route_recv(7, False) == USER and h0.force_source(0, 6, -1, 2) == (-1, 2)
     assert h0.outgoing(0, 1, 1, 5) == [5, 1]
     h3 = ReplayHooks(plan_for(recs, 3, flip))
     assert h3.route_send(2, 0, 2) and not h3.route_send(2, 1, 2)
