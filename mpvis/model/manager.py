@@ -24,6 +24,8 @@ Contract of :meth:`ModelManager.add_batch`:
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
+from collections.abc import Iterator
 from itertools import repeat
 from typing import Any
 
@@ -90,6 +92,8 @@ class ModelManager:
         self.clocks = ClockStore(n)
         self.done = [0] * n
         self._lam_last = [-1] * n  # Lamport clock of each rank's last processed event
+        #: seqs of each rank's consumes, collective entries and exits (clock merges)
+        self._merge_at: list[array[int]] = [array("i") for _ in range(n)]
         self._pending: list[list[Record]] = [[] for _ in range(n)]  # arrived, not released
         self._head = [0] * n  # released prefix of each _pending list
         self._done_waiters: list[dict[int, list[int]]] = [{} for _ in range(n)]
@@ -206,6 +210,10 @@ class ModelManager:
             if i < k:
                 self.extras[start + i] = extra
         ranks = cols.rank[:k]
+        codes = np.asarray(cols.code[:k])
+        for i in np.flatnonzero((codes == K_CONSUME) | (codes == K_COLL)
+                                | (codes == K_COLL_EXIT)).tolist():
+            self._merge_at[ranks[i]].append(cols.seq[i])
         if len(set(ranks)) == 1:
             self.by_rank[ranks[0]].extend(range(start, start + k))
         else:
@@ -267,6 +275,8 @@ class ModelManager:
                 cut -= 1
             dropped = len(events) - cut
             del events[cut:]
+            at = self._merge_at[r]
+            del at[bisect_left(at, cut):]
             if dropped and self.analyzers:
                 for _ in range(dropped):
                     self._pending[r].pop()
@@ -367,74 +377,96 @@ class ModelManager:
         """Advance rank ``r`` in causal order as far as its dependencies allow
         (with ``final``, its next event is processed even if a cause is missing).
 
-        Runs of events that merge no clock are released in bulk; only
-        consumes, collective entries and exits are looked at one by one."""
+        Only consumes and collective entries and exits are looked at one by
+        one; the Lamport clocks of the run are then filled in with one NumPy
+        operation (one more than the predecessor's, plus the jumps at merges)."""
         events = self.by_rank[r]
-        s = self.done[r]
+        a = s = self.done[r]
         n = len(events)
         if s >= n:
             return
-        kinds = self.c_kind.view()[np.frombuffer(events, dtype=np.int64)[s:n]]
-        stops = (np.flatnonzero((kinds == K_CONSUME) | (kinds == K_COLL_EXIT)
-                                | (kinds == K_COLL)) + s).tolist()
         c_kind, c_partner, c_lamport = self.c_kind.data, self.c_partner.data, self.c_lamport.data
         c_rank, c_seq = self.c_rank.data, self.c_seq.data
         done = self.done
         merge_one = self.clocks.merge_one
-        for stop in stops:
-            if stop > s:
-                self._release(r, s, stop, out, work)
-                s = stop
+        lam_base = self._lam_last[r] + 1  # Lamport clock of event a, before jumps
+        jumps: list[tuple[int, int]] = []
+        jumped = 0
+        end = n
+        for stop in self._stops(r, s, n):
+            done[r] = stop  # everything before this event is processed
             g = events[stop]
             code = c_kind[g]
-            first = self._lam_last[r] + 1
+            expected = lam_base + (stop - a) + jumped
+            first = expected
             if code == K_CONSUME:
                 sg = c_partner[g]
                 if sg < 0:
                     if not final:
                         self._wait_on(("match", r, stop), r)
-                        return
+                        end = stop
+                        break
                 else:
                     q, qs = c_rank[sg], c_seq[sg]
                     if done[q] <= qs:
                         if not final:
                             self._wait_on(("done", q, qs), r)
-                            return
+                            end = stop
+                            break
                     else:
                         merge_one(r, stop, q, qs)
                         first = max(first, c_lamport[sg] + 1)
                         if self.analyzers:
-                            rec = self._pending[r][self._head[r]]
+                            rec = self._pending[r][self._head[r] + stop - a]
                             if "send" not in rec:
                                 rec["send"] = [q, qs]
             elif code == K_COLL_EXIT:
                 joined = self._collective_clock(r, stop, final)
                 if joined is None:
-                    return
+                    end = stop
+                    break
                 self.clocks.merge_vector(r, stop, joined[0])
                 first = max(first, joined[1] + 1)
             else:
                 self._entered(r, stop)
-            self._release(r, stop, stop + 1, out, work, first=first)
-            s = stop + 1
+            if first > expected:
+                jumps.append((stop - a, first - expected))
+                jumped += first - expected
+            c_lamport[g] = first
+            done[r] = stop + 1
             final = False  # only the first blocked event is forced
-        if s < n:
-            self._release(r, s, n, out, work)
+        if end > a:
+            self._release(r, a, end, out, work, lam_base=lam_base, jumps=jumps)
+        else:
+            done[r] = a
+
+    def _stops(self, r: int, s: int, n: int) -> Iterator[int]:
+        """Seqs of the consumes and collective entries and exits of rank ``r`` in
+        ``s..n-1`` (indexed at ingestion, in :attr:`_merge_at`)."""
+        at = self._merge_at[r]
+        i = bisect_left(at, s)
+        while i < len(at) and at[i] < n:
+            yield at[i]
+            i += 1
 
     def _release(self, r: int, a: int, b: int, out: list[Record], work: set[int], *,
-                 first: int | None = None) -> None:
-        """Events ``a..b-1`` of rank ``r`` are causally processed; the first
-        gets Lamport clock ``first`` (default: one more than its predecessor's)."""
+                 lam_base: int, jumps: list[tuple[int, int]]) -> None:
+        """Events ``a..b-1`` of rank ``r`` are causally processed; event ``a + i``
+        gets Lamport clock ``lam_base + i`` plus the ``jumps`` at or before ``i``."""
         self.done[r] = b
-        if first is None:
-            first = self._lam_last[r] + 1
         events = self.by_rank[r]
+        lam = np.arange(lam_base, lam_base + b - a, dtype=np.int64)
+        if jumps:
+            step = np.zeros(b - a, dtype=np.int64)
+            for i, j in jumps:
+                step[i] = j
+            lam += np.cumsum(step)
         if b - a == 1:
-            self.c_lamport.data[events[a]] = first
+            self.c_lamport.data[events[a]] = int(lam[0])
         else:
             idx = np.frombuffer(events, dtype=np.int64)[a:b]
-            self.c_lamport.view()[idx] = np.arange(first, first + b - a, dtype=np.int32)
-        self._lam_last[r] = first + b - a - 1
+            self.c_lamport.view()[idx] = lam
+        self._lam_last[r] = int(lam[-1])
         if self.analyzers:
             head = self._head[r]
             pend = self._pending[r]
