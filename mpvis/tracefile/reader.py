@@ -9,6 +9,7 @@ caller may still show them.
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -142,6 +143,26 @@ def load_trace(
     p = Path(path)
     header = read_header(p)
     m = model or ModelManager(header)
+    # The model holds millions of small acyclic objects: the cyclic garbage
+    # collector would rescan them again and again while they are built.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        _load_into(m, p, progress, cancel, finish)
+    finally:
+        if was_enabled:
+            gc.enable()
+        gc.freeze()
+    return m
+
+
+def _load_into(
+    m: ModelManager,
+    p: Path,
+    progress: Callable[[int, int], None] | None,
+    cancel: threading.Event | None,
+    finish: bool,
+) -> None:
     total = p.stat().st_size
     seen = 0
     with _open(p) as fh:
@@ -165,7 +186,6 @@ def load_trace(
             m.finish()
         except ModelInputError as exc:
             raise TraceFileError(p, _find_line(p, exc.rank, exc.seq), str(exc), m) from None
-    return m
 
 
 def _find_line(path: Path, rank: int | None, seq: int | None) -> int | None:
