@@ -8,8 +8,10 @@ run's, in order.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,25 +27,74 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "replay"
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 REPLAYS = 20
+RUN_TIMEOUT = 60.0
 
 if not MPIEXEC.exists():  # pragma: no cover
     pytest.skip("no mpiexec next to this Python", allow_module_level=True)
 
 
-def _run(program: str, n: int, env: dict[str, str], *args: str) -> str:
+def _descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (hydra starts the ranks in sessions of their own)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _kill_tree(proc: subprocess.Popen[str]) -> None:
+    """End the launcher's process group and every rank under it: nothing outlives a test."""
+    pids = _descendants(proc.pid)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            continue
+        if not any(Path(f"/proc/{pid}").exists() for pid in pids):
+            return
+
+
+def _run(
+    program: str | Path, n: int, env: dict[str, str], *args: str, limit: float = RUN_TIMEOUT
+) -> str:
     full = {k: v for k, v in os.environ.items() if not k.startswith("MPVIS_")}
     full.update(env)
     full["PYTHONPATH"] = str(ROOT)
     cmd = [str(MPIEXEC), "-n", str(n), sys.executable, "-m", "mpvis.instrument.replay_launch"]
-    proc = subprocess.run(
-        ["timeout", "-k", "5", "60", *cmd, str(EXAMPLES / program), *args],
+    # ``timeout`` still ends the run if this test process itself is killed.
+    bound = ["timeout", "-k", "5", str(limit + 10)]
+    proc = subprocess.Popen(
+        [*bound, *cmd, str(EXAMPLES / program), *args],
         env=full,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        check=False,
+        start_new_session=True,
     )
-    assert proc.returncode == 0, proc.stderr
-    return proc.stdout
+    try:
+        out, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        _kill_tree(proc)
+        proc.communicate()
+        pytest.fail(f"{program} did not finish in {limit} s (its ranks were killed)")
+    except BaseException:
+        _kill_tree(proc)
+        raise
+    assert proc.returncode == 0, err
+    return out
 
 
 def _consumes(trace_dir: Path, n: int) -> list[list[tuple[int, int, int, int]]]:
@@ -140,3 +191,26 @@ def test_flip_gives_the_receive_the_other_racing_message(
     before = [row for row in recorded[0] if row[0] < earlier]
     assert replayed[0][: len(before)] == before
     assert verdicts[0]["free"] and verdicts[0]["divergence"] is None
+
+
+def test_a_hung_run_leaves_no_rank_behind(tmp_path: Path) -> None:
+    hang = tmp_path / "hang.py"
+    hang.write_text(
+        "from mpi4py import MPI\n"
+        "if MPI.COMM_WORLD.Get_rank() == 0:\n"
+        "    MPI.COMM_WORLD.recv(source=MPI.ANY_SOURCE, tag=99)\n"
+        "MPI.COMM_WORLD.Barrier()\n"
+    )
+    with pytest.raises(pytest.fail.Exception, match="did not finish"):
+        _run(hang, 3, {}, limit=3)
+    assert _running(str(hang)) == []
+
+
+def _running(text: str) -> list[int]:
+    """The live processes whose command line contains ``text``."""
+    found = []
+    for cmd in Path("/proc").glob("[0-9]*/cmdline"):
+        with contextlib.suppress(OSError):
+            if text.encode() in cmd.read_bytes():
+                found.append(int(cmd.parent.name))
+    return found
