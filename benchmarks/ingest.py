@@ -40,12 +40,13 @@ def main() -> int:
         print(f"wrote {n:,} events on {args.ranks} ranks "
               f"({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
         gc.collect()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         m = load_trace(path)
-        dt = time.perf_counter() - t0
+        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
         races = m.potential_races()
-        print(f"load (parse + model + classifier): {dt:.2f} s = {n / dt:,.0f} events/s; "
-              f"{len(races):,} potential races")
+        print(f"load (parse + model + classifier): {dt:.2f} s = {n / dt:,.0f} events/s "
+              f"(CPU {cpu:.2f} s = {n / cpu:,.0f} events per CPU-second; load average "
+              f"{os.getloadavg()[0]:.1f}); {len(races):,} potential races")
         del m, races
         gc.collect()
         if not args.no_memory:
