@@ -30,6 +30,7 @@ class RaceNotifier(QtWidgets.QFrame):
         self.settings = RaceSettings()
         self.tags_of: dict[int, set[int]] = {}
         self.pending: list[Race] = []
+        self._queued: set[int] = set()  # ids of the races in ``pending``
         self.current: Race | None = None
         self.shown_count = 0
         self.setObjectName("raceNotifier")
@@ -82,6 +83,7 @@ class RaceNotifier(QtWidgets.QFrame):
         """A new run: new settings, nothing pending."""
         self.settings = settings
         self.pending, self.current, self.tags_of = [], None, {}
+        self._queued = set()
         self.hide()
 
     def offer(self, race: Race, tags: set[int]) -> bool:
@@ -89,9 +91,10 @@ class RaceNotifier(QtWidgets.QFrame):
         self.tags_of[id(race)] = tags
         if not self.settings.should_notify(race, tags):
             return False
-        if self.current is race or any(r is race for r in self.pending):
+        if self.current is race or id(race) in self._queued:
             return False
         self.pending.append(race)
+        self._queued.add(id(race))
         if self.current is None:
             self.next()
         else:
@@ -105,6 +108,7 @@ class RaceNotifier(QtWidgets.QFrame):
             for r in self.pending
             if self.settings.should_notify(r, self.tags_of.get(id(r), set()))
         ]
+        self._queued = {id(r) for r in self.pending}
         if not self.pending:
             self.current = None
             self.hide()
@@ -114,6 +118,7 @@ class RaceNotifier(QtWidgets.QFrame):
             range(len(self.pending)), key=lambda i: (_RANK.get(self.pending[i].verdict, 0), i)
         )
         self.current = self.pending.pop(best)
+        self._queued.discard(id(self.current))
         self.shown_count += 1
         self.refresh()
         self.show()
