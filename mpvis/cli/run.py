@@ -192,7 +192,17 @@ def run(args: argparse.Namespace) -> int:
         print(record_options.record_summary(args.record), flush=True)
         return code
     if env:
-        code = run_program(args, extra_env=env, launch_module=record_options.LAUNCH_MODULE)
+        # The header says where the record is, so the window can flip its races.
+        prog = Path(args.program[0]) if args.program else None
+        extra = {
+            "record": env["MPVIS_RECORD"],
+            "argv": [str(prog.resolve()) if prog and prog.exists() else str(prog),
+                     *args.program[1:]],
+            "cwd": os.getcwd(),
+        }
+        code = run_program(
+            args, extra_env=env, launch_module=record_options.LAUNCH_MODULE, header_extra=extra
+        )
         print(record_options.record_summary(args.record), flush=True)
         return code
     return run_program(args)
@@ -203,6 +213,7 @@ def run_program(
     *,
     extra_env: dict[str, str] | None = None,
     launch_module: str = LAUNCH_MODULE,
+    header_extra: dict[str, Any] | None = None,
 ) -> int:
     """Launch the program under ``launch_module`` on the live path; its exit status."""
     if not args.program:
@@ -220,7 +231,11 @@ def run_program(
     header = None
     if args.nprocs is not None:
         header = make_header(
-            args.nprocs, program=shlex.join(["python", *args.program]), started=_now(), run=run_id
+            args.nprocs,
+            program=shlex.join(["python", *args.program]),
+            started=_now(),
+            run=run_id,
+            **(header_extra or {}),
         )
     listen = _listen_address(args)
     collector_port = args.collector_port

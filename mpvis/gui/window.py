@@ -20,7 +20,12 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.exact_offline import conflicting_sends
 from mpvis.analysis.pipeline import Analyses
-from mpvis.gui import actions
+from mpvis.gui import (
+    actions,
+    cones_overlay,
+    flip_action,
+    predicate_panel,  # noqa: F401  (registers its panel on import)
+)
 from mpvis.gui.deadlock_panel import DeadlockPanel
 from mpvis.gui.details import DetailsPanel
 from mpvis.gui.diagram import DiagramView
@@ -161,6 +166,8 @@ class MainWindow(QtWidgets.QMainWindow):
         d.add_event_action(
             "Conflicting sends (exact)", self.show_conflicting_sends, self._is_wild_source_recv
         )
+        cones_overlay.install(self)
+        flip_action.install(self)
 
     def add_panel(
         self,
