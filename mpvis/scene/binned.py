@@ -131,7 +131,9 @@ class BinnedItems:
         representatives of the finest level whose buckets are at least
         ``bucket_px`` pixels wide and which keeps at most ``budget`` items in
         range; a level's representatives may lie up to one bucket outside the
-        range (the best of a bucket across its edge).  Returns ``(ids,
+        range (the best of a bucket across its edge), and an item that only
+        reaches into the range from a bucket outside it is represented by that
+        bucket's best, which need not reach as far.  Returns ``(ids,
         buckets)`` where ``buckets`` is the level used (0: all items).  Long
         items are always all returned.
         """
