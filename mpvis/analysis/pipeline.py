@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from mpvis.analysis.deadlock_monitor import DeadlockMonitor
 from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.exact_races import ExactRaceDetector
@@ -44,6 +46,30 @@ class Analyses:
     def for_header(cls, header: dict[str, Any], **kw: bool) -> Analyses:
         """A fresh model for a run with this header, with analyses attached."""
         return cls(ModelManager(header), **kw)
+
+    def add_exact_afterwards(self, batch: int = 50_000) -> ExactRaceDetector:
+        """Run the exact detector over a model already built without it.
+
+        For post-mortem browsing: the window shows a trace as soon as the model
+        is built and runs this pass afterwards.  The model's events are fed in
+        Lamport-clock order, a linear extension of happened-before, so the
+        detector sees a causally consistent stream (``mpvis.model.stream``).
+        """
+        m = self.model
+        det = ExactRaceDetector(m.nprocs)
+        n = m.event_count
+        order = np.lexsort((m.c_rank.view()[:n], m.c_lamport.view()[:n]))
+        ranks, seqs = m.c_rank.view(), m.c_seq.view()
+        for lo in range(0, n, batch):
+            recs = []
+            for g in order[lo:lo + batch].tolist():
+                rec = m.record(int(ranks[g]), int(seqs[g]))
+                rec.setdefault("comm", 0)
+                recs.append(rec)
+            det.feed(recs)
+        det.finish()
+        self.exact = det
+        return det
 
     def mark_rank_dead(self, rank: int, detail: str) -> None:
         """A rank crashed or was killed: tell the model and the deadlock monitor."""

@@ -7,7 +7,10 @@ race detector and the deadlock monitor see every record), its real-time
 window receives them ready to draw (``loaded``).  The same thread then
 computes the logical clocks, an event-by-event pass, and emits
 ``logical_ready``: the real-time view is usable meanwhile (the layout's
-``logical_pending`` keeps the GUI thread away from them).
+``logical_pending`` keeps the GUI thread away from them).  Last, the exact race
+detector (Cypher and Leu) runs over the built model
+(:meth:`~mpvis.analysis.pipeline.Analyses.add_exact_afterwards`) and
+``exact_ready`` is emitted: the trace is browsable meanwhile.
 """
 
 from __future__ import annotations
@@ -39,13 +42,15 @@ class TraceLoader(QtCore.QThread):
     """Loads ``path``; emits ``progressed(done, total)``, then ``loaded`` or ``failed``.
 
     ``loaded(analyses, layout, index)`` / ``failed(message, analyses or None,
-    layout, index)``; then ``logical_ready()`` once the logical clocks are in.
+    layout, index)``; then ``logical_ready()`` once the logical clocks are in,
+    and ``exact_ready()`` once the exact races are (after ``loaded`` only).
     """
 
     progressed = QtCore.Signal(int, int)
     loaded = QtCore.Signal(object, object, object)  # Analyses, Layout, FrameIndex
     failed = QtCore.Signal(str, object, object, object)  # message, partial or None, ...
     logical_ready = QtCore.Signal()
+    exact_ready = QtCore.Signal()
 
     def __init__(self, path: str | Path, parent: QtCore.QObject | None = None) -> None:
         super().__init__(parent)
@@ -58,7 +63,8 @@ class TraceLoader(QtCore.QThread):
         clock = QtCore.QElapsedTimer()
         clock.start()
         try:
-            analyses = Analyses.for_header(read_header(self.path))
+            # the exact detector runs after the trace is shown (add_exact_afterwards)
+            analyses = Analyses.for_header(read_header(self.path), exact=False)
             load_trace(self.path, model=analyses.model, progress=self._progress, cancel=self.cancel)
         except LoadCancelled:
             self.failed.emit("loading cancelled", None, None, None)
@@ -81,7 +87,11 @@ class TraceLoader(QtCore.QThread):
         self.timings["layout"] = clock.restart() / 1e3
         self.loaded.emit(analyses, layout, index)
         self._logical(layout)
-        self.timings["logical"] = clock.elapsed() / 1e3
+        self.timings["logical"] = clock.restart() / 1e3
+        if not self.cancel.is_set():
+            analyses.add_exact_afterwards()
+            self.timings["exact"] = clock.elapsed() / 1e3
+            self.exact_ready.emit()
 
     def _logical(self, layout: Layout) -> None:
         if layout.logical_pending:

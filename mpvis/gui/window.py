@@ -243,6 +243,7 @@ class MainWindow(QtWidgets.QMainWindow):
         loader.loaded.connect(lambda a, lay, ix: self._loaded(loader, a, lay, ix, None))
         loader.failed.connect(lambda msg, a, lay, ix: self._loaded(loader, a, lay, ix, msg))
         loader.logical_ready.connect(lambda: self._logical_ready(loader))
+        loader.exact_ready.connect(lambda: self._exact_ready(loader))
         loader.start()
 
     def _loaded(
@@ -267,6 +268,12 @@ class MainWindow(QtWidgets.QMainWindow):
                 error if analyses is None else f"{error}\nThe events before the error are shown.",
                 error=True,
             )
+
+    def _exact_ready(self, loader: TraceLoader) -> None:
+        """The exact races of the opened trace are in: list them, mark confirmations."""
+        if self.model is not None and loader.path == Path(self.source):
+            self._races_changed([])
+            self.statusBar().showMessage("exact races (Cypher and Leu) computed", 5000)
 
     def _logical_ready(self, loader: TraceLoader) -> None:
         lay = self.diagram.layout_
