@@ -68,7 +68,7 @@ def bench(app: QtWidgets.QApplication, n: int, nprocs: int, traces: Path, png: s
     if not path.exists():
         write_trace(path, n, nprocs)
     t0 = time.perf_counter()
-    analyses = Analyses.for_header(read_header(path))
+    analyses = Analyses.for_header(read_header(path), exact=False)  # as the window's loader
     m = load_trace(path, model=analyses.model)
     t1 = time.perf_counter()
     lay, index = lay_out(analyses)
@@ -83,7 +83,7 @@ def bench(app: QtWidgets.QApplication, n: int, nprocs: int, traces: Path, png: s
     app.processEvents()
     t3 = time.perf_counter()
     print(
-        f"{m.event_count:>9,} events, {nprocs} ranks: open {t3 - t0:6.2f} s (model+analyses "
+        f"{m.event_count:>9,} events, {nprocs} ranks: open {t3 - t0:6.2f} s (model+deadlocks "
         f"{t1 - t0:.2f} s, layout {t2 - t1:.2f} s, first frame {t3 - t2:.2f} s)  [{load()}]"
     )
     t4 = time.perf_counter()
@@ -91,6 +91,9 @@ def bench(app: QtWidgets.QApplication, n: int, nprocs: int, traces: Path, png: s
         lay.update_logical()
         lay.logical_pending = False
     print(f"    logical clocks (after the window shows the trace) {time.perf_counter() - t4:.2f} s")
+    t4 = time.perf_counter()
+    analyses.add_exact_afterwards()
+    print(f"    exact races (after the window shows the trace) {time.perf_counter() - t4:.2f} s")
     for logical in (False, True):
         view.set_logical(logical)
         view.fit_all()
