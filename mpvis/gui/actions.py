@@ -111,7 +111,7 @@ def _export_races(win: MainWindow, kind: str) -> None:
         win, "Export races", f"races.{kind}", f"{kind.upper()} (*.{kind})"
     )
     if path:
-        export_races(win.races.all_races(), path)
+        export_races(win.races.all_races(), path, win.races.exact_races())
         win.statusBar().showMessage(f"wrote {path}", 8000)
 
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
 
+from mpvis.analysis.exact_events import ExactRace
 from mpvis.model.races import Race
 from mpvis.scene.race_marks import races_csv, races_json
 
@@ -31,8 +33,8 @@ def export_svg(widget: QtWidgets.QWidget, path: str | Path, title: str = "mpvis"
         raise OSError(f"cannot write {path}")
 
 
-def export_races(races: list[Race], path: str | Path) -> None:
-    """The races as CSV (``.csv``) or JSON (anything else)."""
+def export_races(races: list[Race], path: str | Path, exact: Sequence[ExactRace] = ()) -> None:
+    """The races (classifier, then exact) as CSV (``.csv``) or JSON (anything else)."""
     p = Path(path)
-    text = races_csv(races) if p.suffix.lower() == ".csv" else races_json(races)
+    text = races_csv(races, exact) if p.suffix.lower() == ".csv" else races_json(races, exact)
     p.write_text(text, encoding="utf-8")

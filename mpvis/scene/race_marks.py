@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -123,8 +124,9 @@ def _key(k: object) -> str:
     return "" if k is None else f"{k[0]}:{k[1]}"  # type: ignore[index]
 
 
-def races_csv(races: list[Race]) -> str:
-    """The race list as CSV (one header line, one line per race)."""
+def races_csv(races: list[Race], exact: Sequence[ExactRace] = ()) -> str:
+    """The race list as CSV (one header line, one line per race; exact races,
+    Cypher and Leu's, after the classifier's: receive, message and conflicting send)."""
     out = io.StringIO()
     w = csv.writer(out, lineterminator="\n")
     w.writerow(CSV_FIELDS)
@@ -147,9 +149,14 @@ def races_csv(races: list[Race]) -> str:
                 r.sites[1] or "",
             ]
         )
+    for e in exact:
+        w.writerow(["", "exact", "", e.rank, "", e.recv, "", "", "legitimate", "",
+                    _key(e.s1), _key(e.s2), "", ""])
     return out.getvalue()
 
 
-def races_json(races: list[Race]) -> str:
-    """The race list as JSON: ``{"races": [entry, ...]}`` with the spec's report entries."""
-    return json.dumps({"races": [{"id": r.id, **r.to_report()} for r in races]}, indent=1)
+def races_json(races: list[Race], exact: Sequence[ExactRace] = ()) -> str:
+    """The race list as JSON: ``{"races": [entry, ...]}`` with the spec's report entries
+    (the classifier's, then the exact test's)."""
+    entries = [{"id": r.id, **r.to_report()} for r in races] + [e.to_report() for e in exact]
+    return json.dumps({"races": entries}, indent=1)
