@@ -23,6 +23,8 @@ Record = dict[str, Any]
 
 K_SEND, K_RECV, K_CONSUME = R.KIND_CODE[R.SEND], R.KIND_CODE[R.RECV], R.KIND_CODE[R.CONSUME]
 K_STATE = R.KIND_CODE[R.STATE]
+K_WAIT, K_FINAL = R.KIND_CODE[R.WAIT], R.KIND_CODE[R.FINAL]
+K_COLL, K_COLL_EXIT = R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_EXIT]
 _SCALARS = frozenset({int, float, str, bool, type(None)})
 F_BLOCKING, F_SYNC = 1, 2  # flags = blocking + 2 * sync
 
@@ -32,7 +34,7 @@ COLUMN_FIELDS = frozenset({
     "req", "recv", "send", "size",
 })
 #: Kinds whose per-record rules are checked on whole columns.
-_FAST = frozenset({K_SEND, K_RECV, K_CONSUME, K_STATE})
+_FAST = frozenset({K_SEND, K_RECV, K_CONSUME, K_STATE, K_WAIT, K_FINAL, K_COLL, K_COLL_EXIT})
 
 
 @dataclass
@@ -70,6 +72,22 @@ def _fast_ok(batch: list[Record], codes: list[int], nprocs: int) -> bool:
     if states and not (set(map(type, states)) == {dict} and all(
             _SCALARS.issuperset(map(type, v.values())) for v in states)):
         return False
+    waits: list[Any] = [d.get("reqs") for d, c in zip(batch, codes, strict=True) if c == K_WAIT]
+    if waits and not (set(map(type, waits)) == {list} and all(_ints(w) for w in waits)):
+        return False
+    colls = [d for d, c in zip(batch, codes, strict=True) if c in (K_COLL, K_COLL_EXIT)]
+    if colls:
+        ops: list[Any] = [d.get("op") for d in colls]
+        if set(map(type, ops)) != {str} or "" in ops:
+            return False
+        roots = [d["root"] for d in colls if "root" in d]
+        counts = [d["count"] for d in colls if "count" in d]
+        if not (_ints(roots) and _ints(counts) and (not roots or min(roots) >= 0)
+                and (not counts or min(counts) >= 0)):
+            return False
+        names = {type(d[f]) for d in colls for f in ("dtype", "redop") if f in d}
+        if not names <= {str}:
+            return False
     if sends:
         dest: list[Any] = [d.get("dest") for d in sends]
         tag: list[Any] = [d.get("tag") for d in sends]
