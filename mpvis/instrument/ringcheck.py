@@ -34,12 +34,16 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
 from mpi4py import MPI
 
-__all__ = ["END", "CollectiveMismatchError", "RingChecker"]
+__all__ = ["ABORT_GRACE", "END", "CollectiveMismatchError", "RingChecker"]
+
+#: Seconds between writing the mismatch to stderr and aborting the job.
+ABORT_GRACE = 0.5
 
 #: The signature operation a rank sends when it finishes (``end_of_execution``).
 END = "end_of_execution"
@@ -178,6 +182,9 @@ class RingChecker:
             self._on_error(msg)
         if not self._abort:
             raise CollectiveMismatchError(msg.strip())
+        # MPI_Abort can take the process manager down before it has forwarded
+        # this rank's stderr: give it a moment, so the user sees why.
+        time.sleep(ABORT_GRACE)
         self._user.Abort(1)
 
 

@@ -11,10 +11,11 @@ raise     like "order", but with abort=False and an on_error hook: a rank that
 from __future__ import annotations
 
 import sys
+import time
 
 from mpi4py import MPI
 
-from mpvis.instrument.ringcheck import CollectiveMismatchError, RingChecker
+from mpvis.instrument.ringcheck import ABORT_GRACE, CollectiveMismatchError, RingChecker
 
 scenario = sys.argv[1]
 comm = MPI.COMM_WORLD
@@ -44,6 +45,7 @@ if scenario in ("order", "raise") and rank == 1:
         bcast(0, "prog:2b")
     except CollectiveMismatchError as e:
         print(f"caught on rank {rank}: {e}", flush=True)
+        time.sleep(ABORT_GRACE)  # let mpiexec forward the output before the abort
         comm.Abort(3)
 elif scenario == "root":
     bcast(1 if rank == 5 else 0, "prog:2r")
@@ -55,6 +57,7 @@ else:
         barrier("prog:2")
     except CollectiveMismatchError as e:
         print(f"caught on rank {rank}: {e}", flush=True)
+        time.sleep(ABORT_GRACE)  # let mpiexec forward the output before the abort
         comm.Abort(3)
 ring.check("allreduce", count=1, dtype="int", redop="sum", site="prog:3")
 total = comm.allreduce(1)
