@@ -43,9 +43,15 @@ class Analyses:
                 model.analyzers.append(a)
 
     @classmethod
-    def for_header(cls, header: dict[str, Any], **kw: bool) -> Analyses:
-        """A fresh model for a run with this header, with analyses attached."""
-        return cls(ModelManager(header), **kw)
+    def for_header(
+        cls, header: dict[str, Any], *, validate: bool = True, **kw: bool
+    ) -> Analyses:
+        """A fresh model for a run with this header, with analyses attached.
+
+        ``validate=False`` when the records come from the central process's
+        journal, which has checked every per-record rule already (the model
+        still checks the rules that need context)."""
+        return cls(ModelManager(header, validate=validate), **kw)
 
     def add_exact_afterwards(self, batch: int = 50_000) -> ExactRaceDetector:
         """Run the exact detector over a model already built without it.

@@ -74,7 +74,7 @@ class HeadlessSession:
 
     def _take(self, what: str, payload: Any) -> None:
         if what == "start":
-            self.analyses = Analyses.for_header(payload)
+            self.analyses = Analyses.for_header(payload, validate=False)  # journal checked
         elif what == "records" and self.analyses is not None:
             self._last_records = time.monotonic()
             self._feed(self.analyses.model, payload)

@@ -302,7 +302,7 @@ class MainWindow(QtWidgets.QMainWindow):
             what, *args = self.inbox.popleft()
             fed = True
             if what == "start":
-                a = Analyses.for_header(args[0])
+                a = Analyses.for_header(args[0], validate=False)  # the journal checked them
                 self.set_model(a.model, f"live run (journal {args[1]})", analyses=a)
             elif self.model is None or not self.source.startswith("live run"):
                 continue  # a trace was opened meanwhile: the run's leftovers are not for it

@@ -245,9 +245,12 @@ class ModelManager:
                     exc.index = i
                     return exc
         early = self._early
+        if not (early or self._inferring):
+            return None
         for i in range(k):
             if codes[i] == K_SEND:
-                if self._inferring:
+                # sends indexed when inference started (_ensure_channels) are not added twice
+                if self._inferring and start + i >= self._channel_upto:
                     self._channels.add_send((cols.rank[i], cols.peer[i], cols.comm[i],
                                              cols.tag[i]), cols.seq[i])
                     context.resolve(self, (cols.rank[i], cols.peer[i], cols.comm[i], cols.tag[i]))
