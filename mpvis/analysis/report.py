@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as R
 
@@ -23,13 +25,11 @@ def classifier_races(m: ModelManager, *, nonadjacent: bool = False) -> list[dict
     """Report entries of the classifier: adjacent pairs, plus non-adjacent ones on request."""
     out = [r.to_report() for r in m.potential_races()]
     if nonadjacent:
-        recv = R.KIND_CODE[R.RECV]
         kinds, peers, tags = m.c_kind.view(), m.c_peer.view(), m.c_tag.view()
-        for rank in range(m.nprocs):
-            for seq in range(m.count(rank)):
-                g = m.gidx(rank, seq)
-                if kinds[g] == recv and peers[g] == -1 and tags[g] == -1:
-                    out.extend(r.to_report() for r in m.nonadjacent_races(rank, seq))
+        anys = np.flatnonzero((kinds == R.KIND_CODE[R.RECV]) & (peers == -1) & (tags == -1))
+        ranks, seqs = m.c_rank.view(), m.c_seq.view()
+        for g in anys.tolist():
+            out.extend(r.to_report() for r in m.nonadjacent_races(int(ranks[g]), int(seqs[g])))
     out.sort(key=lambda e: (e["rank"], e["recvs"], e["scope"] != "adjacent"))
     return out
 
