@@ -32,6 +32,10 @@ class Column:
     def extend(self, values: Iterable[float]) -> None:
         self.data.extend(values)  # type: ignore[arg-type]
 
+    def extend_array(self, values: npt.NDArray[Any]) -> None:
+        """Append a NumPy array (converted to this column's type; values must fit)."""
+        self.data.frombytes(values.astype(self.data.typecode, copy=False).tobytes())
+
     def __getitem__(self, i: int) -> Any:
         return self.data[i]
 

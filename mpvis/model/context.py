@@ -15,6 +15,7 @@ from mpvis.model.errors import ModelInputError
 from mpvis.protocol.records import KIND_CODE
 
 if TYPE_CHECKING:
+    from mpvis.model.ingest import Batch
     from mpvis.model.manager import ModelManager
 
 Record = dict[str, Any]
@@ -23,21 +24,45 @@ Key = tuple[int, int]
 F_BLOCKING = 1
 
 
-def on_send(m: ModelManager, rec: Record, g: int) -> None:
-    if not rec["blocking"]:
-        new_req(m, rec, rec["rank"], rec["seq"])
+class Rows:
+    """The first ``k`` records of a :class:`~mpvis.model.ingest.Batch` as Python
+    lists (cheap to index one record at a time), and their extras.  Record
+    ``i`` has global index ``start + i``."""
+
+    __slots__ = ("code", "comm", "extras", "flags", "peer", "rank", "ref", "req", "seq",
+                 "sseq", "start", "tag")
+
+    def __init__(self, cols: Batch, start: int, k: int) -> None:
+        self.start = start
+        self.code: list[int] = cols.code[:k].tolist()
+        self.flags: list[int] = cols.flags[:k].tolist()
+        self.rank: list[int] = cols.rank[:k].tolist()
+        self.seq: list[int] = cols.seq[:k].tolist()
+        self.comm: list[int] = cols.comm[:k].tolist()
+        self.peer: list[int] = cols.peer[:k].tolist()
+        self.tag: list[int] = cols.tag[:k].tolist()
+        self.req: list[int] = cols.req[:k].tolist()
+        self.ref: list[int] = cols.ref[:k].tolist()
+        self.sseq: list[int] = cols.sseq[:k].tolist()
+        self.extras = cols.extras
 
 
-def on_recv(m: ModelManager, rec: Record, g: int) -> None:
-    r, s, comm = rec["rank"], rec["seq"], rec.get("comm", 0)
-    if not rec["blocking"]:
-        new_req(m, rec, r, s)
-    m.races.on_recv(r, s, comm, rec["src"], rec["tag"])
+def on_send(m: ModelManager, b: Rows, i: int) -> None:
+    if not b.flags[i] & F_BLOCKING:
+        new_req(m, b.req[i], b.rank[i], b.seq[i])
 
 
-def on_consume(m: ModelManager, rec: Record, g: int) -> None:
-    r, s, comm = rec["rank"], rec["seq"], rec.get("comm", 0)
-    rs = rec["recv"]
+def on_recv(m: ModelManager, b: Rows, i: int) -> None:
+    r, s = b.rank[i], b.seq[i]
+    if not b.flags[i] & F_BLOCKING:
+        new_req(m, b.req[i], r, s)
+    m.races.on_recv(r, s, b.comm[i], b.peer[i], b.tag[i])
+
+
+def on_consume(m: ModelManager, b: Rows, i: int) -> None:
+    r, s, comm = b.rank[i], b.seq[i], b.comm[i]
+    csrc, ctag = b.peer[i], b.tag[i]
+    rs = b.ref[i]
     if rs >= s:
         raise ModelInputError(f"consume's 'recv' {rs} is not an earlier event", rank=r, seq=s)
     rg = m.by_rank[r][rs]
@@ -54,35 +79,35 @@ def on_consume(m: ModelManager, rec: Record, g: int) -> None:
             f"the consume of blocking recv {rs} must be the event just after it",
             rank=r, seq=s)
     src, tag = m.c_peer.data[rg], m.c_tag.data[rg]
-    if (src != -1 and src != rec["src"]) or (tag != -1 and tag != rec["tag"]):
+    if src not in (-1, csrc) or tag not in (-1, ctag):
         raise ModelInputError(
-            f"consumed message (src {rec['src']}, tag {rec['tag']}) does not match "
+            f"consumed message (src {csrc}, tag {ctag}) does not match "
             f"recv {rs} (src {src}, tag {tag})", rank=r, seq=s)
-    send = rec.get("send")
-    if send is None:
+    qs = b.sseq[i]
+    if qs < 0:
         ref[rg] = s
-        infer(m, rec, rs)
+        infer(m, (csrc, r, comm, ctag), rs, s)
         m.races.touch_recv(r, rs)
         return
-    q, qs = send
-    events = m.by_rank[q]
+    g = b.start + i
+    events = m.by_rank[csrc]
     if qs < len(events):
         sg = events[qs]
-        check_pair(m, sg, (r, s, rec["tag"], comm))
+        check_pair(m, sg, (r, s, ctag, comm))
         ref[rg] = s
         link(m, sg, g)
-    elif (q, qs) in m._early:
-        raise ModelInputError(f"send {send} is consumed twice", rank=r, seq=s)
+    elif (csrc, qs) in m._early:
+        raise ModelInputError(f"send {[csrc, qs]} is consumed twice", rank=r, seq=s)
     else:
         ref[rg] = s
-        m._early[(q, qs)] = g
+        m._early[(csrc, qs)] = g
         m.races.touch_recv(r, rs)
 
 
-def on_wait(m: ModelManager, rec: Record, g: int) -> None:
-    r, s = rec["rank"], rec["seq"]
+def on_wait(m: ModelManager, b: Rows, i: int) -> None:
+    r, s = b.rank[i], b.seq[i]
     live = m._live_reqs[r]
-    reqs = rec["reqs"]
+    reqs = b.extras[i]["reqs"]
     if len(set(reqs)) != len(reqs):
         raise ModelInputError("wait names a request twice", rank=r, seq=s)
     for q in reqs:
@@ -98,8 +123,9 @@ def on_wait(m: ModelManager, rec: Record, g: int) -> None:
         del live[q]
 
 
-def on_coll(m: ModelManager, rec: Record, g: int) -> None:
-    r, s, comm = rec["rank"], rec["seq"], rec.get("comm", 0)
+def on_coll(m: ModelManager, b: Rows, i: int) -> None:
+    r, s, comm = b.rank[i], b.seq[i], b.comm[i]
+    rec = b.extras[i]
     if m.colls.open_collective(r, comm) is not None:
         raise ModelInputError("coll while the previous collective has no coll_exit",
                               rank=r, seq=s)
@@ -112,27 +138,28 @@ def on_coll(m: ModelManager, rec: Record, g: int) -> None:
     m._wake_key(("coll", comm, n, r))
 
 
-def on_coll_exit(m: ModelManager, rec: Record, g: int) -> None:
-    r, s, comm = rec["rank"], rec["seq"], rec.get("comm", 0)
+def on_coll_exit(m: ModelManager, b: Rows, i: int) -> None:
+    r, s, comm = b.rank[i], b.seq[i], b.comm[i]
+    op = b.extras[i]["op"]
     open_ = m.colls.open_collective(r, comm)
     if open_ is None:
         raise ModelInputError("coll_exit without a coll", rank=r, seq=s)
-    if open_[2] != rec["op"]:
-        raise ModelInputError(f"coll_exit op '{rec['op']}' differs from its coll's "
+    if open_[2] != op:
+        raise ModelInputError(f"coll_exit op '{op}' differs from its coll's "
                               f"'{open_[2]}'", rank=r, seq=s)
     m._exit_of[(r, s)] = (m.colls.leave(r, comm), open_[2])
 
 
-def on_final(m: ModelManager, rec: Record, g: int) -> None:
-    m.finished[rec["rank"]] = True
+def on_final(m: ModelManager, b: Rows, i: int) -> None:
+    m.finished[b.rank[i]] = True
 
 # -- helpers --------------------------------------------------------------------
 
-def new_req(m: ModelManager, rec: Record, r: int, s: int) -> None:
+def new_req(m: ModelManager, req: int, r: int, s: int) -> None:
     live = m._live_reqs[r]
-    if rec["req"] in live:
-        raise ModelInputError(f"request {rec['req']} is already live", rank=r, seq=s)
-    live[rec["req"]] = s
+    if req in live:
+        raise ModelInputError(f"request {req} is already live", rank=r, seq=s)
+    live[req] = s
 
 
 def check_pair(m: ModelManager, sg: int, cons: tuple[int, int, int, int]) -> None:
@@ -169,15 +196,14 @@ def link_checked(m: ModelManager, sg: int, cg: int) -> None:
     link(m, sg, cg)
 
 
-def infer(m: ModelManager, rec: Record, rs: int) -> None:
-    """A consume without ``send``: match it by the non-overtaking rule."""
-    r, s, comm = rec["rank"], rec["seq"], rec.get("comm", 0)
+def infer(m: ModelManager, chan: tuple[int, int, int, int], rs: int, s: int) -> None:
+    """A consume ``s`` of receive ``rs`` without ``send``: match it by the
+    non-overtaking rule on ``chan`` = (src, dst, comm, tag)."""
     m._ensure_channels()
-    chan = (rec["src"], r, comm, rec["tag"])
     if not m._channels.add_inferred(chan, rs, s):
         raise ModelInputError(
             "cannot infer the send of this consume: its receive was posted before one "
-            "already matched on the channel; give the 'send' field", rank=r, seq=s)
+            "already matched on the channel; give the 'send' field", rank=chan[1], seq=s)
     resolve(m, chan)
 
 

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from mpvis.protocol import records as R
 
 Record = dict[str, Any]
@@ -37,25 +40,71 @@ COLUMN_FIELDS = frozenset({
 _FAST = frozenset({K_SEND, K_RECV, K_CONSUME, K_STATE, K_WAIT, K_FINAL, K_COLL, K_COLL_EXIT})
 
 
+#: NumPy dtype of each column of a :class:`Batch` (all 64-bit until the model
+#: checks ranges; the model stores them narrower, see :mod:`mpvis.model.columns`).
+INT_COLUMNS = ("rank", "seq", "comm", "peer", "tag", "req", "ref", "sseq", "size")
+#: Columns the model stores as 32-bit integers: values must fit.
+INT32_COLUMNS = ("rank", "seq", "comm", "peer", "tag", "req", "ref", "sseq")
+_INT32_MAX = 2**31 - 1
+
+
 @dataclass
 class Batch:
-    """Columns of the accepted prefix ``[0, n)`` of a batch, and the first error."""
+    """Columns of the accepted prefix ``[0, n)`` of a batch, and the first error.
+
+    Every column is a NumPy array of length ``n``: ``code`` (kind code, int8),
+    ``flags`` (blocking + 2 * sync, int8), ``t`` (float64, NaN when absent),
+    ``site`` (ids in a :class:`SiteTable`, -1 when absent) and the int64
+    columns of :data:`INT_COLUMNS`: ``peer`` is a send's ``dest`` or a
+    receive's or consume's ``src``, ``ref`` a consume's ``recv``, ``sseq`` the
+    seq of a consume's ``send`` (its rank is ``src``), -1 where absent.
+    ``extras`` maps an index to the record's fields held in no column.
+    ``error_rank``/``error_seq`` locate the record that broke ``error``.
+    """
 
     n: int
-    rank: list[Any]
-    seq: list[Any]
-    code: list[Any]
-    t: list[Any]
-    site: list[Any]
-    comm: list[Any]
-    peer: list[Any]
-    tag: list[Any]
-    flags: list[Any]
-    req: list[Any]
-    ref: list[Any]
-    size: list[Any]
+    rank: Any
+    seq: Any
+    code: Any
+    t: Any
+    site: Any
+    comm: Any
+    peer: Any
+    tag: Any
+    flags: Any
+    req: Any
+    ref: Any
+    sseq: Any
+    size: Any
     extras: dict[int, dict[str, Any]] = field(default_factory=dict)
     error: R.RecordError | None = None
+    error_rank: int | None = None
+    error_seq: int | None = None
+
+
+class SiteTable:
+    """Call sites (``"file:line"``) numbered in order of first appearance."""
+
+    __slots__ = ("ids", "names")
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.ids: dict[str | None, int] = {None: -1}
+
+    def add(self, site: str) -> int:
+        """The id of ``site``, numbering it if new."""
+        i = self.ids.get(site)
+        if i is None:
+            i = self.ids[site] = len(self.names)
+            self.names.append(site)
+        return i
+
+    def codes(self, sites: list[Any]) -> npt.NDArray[np.int64]:
+        """Ids of ``sites`` (``None`` is -1), numbering new ones."""
+        ids = self.ids
+        for s in set(sites) - ids.keys():
+            self.add(s)
+        return np.fromiter(map(ids.__getitem__, sites), dtype=np.int64, count=len(sites))
 
 
 def _ints(vals: list[Any]) -> bool:
@@ -128,8 +177,14 @@ def _fast_ok(batch: list[Record], codes: list[int], nprocs: int) -> bool:
     return True
 
 
-def extract(batch: list[Record], nprocs: int, validate: bool = True) -> Batch:
-    """Columns of ``batch``; with ``validate``, the longest valid prefix and its error."""
+def extract(batch: list[Record], nprocs: int, sites: SiteTable, validate: bool = True
+            ) -> Batch:
+    """Columns of ``batch``; with ``validate``, the longest valid prefix and its error.
+
+    Site strings are numbered in ``sites``.  Integers the model stores in 32
+    bits must fit them (a record with a larger ``seq``, ``tag``... ends the
+    prefix, whether or not ``validate`` is set).
+    """
     n = len(batch)
     error: R.RecordError | None = None
     if validate:
@@ -146,22 +201,48 @@ def extract(batch: list[Record], nprocs: int, validate: bool = True) -> Batch:
     src = list(map(get, batch, repeat("src"), repeat(-1)))
     blocking = map(get, batch, repeat("blocking"), repeat(False))
     sync = map(get, batch, repeat("sync"), repeat(False))
+    flags = [b + 2 * y for b, y in zip(blocking, sync, strict=True)]
+    send: list[Any] = [-1] * n
+    if K_CONSUME in codes:
+        for i, c in enumerate(codes):
+            if c == K_CONSUME:
+                ref = batch[i].get("send")
+                if ref is not None:
+                    send[i] = ref[1]
+    ints = {
+        "rank": list(map(get, batch, repeat("rank"))),
+        "seq": list(map(get, batch, repeat("seq"))),
+        "comm": list(map(get, batch, repeat("comm"), repeat(0))),
+        "peer": [s if d is None else d for d, s in zip(dest, src, strict=True)],
+        "tag": list(map(get, batch, repeat("tag"), repeat(-1))),
+        "req": list(map(get, batch, repeat("req"), repeat(-1))),
+        "ref": list(map(get, batch, repeat("recv"), repeat(-1))),
+        "sseq": send,
+        "size": list(map(get, batch, repeat("size"), repeat(-1))),
+    }
+    arrays = {name: _int64(vals) for name, vals in ints.items()}
+    big = _first_too_big(arrays)
+    if big is not None and big[0] < n:
+        i, name = big
+        n, error = i, R.RecordError(
+            f"'{_FIELD_OF.get(name, name)}' is too large (at most {_INT32_MAX})")
+        batch = batch[:n]
+        arrays = {name: arr[:n] for name, arr in arrays.items()}
+        codes, ts = codes[:n], ts[:n]
     out = Batch(
         n=n,
-        rank=list(map(get, batch, repeat("rank"))),
-        seq=list(map(get, batch, repeat("seq"))),
-        code=codes,
-        t=ts,
-        site=list(map(get, batch, repeat("site"))),
-        comm=list(map(get, batch, repeat("comm"), repeat(0))),
-        peer=[s if d is None else d for d, s in zip(dest, src, strict=True)],
-        tag=list(map(get, batch, repeat("tag"), repeat(-1))),
-        flags=[b + 2 * y for b, y in zip(blocking, sync, strict=True)],
-        req=list(map(get, batch, repeat("req"), repeat(-1))),
-        ref=list(map(get, batch, repeat("recv"), repeat(-1))),
-        size=list(map(get, batch, repeat("size"), repeat(-1))),
+        code=np.array(codes, dtype=np.int8),
+        t=np.array(ts, dtype=np.float64),
+        site=sites.codes(list(map(get, batch, repeat("site")))),
+        flags=np.array(flags[:n], dtype=np.int8),
         error=error,
+        rank=arrays["rank"], seq=arrays["seq"], comm=arrays["comm"], peer=arrays["peer"],
+        tag=arrays["tag"], req=arrays["req"], ref=arrays["ref"], sseq=arrays["sseq"],
+        size=arrays["size"],
     )
+    if error is not None and n < len(ints["rank"]):
+        out.error_rank = _int_or_none(ints["rank"][n])
+        out.error_seq = _int_or_none(ints["seq"][n])
     # Records of a kind mostly share their keys: find the key tuples that carry
     # fields beyond the columns once, then pick the records that have them.
     keys = list(map(tuple, batch))
@@ -172,6 +253,35 @@ def extract(batch: list[Record], nprocs: int, validate: bool = True) -> Batch:
                 d = batch[i]
                 out.extras[i] = {f: v for f, v in d.items() if f not in COLUMN_FIELDS}
     return out
+
+
+#: The record field behind each integer column, for error messages.
+_FIELD_OF = {"peer": "dest/src", "ref": "recv", "sseq": "send"}
+
+
+def _int64(vals: list[Any]) -> npt.NDArray[np.int64]:
+    """``vals`` as int64; a value beyond int64 becomes ``2**63 - 1`` (too big anyway)."""
+    try:
+        return np.array(vals, dtype=np.int64)
+    except OverflowError:
+        top = 2**63 - 1
+        return np.array([min(v, top) for v in vals], dtype=np.int64)
+
+
+def _first_too_big(arrays: dict[str, npt.NDArray[np.int64]]) -> tuple[int, str] | None:
+    """First (index, column) whose value does not fit the model's 32-bit columns."""
+    first: tuple[int, str] | None = None
+    for name in INT32_COLUMNS:
+        arr = arrays[name]
+        if len(arr) and int(arr.max()) > _INT32_MAX:
+            i = int(np.argmax(arr > _INT32_MAX))
+            if first is None or i < first[0]:
+                first = (i, name)
+    return first
+
+
+def _int_or_none(v: object) -> int | None:
+    return v if type(v) is int else None
 
 
 def valid_prefix(batch: list[Record], nprocs: int) -> tuple[int, R.RecordError | None]:

@@ -36,7 +36,7 @@ from mpvis.model.clocks import ClockStore
 from mpvis.model.collectives import ALL_TO_ALL, CollectiveBook
 from mpvis.model.columns import Column
 from mpvis.model.errors import ModelInputError
-from mpvis.model.ingest import F_BLOCKING, Batch, extract
+from mpvis.model.ingest import F_BLOCKING, Batch, SiteTable, extract
 from mpvis.model.matching import ChannelBook
 from mpvis.model.observer import ModelChange, ModelObserver
 from mpvis.model.races import Race, RaceTracker, RecvFacts
@@ -74,8 +74,9 @@ class ModelManager:
         #: consistent with happened-before, for the diagram's logical layout.
         self.c_lamport = Column("i")
         self.extras: dict[int, dict[str, Any]] = {}
-        self.sites: list[str] = []
-        self._site_ids: dict[str, int] = {}
+        self.site_table = SiteTable()
+        #: Call sites by id (``c_site``).
+        self.sites: list[str] = self.site_table.names
         self.by_rank: list[array[int]] = [array("q") for _ in range(n)]
         # -- context --
         self._live_reqs: list[dict[int, int]] = [{} for _ in range(n)]  # req -> seq
@@ -121,20 +122,30 @@ class ModelManager:
 
     def add_batch(self, batch: list[Record]) -> None:
         """Add records in arrival order; see the module docstring for the contract."""
+        cols = extract(batch, self.nprocs, self.site_table, self.validate)
+        self.add_columns(cols, batch)
+
+    def add_columns(self, cols: Batch, records: list[Record] | None = None) -> None:
+        """Add a batch already turned into columns by :func:`~mpvis.model.ingest.extract`
+        (possibly in another process, see :mod:`mpvis.tracefile.parse_worker`).
+
+        ``cols.site`` must hold ids of :attr:`site_table`.  ``records`` are the
+        batch's dicts, needed only when analyzers are attached (they get
+        records); without them the records are rebuilt from the columns.
+        Same contract as :meth:`add_batch`: the error's ``index`` is in the batch.
+        """
         start = len(self.c_rank)
         touched: set[int] = set()
         error: ModelInputError | None = None
         try:
-            cols = extract(batch, self.nprocs, self.validate)
             if cols.error is not None:
-                bad = batch[cols.n]
-                error = ModelInputError(str(cols.error), rank=_int_or_none(bad, "rank"),
-                                        seq=_int_or_none(bad, "seq"), index=cols.n)
+                error = ModelInputError(str(cols.error), rank=cols.error_rank,
+                                        seq=cols.error_seq, index=cols.n)
             k, seq_error = self._sequence_prefix(cols)
             if seq_error is not None:
                 error = seq_error
-            self._commit(batch, cols, k, touched)
-            ctx_error = self._apply_context(batch, cols, start, k)
+            self._commit(cols, k, touched, records)
+            ctx_error = self._apply_context(cols, start, k)
             if ctx_error is not None:
                 self._truncate(start + (ctx_error.index or 0))
                 error = ctx_error
@@ -182,86 +193,90 @@ class ModelManager:
                    "in order, with no gaps)")
         return i, ModelInputError(msg, rank=r, seq=sq, index=i)
 
-    def _commit(self, batch: list[Record], cols: Batch, k: int, touched: set[int]) -> None:
+    def _commit(self, cols: Batch, k: int, touched: set[int],
+                records: list[Record] | None) -> None:
         """Append the first ``k`` records of a checked batch to the columns."""
         if k == 0:
             return
         start = len(self.c_rank)
-        ids = self._site_ids
-        sites = cols.site[:k]
-        for site in set(sites) - ids.keys():
-            if site is not None:
-                self._site_id(site)
-        self.c_rank.extend(cols.rank[:k])
-        self.c_seq.extend(cols.seq[:k])
-        self.c_kind.extend(cols.code[:k])
-        self.c_t.extend(cols.t[:k])
-        self.c_site.extend([-1 if x is None else ids[x] for x in sites])
-        self.c_comm.extend(cols.comm[:k])
-        self.c_peer.extend(cols.peer[:k])
-        self.c_tag.extend(cols.tag[:k])
-        self.c_flags.extend(cols.flags[:k])
-        self.c_req.extend(cols.req[:k])
-        self.c_ref.extend(cols.ref[:k])
-        self.c_size.extend(cols.size[:k])
+        self.c_rank.extend_array(cols.rank[:k])
+        self.c_seq.extend_array(cols.seq[:k])
+        self.c_kind.extend_array(cols.code[:k])
+        self.c_t.extend_array(cols.t[:k])
+        self.c_site.extend_array(cols.site[:k])
+        self.c_comm.extend_array(cols.comm[:k])
+        self.c_peer.extend_array(cols.peer[:k])
+        self.c_tag.extend_array(cols.tag[:k])
+        self.c_flags.extend_array(cols.flags[:k])
+        self.c_req.extend_array(cols.req[:k])
+        self.c_ref.extend_array(cols.ref[:k])
+        self.c_size.extend_array(cols.size[:k])
         self.c_partner.data.extend(repeat(-1, k))
         self.c_lamport.data.extend(repeat(-1, k))
         for i, extra in cols.extras.items():
             if i < k:
                 self.extras[start + i] = extra
         ranks = cols.rank[:k]
-        codes = np.asarray(cols.code[:k])
-        for i in np.flatnonzero((codes == K_CONSUME) | (codes == K_COLL)
-                                | (codes == K_COLL_EXIT)).tolist():
-            self._merge_at[ranks[i]].append(cols.seq[i])
-        if len(set(ranks)) == 1:
-            self.by_rank[ranks[0]].extend(range(start, start + k))
-        else:
-            arr = np.asarray(ranks)
-            for r in np.unique(arr).tolist():
-                self.by_rank[r].extend((np.flatnonzero(arr == r) + start).tolist())
-        touched.update(ranks)
+        codes = cols.code[:k]
+        merges = np.flatnonzero((codes == K_CONSUME) | (codes == K_COLL)
+                                | (codes == K_COLL_EXIT))
+        order = np.argsort(ranks, kind="stable")
+        sr = ranks[order]
+        bounds = np.flatnonzero(sr[1:] != sr[:-1]) + 1
+        lo_list = [0, *bounds.tolist()]
+        hi_list = [*bounds.tolist(), k]
+        gids = order + start
+        mranks = ranks[merges]
+        mseqs = cols.seq[merges]
+        for lo, hi in zip(lo_list, hi_list, strict=True):
+            r = int(sr[lo])
+            self.by_rank[r].frombytes(gids[lo:hi].astype(np.int64).tobytes())
+            if len(merges):
+                self._merge_at[r].frombytes(mseqs[mranks == r].astype(np.int32).tobytes())
+        touched.update(sr[lo_list].tolist())
         if self.analyzers:
             pending = self._pending
-            for rec in batch[:k]:
+            if records is None:
+                from mpvis.model.entities import rebuild_record
+
+                records = [rebuild_record(self, start + i) for i in range(k)]
+            for rec in records[:k]:
                 if "comm" not in rec:
                     rec["comm"] = 0
                 pending[rec["rank"]].append(rec)
 
-    def _apply_context(self, batch: list[Record], cols: Batch, start: int, k: int
-                       ) -> ModelInputError | None:
+    def _apply_context(self, cols: Batch, start: int, k: int) -> ModelInputError | None:
         """Context rules, record by record, for the kinds that have them; then
         link sends that arrived after their consumes.  Returns the first error
         (its ``index`` in the batch); records from it on must be dropped."""
-        codes, flags = cols.code, cols.flags
-        special = _SPECIAL
-        for i in range(k):
-            c = codes[i]
-            if c in special or (c == K_SEND and not flags[i] & F_BLOCKING):
-                rec = batch[i]
-                try:
-                    _HANDLERS[c](self, rec, start + i)
-                except ModelInputError as exc:
-                    exc.index = i
-                    return exc
+        if k == 0:
+            return None
+        rows = context.Rows(cols, start, k)
+        codes = rows.code
+        for i in np.flatnonzero(_special_mask(cols.code[:k], cols.flags[:k])).tolist():
+            try:
+                _HANDLERS[codes[i]](self, rows, i)
+            except ModelInputError as exc:
+                exc.index = i
+                return exc
         early = self._early
         if not (early or self._inferring):
             return None
-        for i in range(k):
-            if codes[i] == K_SEND:
-                # sends indexed when inference started (_ensure_channels) are not added twice
-                if self._inferring and start + i >= self._channel_upto:
-                    self._channels.add_send((cols.rank[i], cols.peer[i], cols.comm[i],
-                                             cols.tag[i]), cols.seq[i])
-                    context.resolve(self, (cols.rank[i], cols.peer[i], cols.comm[i], cols.tag[i]))
-                if early:
-                    cg = early.pop((cols.rank[i], cols.seq[i]), None)
-                    if cg is not None:
-                        try:
-                            context.link_checked(self, start + i, cg)
-                        except ModelInputError as exc:
-                            exc.index = i
-                            return exc
+        rank, seq, peer, comm, tag = rows.rank, rows.seq, rows.peer, rows.comm, rows.tag
+        for i in np.flatnonzero(cols.code[:k] == K_SEND).tolist():
+            # sends indexed when inference started (_ensure_channels) are not added twice
+            if self._inferring and start + i >= self._channel_upto:
+                chan = (rank[i], peer[i], comm[i], tag[i])
+                self._channels.add_send(chan, seq[i])
+                context.resolve(self, chan)
+            if early:
+                cg = early.pop((rank[i], seq[i]), None)
+                if cg is not None:
+                    try:
+                        context.link_checked(self, start + i, cg)
+                    except ModelInputError as exc:
+                        exc.index = i
+                        return exc
         if self._inferring:
             self._channel_upto = start + k
         return None
@@ -341,13 +356,6 @@ class ModelManager:
             raise problem
 
     # ------------------------------------------------------------ helpers
-    def _site_id(self, site: str) -> int:
-        i = self._site_ids.get(site)
-        if i is None:
-            i = self._site_ids[site] = len(self.sites)
-            self.sites.append(site)
-        return i
-
     def _wake_key(self, key: Any) -> None:
         ranks = self._wake.pop(key, None)
         if ranks:
@@ -666,3 +674,10 @@ _HANDLERS = {
 }
 #: Kinds whose context rules run record by record (nonblocking sends too).
 _SPECIAL = frozenset(_HANDLERS) - {K_SEND}
+_SPECIAL_CODES = np.array(sorted(_SPECIAL), dtype=np.int8)
+
+
+def _special_mask(codes: Any, flags: Any) -> Any:
+    """Records whose context rules run one by one: every kind with rules but
+    blocking sends (which have none)."""
+    return np.isin(codes, _SPECIAL_CODES) | ((codes == K_SEND) & ((flags & F_BLOCKING) == 0))

@@ -10,21 +10,24 @@ caller may still show them.
 from __future__ import annotations
 
 import gc
+import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
-
 from mpvis.model.errors import ModelInputError
+from mpvis.model.ingest import extract
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.records import RecordError, check_header
 from mpvis.tracefile.compression import open_binary_read
+from mpvis.tracefile.lines import chunks, parse_chunk, parse_line
+from mpvis.tracefile.parse_worker import ParallelParser, ParsedBatch
 
 Record = dict[str, Any]
-#: Lines parsed and fed to the model at a time.
-BATCH_LINES = 16384
+#: Files at least this large are parsed by a second process (see
+#: :mod:`mpvis.tracefile.parse_worker`); below it, starting one costs more than it saves.
+PARALLEL_MIN_BYTES = 8 << 20
 
 
 class TraceFileError(Exception):
@@ -45,12 +48,10 @@ class LoadCancelled(Exception):
 
 
 def _parse(path: Path, lineno: int, raw: bytes) -> Any:
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        if "utf-8" in str(exc).lower():
-            raise TraceFileError(path, lineno, "line is not valid UTF-8") from None
-        raise TraceFileError(path, lineno, f"line is not valid JSON ({exc.msg})") from None
+    value, rule = parse_line(raw)
+    if rule is not None:
+        raise TraceFileError(path, lineno, rule)
+    return value
 
 
 def _open(path: Path) -> IO[bytes]:
@@ -58,42 +59,6 @@ def _open(path: Path) -> IO[bytes]:
         return open_binary_read(path)
     except OSError as exc:
         raise TraceFileError(path, None, f"cannot open: {exc.strerror or exc}") from None
-
-
-def _chunks(path: Path, fh: IO[bytes]) -> Iterator[list[bytes]]:
-    chunk: list[bytes] = []
-    try:
-        for raw in fh:
-            chunk.append(raw)
-            if len(chunk) >= BATCH_LINES:
-                yield chunk
-                chunk = []
-    except (OSError, EOFError) as exc:
-        raise TraceFileError(path, None, f"cannot read (corrupt or truncated file?): {exc}"
-                             ) from None
-    if chunk:
-        yield chunk
-
-
-def _parse_batch(path: Path, first_line: int, lines: list[bytes]) -> tuple[list[Record], list[int]]:
-    """Parse a chunk of lines; blank lines are skipped.  Returns records and line numbers."""
-    loads = orjson.loads
-    try:
-        recs = [loads(ln) for ln in lines]
-        if set(map(type, recs)) == {dict}:
-            return recs, list(range(first_line, first_line + len(lines)))
-    except orjson.JSONDecodeError:
-        pass
-    recs, nums = [], []
-    for i, raw in enumerate(lines):
-        if not raw.strip():
-            continue
-        rec = _parse(path, first_line + i, raw)
-        if not isinstance(rec, dict):
-            raise TraceFileError(path, first_line + i, "an event line must be a JSON object")
-        recs.append(rec)
-        nums.append(first_line + i)
-    return recs, nums
 
 
 def read_header(path: str | Path) -> Record:
@@ -119,10 +84,15 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Record]]:
     with _open(p) as fh:
         fh.readline()
         line = 2
-        for chunk in _chunks(p, fh):
-            recs, nums = _parse_batch(p, line, chunk)
-            yield from zip(nums, recs, strict=True)
-            line += len(chunk)
+        try:
+            for lines in chunks(fh):
+                chunk = parse_chunk(line, lines)
+                yield from zip(chunk.nums, chunk.records, strict=True)
+                if chunk.bad_line is not None:
+                    raise TraceFileError(p, chunk.bad_line, chunk.rule or "")
+                line += len(lines)
+        except (OSError, EOFError) as exc:
+            raise _unreadable(p, exc) from None
 
 
 def load_trace(
@@ -132,23 +102,40 @@ def load_trace(
     progress: Callable[[int, int], None] | None = None,
     cancel: threading.Event | None = None,
     finish: bool = True,
+    parallel: bool | None = None,
 ) -> ModelManager:
     """Read a whole trace into a model, checking every rule of the spec.
 
     ``progress(bytes_read, total_bytes)`` is called after each batch (for a
     compressed file ``total_bytes`` is the compressed size and ``bytes_read``
     an estimate).  Setting ``cancel`` stops with :class:`LoadCancelled`.
-    Raises :class:`TraceFileError` on the first rule broken.
+    ``parallel`` parses in a second process (default: for files of at least
+    :data:`PARALLEL_MIN_BYTES` on a machine with more than one core); the
+    model and the errors are the same either way.
+    Raises :class:`TraceFileError` on the first rule broken; every good
+    record before it is in the model (``TraceFileError.model``).
     """
     p = Path(path)
     header = read_header(p)
     m = model or ModelManager(header)
+    if parallel is None:
+        parallel = (os.cpu_count() or 1) > 1 and p.stat().st_size >= PARALLEL_MIN_BYTES
     # The model holds millions of small acyclic objects: the cyclic garbage
     # collector would rescan them again and again while they are built.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        _load_into(m, p, progress, cancel, finish)
+        if parallel:
+            with ParallelParser(p, m.nprocs, m.site_table, validate=m.validate,
+                                with_records=bool(m.analyzers)) as parser:
+                _load_into(m, p, parser, progress, cancel)
+        else:
+            _load_into(m, p, _parse_here(m, p), progress, cancel)
+        if finish:
+            try:
+                m.finish()
+            except ModelInputError as exc:
+                raise TraceFileError(p, _find_line(p, exc.rank, exc.seq), str(exc), m) from None
     finally:
         if was_enabled:
             gc.enable()
@@ -156,36 +143,58 @@ def load_trace(
     return m
 
 
+def _parse_here(m: ModelManager, p: Path) -> Iterator[ParsedBatch]:
+    """The batches of ``p`` parsed in this process (what the parser process does)."""
+    with _open(p) as fh:
+        fh.readline()
+        line = 2
+        for lines in chunks(fh):
+            chunk = parse_chunk(line, lines)
+            cols = extract(chunk.records, m.nprocs, m.site_table, m.validate)
+            yield ParsedBatch(cols, chunk.nums, sum(map(len, lines)), chunk.records,
+                              chunk.bad_line, chunk.rule)
+            line += len(lines)
+
+
 def _load_into(
     m: ModelManager,
     p: Path,
+    batches: Iterable[ParsedBatch],
     progress: Callable[[int, int], None] | None,
     cancel: threading.Event | None,
-    finish: bool,
 ) -> None:
     total = p.stat().st_size
-    seen = 0
-    with _open(p) as fh:
-        seen += len(fh.readline())
-        line = 2
-        for chunk in _chunks(p, fh):
+    seen = len(_header_line(p))
+    try:
+        for pb in batches:
             if cancel is not None and cancel.is_set():
                 raise LoadCancelled(str(p))
-            recs, nums = _parse_batch(p, line, chunk)
             try:
-                m.add_batch(recs)
+                m.add_columns(pb.cols, pb.records)
             except ModelInputError as exc:
-                bad = nums[exc.index] if exc.index is not None else None
+                i = exc.index
+                bad = pb.nums[i] if i is not None and i < len(pb.nums) else pb.bad_line
                 raise TraceFileError(p, bad, str(exc), m) from None
-            line += len(chunk)
-            seen += sum(len(x) for x in chunk)
+            if pb.bad_line is not None:
+                raise TraceFileError(p, pb.bad_line, pb.rule or "", m)
+            seen += pb.nbytes
             if progress is not None:
                 progress(min(seen, total), total)
-    if finish:
-        try:
-            m.finish()
-        except ModelInputError as exc:
-            raise TraceFileError(p, _find_line(p, exc.rank, exc.seq), str(exc), m) from None
+    except (OSError, EOFError) as exc:
+        raise _unreadable(p, exc, m) from None
+
+
+def _header_line(p: Path) -> bytes:
+    """The raw first line of ``p``."""
+    with _open(p) as fh:
+        return fh.readline()
+
+
+def _unreadable(p: Path, exc: BaseException, m: ModelManager | None = None) -> TraceFileError:
+    text = str(exc)
+    if not text.startswith("cannot read"):
+        text = f"cannot read (corrupt or truncated file?): {text}"
+    return TraceFileError(p, None, text, m)
 
 
 def _find_line(path: Path, rank: int | None, seq: int | None) -> int | None:
