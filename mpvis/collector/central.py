@@ -21,6 +21,15 @@ Contract:
   duplicates a record.
 * Records that arrive before the run's header is known are held (not
   acknowledged) until it arrives.
+* Consumes of buffer messages carry the channel ordinal ``chan`` instead of
+  ``send``; :class:`~mpvis.protocol.chansend.SendResolver` names the send by
+  the non-overtaking rule before the journal.  While a rank's first such
+  consume waits for its sender's records (at most about one flush period of
+  the sender), that rank's later records wait behind it, in memory, and are
+  journaled when it is resolved; the batch that brought them is acknowledged
+  (they are the central process's to keep now).  A rank's end is reported
+  after its held records, a sender's end releases the consumes still waiting
+  for it (without ``send``), and the end of the run releases everything.
 * A protocol violation (garbage, oversized frame, truncated stream, a batch
   number out of order) closes that connection with a logged reason; the run
   goes on.
@@ -48,6 +57,7 @@ from mpvis.collector.auth import Address, format_address, new_token, token_match
 from mpvis.collector.journal import Journal
 from mpvis.collector.loopthread import Connections, LoopThread
 from mpvis.protocol import messages as m
+from mpvis.protocol.chansend import SendResolver
 from mpvis.protocol.framing import (
     EOF,
     MAX_PAYLOAD,
@@ -100,6 +110,8 @@ class _Run:
     max_rank: int = -1
     end_info: Record | None = None
     finished: bool = False
+    resolver: SendResolver = field(default_factory=SendResolver)
+    deferred_ends: list[Record] = field(default_factory=list)  # ends of ranks with held records
 
 
 class CentralProcess:
@@ -329,15 +341,38 @@ class CentralProcess:
                 header.get("nprocs"),
                 journal.nprocs,
             )
-        good = journal.append(body["records"])
+        records = run.resolver.feed(body["records"])
+        ends = body.get("ends", ())
+        for end in ends:
+            records += run.resolver.sender_ended(end["rank"])
+        self._journal(run, records)
         coll.acked = body["batch"]
         if coll.writer is not None:
             coll.writer.write(encode_frame(MsgType.ACK, {"batch": coll.acked}))
+        run.deferred_ends += ends
+        self._report_ends(run)
+        if "end" in body:
+            run.end_info = body["end"]
+            self._maybe_finish(run)
+        elif run.end_info is not None:
+            self._maybe_finish(run)
+
+    def _journal(self, run: _Run, records: list[Record]) -> None:
+        assert run.journal is not None
+        good = run.journal.append(records)
         if good:
             run.max_rank = max(run.max_rank, *(r["rank"] for r in good))
             self._callback(self.on_records, good)
-        for end in body.get("ends", ()):
+
+    def _report_ends(self, run: _Run) -> None:
+        """Report the ends of ranks that have no record held back (in arrival order)."""
+        held = run.resolver.held_ranks
+        waiting = []
+        for end in run.deferred_ends:
             rank, status, detail = end["rank"], end["status"], end.get("detail", "")
+            if rank in held:
+                waiting.append(end)
+                continue
             if rank in run.ends:
                 continue
             run.ends[rank] = (status, detail)
@@ -345,11 +380,7 @@ class CentralProcess:
             if status != m.FINAL:
                 log.info("run %s: rank %d %s: %s", run.run_id, rank, status, detail)
             self._callback(self.on_rank_end, rank, status, detail)
-        if "end" in body:
-            run.end_info = body["end"]
-            self._maybe_finish(run)
-        elif run.end_info is not None:
-            self._maybe_finish(run)
+        run.deferred_ends = waiting
 
     def _maybe_finish(self, run: _Run) -> None:
         """End the run once its last envelope is in, after the other collectors' grace."""
@@ -371,6 +402,8 @@ class CentralProcess:
             self._open_journal(run, make_header(nprocs, started=_now()))
         journal = run.journal
         assert journal is not None
+        self._journal(run, run.resolver.flush())
+        self._report_ends(run)
         run.finished = True
         interrupted = bool(end.get("interrupted"))
         ranks = []

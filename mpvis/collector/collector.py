@@ -7,6 +7,11 @@ asyncio server in a background thread (:mod:`mpvis.collector.loopthread`) that
 * accepts ranks on loopback (they find it through ``MPVIS_COLLECTOR``) that
   present the run's token; a rank whose connection closes without BYE, or
   breaks the protocol, is reported as crashed with the reason;
+* expands the ranks' ``COMPACT`` batches into trace records
+  (:class:`~mpvis.protocol.compact.CompactDecoder`: the ranks do no
+  per-record work; a batch that cannot be fully expanded is logged and its
+  good records kept), and takes ``RECORDS`` batches of ready-made records too
+  (the simulated programs);
 * merges the ranks' records into envelopes numbered from 0
   (:mod:`mpvis.protocol.messages`), sealed every ``batch_records`` records or
   ``flush_interval`` seconds;
@@ -36,6 +41,7 @@ from typing import Any
 from mpvis.collector.auth import Address, format_address, token_matches
 from mpvis.collector.loopthread import Connections, LoopThread
 from mpvis.protocol import messages as m
+from mpvis.protocol.compact import CompactDecoder
 from mpvis.protocol.framing import (
     EOF,
     MAX_PAYLOAD,
@@ -283,6 +289,7 @@ class Collector:
     async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         dec = FrameDecoder(self.max_payload)
         rank: int | None = None
+        compact: CompactDecoder | None = None
         said_bye = False
         detail = "connection closed without BYE"
         assert self._room is not None and self._idle is not None
@@ -301,10 +308,12 @@ class Collector:
                     assert isinstance(ev, Message)
                     if rank is None:
                         rank = self._rank_hello(ev)
+                        compact = CompactDecoder(rank)
                         self._open_ranks += 1
                         self._idle.clear()
                     else:
-                        said_bye = self._rank_message(rank, ev)
+                        assert compact is not None
+                        said_bye = self._rank_message(rank, ev, compact)
                 if not data:
                     break
         except TimeoutError:
@@ -339,8 +348,14 @@ class Collector:
         rank: int = body["rank"]
         return rank
 
-    def _rank_message(self, rank: int, msg: Message) -> bool:
+    def _rank_message(self, rank: int, msg: Message, compact: CompactDecoder) -> bool:
         """Take one message of a rank; return whether it was its BYE."""
+        if msg.type == MsgType.COMPACT:
+            recs, error = compact.decode(msg.body)
+            if error is not None:
+                log.warning("collector: rank %d: bad compact batch: %s", rank, error)
+            self._take(recs)
+            return False
         if msg.type == MsgType.RECORDS:
             recs = m.check_rank_records(msg.body)
             own = [r for r in recs if isinstance(r, dict) and r.get("rank") == rank]
@@ -348,10 +363,7 @@ class Collector:
                 log.warning(
                     "collector: rank %d sent %d records not its own", rank, len(recs) - len(own)
                 )
-            self._records.extend(own)
-            self.received += len(own)
-            if len(self._records) >= self.batch_records:
-                self._seal()
+            self._take(own)
             return False
         if msg.type == MsgType.HEADER:
             if self._header is None:
@@ -365,6 +377,12 @@ class Collector:
             self._seal()
             return True
         raise ProtocolError(f"a rank may not send {msg.type.name}")
+
+    def _take(self, records: list[Record]) -> None:
+        self._records.extend(records)
+        self.received += len(records)
+        if len(self._records) >= self.batch_records:
+            self._seal()
 
     # -- central process -----------------------------------------------------
 

@@ -25,4 +25,6 @@ def state(**variables: Any) -> None:
     """
     rec = _recorder[0]
     if rec is not None:
-        rec.state(variables, rec.site())
+        from mpvis.instrument.recorder import clean_state
+
+        rec.state(clean_state(variables))

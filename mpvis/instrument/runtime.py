@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import mpvis.instrument as _public
-from mpvis.instrument.recorder import Recorder, Site
+from mpvis.instrument.recorder import Recorder
 from mpvis.instrument.transport import Flusher, open_sink
 from mpvis.protocol.records import make_header
 
@@ -66,7 +66,7 @@ class Runtime:
         setattr(MPI, "Request", traced_request.TracedRequest)  # noqa: B010
         _public._recorder[0] = self.recorder
         period = float(env.get("MPVIS_FLUSH_MS", "10")) / 1000.0
-        self.flusher = Flusher(self.recorder.drain, sink, max(period, 0.001))
+        self.flusher = Flusher(self.recorder, sink, max(period, 0.001))
         self._closed = False
 
     def _ring(self, comm: Any) -> Any:
@@ -107,7 +107,7 @@ class Runtime:
         time.sleep(ABORT_GRACE)
 
 
-def _ring_precheck(comm: Any, op: str, fields: dict[str, Any], site: Site) -> None:
+def _ring_precheck(comm: Any, op: str, fields: dict[str, Any], site: str) -> None:
     ring = comm._mv_ring
     if ring is not None:
         ring.check(

@@ -148,7 +148,7 @@ def _make(
 
     def wrapper(self: TracedIntracomm, *args: Any, **kwargs: Any) -> Any:
         rec = self._mv_rec
-        site = rec.site()
+        check = _precheck[0]
         fields: dict[str, Any] = {}
         if root_pos is not None:
             fields["root"] = self._mv_world(_arg(args, kwargs, root_pos, "root", 0))
@@ -164,12 +164,11 @@ def _make(
         if not self._mv_group_sent:
             fields["group"] = list(self._mv_group)
             self._mv_group_sent = True
-        rec.coll(self._mv_id, op, fields, site)
-        check = _precheck[0]
+        rec.coll(self._mv_id, op, fields)
         if check is not None:
-            check(self, op, fields, site)
+            check(self, op, fields, rec.site())
         out = base(self, *args, **kwargs)
-        rec.coll_exit(self._mv_id, op, site)
+        rec.coll_exit(self._mv_id, op)
         return out
 
     wrapper.__name__ = method

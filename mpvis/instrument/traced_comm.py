@@ -14,36 +14,41 @@ receive is a ``recv`` then a ``consume``, a nonblocking one a ``recv`` whose
 
 Piggyback: how a consume learns the ``[rank, seq]`` of the send it matched
 ---------------------------------------------------------------------------
-The send's ``seq`` travels with the message, invisibly to the program.
-
 * Object calls (``send``, ``isend``, ``recv``, ``sendrecv``, ...): the trace
   library sends the tuple ``(seq, world rank, tag, obj)`` (with a fifth item
   when record/replay hooks attach data) in place of ``obj``, and the receiving
-  wrapper returns ``obj``.  The number is inside the message, so it is right
-  whatever the wildcards, the order of completion or the use of probes (a
-  probe sees the user's source and tag; the byte count of a pickled message
-  is not something a program can rely on anyway); carrying the sender and tag
-  too spares the receiver a ``Status``.
+  wrapper returns ``obj`` (the C recorder's ``unwrap`` records the consume and
+  takes the tuple apart in one call).  The number is inside the message, so
+  it is right whatever the wildcards, the order of completion or the use of
+  probes (a probe sees the user's source and tag; the byte count of a
+  pickled message is not something a program can rely on anyway); carrying
+  the sender and tag too spares the receiver a ``Status``.
 * Buffer calls (``Send``, ``Isend``, ``Recv``, ``Irecv``, ``Sendrecv``, ...): the
-  user's message is sent untouched, so ``Probe``/``Get_count`` see exactly the
-  program's message.  Just before it, an 8-byte header with the ``seq`` goes
-  to the same destination with the same tag on a *shadow* communicator (a
-  ``Dup`` made when the traced communicator is created; creation is
-  collective, so every member has one).  When a receive completes, its status
-  gives the real source ``S`` and tag ``T``, and the wrapper receives the next
-  header from ``(S, T)`` on the shadow.  MPI's non-overtaking rule makes both
-  channels FIFO per (source, tag), and receives take a channel's messages in
-  their posting order, so the k-th completion on a channel gets the k-th
-  header -- provided completions on a channel are observed in posting order.
-  The header is taken with a nonblocking matched probe (it left the sender
-  first, and MPICH keeps one sender's messages in order), so a message sent
-  by a call the library does not wrap (persistent requests, ``Isendrecv``)
-  costs only its ``send`` field, never a hang.
+  user's message is sent untouched and alone, so ``Probe``/``Get_count`` see
+  exactly the program's message and a small message costs one MPI message,
+  not two.  The send record is marked as a buffer send; the consume records
+  the channel ordinal ``chan``: this is the k-th buffer message the rank
+  consumed from that (source, communicator, tag).  MPI's non-overtaking rule
+  makes each (source, dest, communicator, tag) channel FIFO and receives take
+  a channel's messages in their posting order, so the k-th completion on a
+  channel took the channel's k-th send -- provided completions on a channel
+  are observed in posting order.  The central process names that send in the
+  consume's ``send`` field before journaling
+  (:mod:`mpvis.protocol.chansend`, which states the exactness caveats: a
+  message from a send this library does not wrap, such as a persistent
+  request or ``Isendrecv``, shifts the count of its channel).
   When a receive completes while an earlier-posted, still pending receive of
   the same communicator could match the same channel, the order is unknown:
-  the consume then omits ``send`` (the reader infers it by the same
+  the consume then omits ``chan`` (the reader infers ``send`` by the same
   non-overtaking rule, exactly), and so do the pending receives it overtook.
-  Headers are sent with ``Isend`` (tiny, eager) and reaped without blocking.
+* With record/replay hooks installed (:mod:`mpvis.instrument.hooks`), buffer
+  messages need their extra data: an 8-byte header with the ``seq`` (then the
+  hooks' data) goes to the same destination with the same tag on a *shadow*
+  communicator (a ``Dup`` made when the traced communicator is created) just
+  before the message, and the completing receive takes the next header of
+  its (source, tag) with a nonblocking matched probe: the same FIFO property,
+  at the price of a second message per send.  Headers are sent with ``Isend``
+  (tiny, eager) and reaped without blocking.
 
 Probes (``probe``, ``iprobe``, ``Probe``, ``Iprobe``) are not records (the spec
 has no kind for them) and need no wrapper.  Matched probes (``mprobe``,
@@ -61,7 +66,7 @@ from mpi4py import MPI
 
 from mpvis.instrument.hooks import ACTIVE as _HOOKS
 from mpvis.instrument.hooks import MessageHooks
-from mpvis.instrument.recorder import Recorder, Site
+from mpvis.instrument.recorder import BLOCKING, BUF, SYNC, Recorder
 from mpvis.instrument.traced_request import RECV_BUF, RECV_OBJ, SEND, TracedRequest
 
 __all__ = ["TracedIntracomm", "TracedMessage", "bind_world", "reap_headers"]
@@ -81,6 +86,14 @@ _hdr_status = MPI.Status()
 #: Header send requests not yet known complete (reaped by Testsome).
 _hdr_reqs: list[MPI.Request] = []
 _REAP_AT = 64
+
+# The hot path calls the recorder's bound C methods through these (set by bind_world).
+_rsend: Callable[[int, int, int, int], int]
+_rrecv: Callable[[int, int, int, bool], int]
+_runwrap: Callable[[int, int, Any], Any]
+_rchan: Callable[[int, int, int, int, bool], int]
+#: This rank in ``MPI_COMM_WORLD`` (the piggyback's source).
+_me = 0
 
 
 def _t(tag: int) -> int:
@@ -159,60 +172,58 @@ class TracedIntracomm(MPI.Intracomm):
         source = _ANY_SOURCE if src == -1 else (src if loc is None else loc[src])
         return source, _ANY_TAG if t == -1 else t
 
-    def _mv_post_send(
-        self, dest: int, tag: int, blocking: bool, sync: bool, site: Site
-    ) -> tuple[int, Any]:
+    def _mv_post_send(self, dest: int, tag: int, flags: int) -> tuple[int, Any]:
         """Record a send; return its seq and the hooks' extra data for it."""
-        w = self._mv_w
-        seq = self._mv_rec.send(
-            self._mv_id, dest if w is None else w[dest], tag, blocking, sync, site
-        )
+        seq = _rsend(self._mv_id, self._mv_world(dest), tag, flags)
         h = _HOOKS[0]
         if h is None:
             return seq, None
         return seq, h.outgoing(self._mv_id, self._mv_world(dest), tag, seq)
 
-    def _mv_header(self, seq: int, extra: Any, dest: int, tag: int) -> None:
-        """Send the piggyback header of a buffer message on the shadow communicator."""
+    def _mv_buf_header(self, dest: int, tag: int, flags: int) -> int:
+        """Record a buffer send (and send its header when hooks are active); return its seq."""
+        if _HOOKS[0] is None:
+            return _rsend(self._mv_id, self._mv_world(dest), tag, flags | BUF)
+        seq, extra = self._mv_post_send(dest, tag, flags)
         data = seq.to_bytes(8, "little")
         if extra is not None:
             data += msgpack.packb(extra, use_bin_type=True)
         _hdr_reqs.append(_C.Isend(self._mv_shadow, [data, _BYTE], dest, tag))
         if len(_hdr_reqs) >= _REAP_AT:
             reap_headers()
+        return seq
 
-    def _mv_post_recv(
-        self, source: int, tag: int, blocking: bool, site: Site
-    ) -> tuple[int, int, int]:
+    def _mv_post_recv(self, source: int, tag: int, blocking: bool) -> tuple[int, int, int]:
         """Record a receive; return its seq and the (source, tag) to post it with."""
         w = self._mv_w
-        rseq = self._mv_rec.recv(
+        rseq = _rrecv(
             self._mv_id,
             -1 if source == _ANY_SOURCE else (source if w is None else w[source]),
             -1 if tag == _ANY_TAG else tag,
             blocking,
-            site,
         )
         h = _HOOKS[0]
         if h is not None:
             source, tag = self._mv_force(h, rseq, source, tag)
         return rseq, source, tag
 
-    def _mv_unwrap(self, rseq: int, msg: Any, site: Site) -> Any:
+    def _mv_unwrap(self, rseq: int, msg: Any) -> Any:
         """Record the consume of object message ``msg``; return the program's object."""
-        sseq, wsrc, tag = msg[0], msg[1], msg[2]
-        self._mv_rec.consume(self._mv_id, rseq, wsrc, tag, sseq, site)
+        obj = _runwrap(self._mv_id, rseq, msg)
         h = _HOOKS[0]
         if h is not None:
-            h.incoming(self._mv_id, rseq, wsrc, tag, sseq, msg[4] if len(msg) > 4 else None)
-        return msg[3]
+            h.incoming(self._mv_id, rseq, msg[1], msg[2], msg[0], msg[4] if len(msg) > 4 else None)
+        return obj
 
-    def _mv_consume_buf(self, rseq: int, st: MPI.Status, site: Site, taint: bool) -> None:
-        """Record the consume of the buffer message described by ``st`` (reads its header)."""
-        src = st.Get_source()
-        if src == _PROC_NULL or st.Is_cancelled():
+    def _mv_consume_buf(self, rseq: int, src: int, tag: int, taint: bool) -> None:
+        """Record the consume of a buffer message from local rank ``src`` with ``tag``."""
+        exact = not taint and not (self._mv_pending and self._mv_overtakes(rseq, src, tag))
+        w = self._mv_w
+        wsrc = src if w is None else w[src]
+        h = _HOOKS[0]
+        if h is None:
+            _rchan(self._mv_id, rseq, wsrc, tag, exact)
             return
-        tag = st.Get_tag()
         # The header left the sender before the message; MPICH delivers one
         # sender's messages in order, so it is here -- unless the sender used
         # a call this library does not wrap (persistent or Isendrecv sends):
@@ -222,16 +233,16 @@ class TracedIntracomm(MPI.Intracomm):
         if header is not None:
             _MRecv(header, [_hdr_buf, _BYTE])
             sseq = int.from_bytes(_hdr_buf[:8], "little")
-        if taint or (self._mv_pending and self._mv_overtakes(rseq, src, tag)):
-            sseq = None
-        w = self._mv_w
-        wsrc = src if w is None else w[src]
-        self._mv_rec.consume(self._mv_id, rseq, wsrc, tag, sseq, site)
-        h = _HOOKS[0]
-        if h is not None:
-            n = _hdr_status.Get_count(_BYTE) if header is not None else 0
-            extra = msgpack.unpackb(bytes(_hdr_buf[8:n]), raw=False) if n > 8 else None
-            h.incoming(self._mv_id, rseq, wsrc, tag, sseq, extra)
+        self._mv_rec.consume(self._mv_id, rseq, wsrc, tag, sseq if exact else None)
+        n = _hdr_status.Get_count(_BYTE) if header is not None else 0
+        extra = msgpack.unpackb(bytes(_hdr_buf[8:n]), raw=False) if n > 8 else None
+        h.incoming(self._mv_id, rseq, wsrc, tag, sseq if exact else None, extra)
+
+    def _mv_consume_status(self, rseq: int, st: MPI.Status, taint: bool) -> None:
+        """Record the consume of the buffer message described by ``st`` (none if cancelled)."""
+        src = st.Get_source()
+        if src != _PROC_NULL and not st.Is_cancelled():
+            self._mv_consume_buf(rseq, src, st.Get_tag(), taint)
 
     def _mv_overtakes(self, rseq: int, src: int, tag: int) -> bool:
         """Whether a pending receive posted before ``rseq`` could match (src, tag).
@@ -245,7 +256,7 @@ class TracedIntracomm(MPI.Intracomm):
                 hit = True
         return hit
 
-    def _mv_finish(self, req: TracedRequest, st: MPI.Status | None, msg: Any, site: Site) -> Any:
+    def _mv_finish(self, req: TracedRequest, st: MPI.Status | None, msg: Any) -> Any:
         """Called by a completing wait/test for a receive request of this communicator.
 
         ``st`` is the completion's status (never ``None`` for buffer receives).
@@ -253,46 +264,49 @@ class TracedIntracomm(MPI.Intracomm):
         if req._mv_kind == RECV_BUF:
             assert st is not None
             self._mv_pending.pop(req._mv_req, None)
-            self._mv_consume_buf(req._mv_req, st, site, req._mv_taint)
+            self._mv_consume_status(req._mv_req, st, req._mv_taint)
             return msg
         if msg is None:  # cancelled
             return None
-        return self._mv_unwrap(req._mv_req, msg, site)
+        return self._mv_unwrap(req._mv_req, msg)
 
     # -- object (lower-case) point-to-point ---------------------------------------
+    # The common case (a real peer, no hooks) is inlined in each method: every
+    # Python call on the way costs a noticeable part of a small message.
 
-    def _mv_obj_send(  # noqa: PLR0917 (hot path: positional)
-        self, fn: Any, obj: Any, dest: int, tag: int, blocking: bool, sync: bool
-    ) -> Any:
+    def _mv_obj_send(self, fn: Any, obj: Any, dest: int, tag: int, flags: int) -> Any:
         if dest == _PROC_NULL:
             return fn(self, obj, dest, tag)
-        rec = self._mv_rec
-        seq, extra = self._mv_post_send(dest, tag, blocking, sync, rec.site())
-        me = rec.rank
+        seq, extra = self._mv_post_send(dest, tag, flags)
         out = fn(
-            self, (seq, me, tag, obj) if extra is None else (seq, me, tag, obj, extra), dest, tag
+            self, (seq, _me, tag, obj) if extra is None else (seq, _me, tag, obj, extra), dest, tag
         )
-        if blocking:
+        if flags & BLOCKING:
             return out
         return TracedRequest.of(out, SEND, seq, self)
 
     def send(self, obj: Any, dest: int, tag: int = 0) -> None:
-        self._mv_obj_send(_C.send, obj, dest, tag, True, False)
+        if dest != _PROC_NULL and _HOOKS[0] is None:
+            w = self._mv_w
+            seq = _rsend(self._mv_id, dest if w is None else w[dest], tag, BLOCKING)
+            _C.send(self, (seq, _me, tag, obj), dest, tag)
+        else:
+            self._mv_obj_send(_C.send, obj, dest, tag, BLOCKING)
 
     def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
-        self._mv_obj_send(_C.ssend, obj, dest, tag, True, True)
+        self._mv_obj_send(_C.ssend, obj, dest, tag, BLOCKING | SYNC)
 
     def bsend(self, obj: Any, dest: int, tag: int = 0) -> None:
-        self._mv_obj_send(_C.bsend, obj, dest, tag, True, False)
+        self._mv_obj_send(_C.bsend, obj, dest, tag, BLOCKING)
 
     def isend(self, obj: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_obj_send(_C.isend, obj, dest, tag, False, False)
+        return self._mv_obj_send(_C.isend, obj, dest, tag, 0)
 
     def issend(self, obj: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_obj_send(_C.issend, obj, dest, tag, False, True)
+        return self._mv_obj_send(_C.issend, obj, dest, tag, SYNC)
 
     def ibsend(self, obj: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_obj_send(_C.ibsend, obj, dest, tag, False, False)
+        return self._mv_obj_send(_C.ibsend, obj, dest, tag, 0)
 
     def recv(
         self,
@@ -303,14 +317,22 @@ class TracedIntracomm(MPI.Intracomm):
     ) -> Any:
         if source == _PROC_NULL:
             return _C.recv(self, buf, source, tag, status)
-        site = self._mv_rec.site()
-        rseq, source, tag = self._mv_post_recv(source, tag, True, site)
-        return self._mv_unwrap(rseq, _C.recv(self, buf, source, tag, status), site)
+        if _HOOKS[0] is None:
+            w, cid = self._mv_w, self._mv_id
+            rseq = _rrecv(
+                cid,
+                -1 if source == _ANY_SOURCE else (source if w is None else w[source]),
+                -1 if tag == _ANY_TAG else tag,
+                True,
+            )
+            return _runwrap(cid, rseq, _C.recv(self, buf, source, tag, status))
+        rseq, source, tag = self._mv_post_recv(source, tag, True)
+        return self._mv_unwrap(rseq, _C.recv(self, buf, source, tag, status))
 
     def irecv(self, buf: Any = None, source: int = _ANY_SOURCE, tag: int = _ANY_TAG) -> MPI.Request:
         if source == _PROC_NULL:
             return _C.irecv(self, buf, source, tag)
-        rseq, source, tag = self._mv_post_recv(source, tag, False, self._mv_rec.site())
+        rseq, source, tag = self._mv_post_recv(source, tag, False)
         return TracedRequest.of(_C.irecv(self, buf, source, tag), RECV_OBJ, rseq, self)
 
     def sendrecv(  # noqa: PLR0917 (mpi4py's signature)
@@ -323,16 +345,14 @@ class TracedIntracomm(MPI.Intracomm):
         recvtag: int = _ANY_TAG,
         status: MPI.Status | None = None,
     ) -> Any:
-        rec = self._mv_rec
-        site = rec.site()
         if dest != _PROC_NULL:
-            seq, extra = self._mv_post_send(dest, sendtag, True, False, site)
-            sendobj = (seq, rec.rank, sendtag, sendobj, *(() if extra is None else (extra,)))
+            seq, extra = self._mv_post_send(dest, sendtag, BLOCKING)
+            sendobj = (seq, _me, sendtag, sendobj, *(() if extra is None else (extra,)))
         if source == _PROC_NULL:
             return _C.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
-        rseq, source, recvtag = self._mv_post_recv(source, recvtag, True, site)
+        rseq, source, recvtag = self._mv_post_recv(source, recvtag, True)
         msg = _C.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
-        return self._mv_unwrap(rseq, msg, site)
+        return self._mv_unwrap(rseq, msg)
 
     def mprobe(
         self, source: int = _ANY_SOURCE, tag: int = _ANY_TAG, status: MPI.Status | None = None
@@ -347,41 +367,43 @@ class TracedIntracomm(MPI.Intracomm):
 
     # -- buffer (upper-case) point-to-point -----------------------------------------
 
-    def _mv_buf_send(  # noqa: PLR0917 (hot path: positional)
-        self, fn: Any, buf: Any, dest: int, tag: int, blocking: bool, sync: bool
-    ) -> Any:
+    def _mv_buf_send(self, fn: Any, buf: Any, dest: int, tag: int, flags: int) -> Any:
         if dest == _PROC_NULL:
             return fn(self, buf, dest, tag)
-        seq, extra = self._mv_post_send(dest, tag, blocking, sync, self._mv_rec.site())
-        self._mv_header(seq, extra, dest, tag)
+        seq = self._mv_buf_header(dest, tag, flags)
         out = fn(self, buf, dest, tag)
-        if blocking:
+        if flags & BLOCKING:
             return out
         return TracedRequest.of(out, SEND, seq, self)
 
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
-        self._mv_buf_send(_C.Send, buf, dest, tag, True, False)
+        if dest != _PROC_NULL and _HOOKS[0] is None:
+            w = self._mv_w
+            _rsend(self._mv_id, dest if w is None else w[dest], tag, BLOCKING | BUF)
+            _C.Send(self, buf, dest, tag)
+        else:
+            self._mv_buf_send(_C.Send, buf, dest, tag, BLOCKING)
 
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        self._mv_buf_send(_C.Ssend, buf, dest, tag, True, True)
+        self._mv_buf_send(_C.Ssend, buf, dest, tag, BLOCKING | SYNC)
 
     def Bsend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        self._mv_buf_send(_C.Bsend, buf, dest, tag, True, False)
+        self._mv_buf_send(_C.Bsend, buf, dest, tag, BLOCKING)
 
     def Rsend(self, buf: Any, dest: int, tag: int = 0) -> None:
-        self._mv_buf_send(_C.Rsend, buf, dest, tag, True, False)
+        self._mv_buf_send(_C.Rsend, buf, dest, tag, BLOCKING)
 
     def Isend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_buf_send(_C.Isend, buf, dest, tag, False, False)
+        return self._mv_buf_send(_C.Isend, buf, dest, tag, 0)
 
     def Issend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_buf_send(_C.Issend, buf, dest, tag, False, True)
+        return self._mv_buf_send(_C.Issend, buf, dest, tag, SYNC)
 
     def Ibsend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_buf_send(_C.Ibsend, buf, dest, tag, False, False)
+        return self._mv_buf_send(_C.Ibsend, buf, dest, tag, 0)
 
     def Irsend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_buf_send(_C.Irsend, buf, dest, tag, False, False)
+        return self._mv_buf_send(_C.Irsend, buf, dest, tag, 0)
 
     def Recv(
         self,
@@ -392,17 +414,27 @@ class TracedIntracomm(MPI.Intracomm):
     ) -> None:
         if source == _PROC_NULL:
             return _C.Recv(self, buf, source, tag, status)
-        site = self._mv_rec.site()
-        rseq, source, tag = self._mv_post_recv(source, tag, True, site)
+        if _HOOKS[0] is None and source != _ANY_SOURCE and tag != _ANY_TAG:
+            # Source and tag are known: no Status needed.
+            w, cid = self._mv_w, self._mv_id
+            wsrc = source if w is None else w[source]
+            rseq = _rrecv(cid, wsrc, tag, True)
+            _C.Recv(self, buf, source, tag, status)
+            if self._mv_pending:
+                self._mv_consume_buf(rseq, source, tag, False)
+            else:
+                _rchan(cid, rseq, wsrc, tag, True)
+            return None
+        rseq, source, tag = self._mv_post_recv(source, tag, True)
         st = _Status() if status is None else status
         _C.Recv(self, buf, source, tag, st)
-        self._mv_consume_buf(rseq, st, site, False)
+        self._mv_consume_status(rseq, st, False)
         return None
 
     def Irecv(self, buf: Any, source: int = _ANY_SOURCE, tag: int = _ANY_TAG) -> MPI.Request:
         if source == _PROC_NULL:
             return _C.Irecv(self, buf, source, tag)
-        rseq, source, tag = self._mv_post_recv(source, tag, False, self._mv_rec.site())
+        rseq, source, tag = self._mv_post_recv(source, tag, False)
         r = TracedRequest.of(_C.Irecv(self, buf, source, tag), RECV_BUF, rseq, self)
         self._mv_pending[rseq] = (source, tag, r)
         return r
@@ -417,15 +449,14 @@ class TracedIntracomm(MPI.Intracomm):
         recvtag: int = _ANY_TAG,
         status: MPI.Status | None = None,
     ) -> None:
-        site = self._mv_rec.site()
         if dest != _PROC_NULL:
-            self._mv_header(*self._mv_post_send(dest, sendtag, True, False, site), dest, sendtag)
+            self._mv_buf_header(dest, sendtag, BLOCKING)
         if source == _PROC_NULL:
             return _C.Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
-        rseq, source, recvtag = self._mv_post_recv(source, recvtag, True, site)
+        rseq, source, recvtag = self._mv_post_recv(source, recvtag, True)
         st = _Status() if status is None else status
         _C.Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, st)
-        self._mv_consume_buf(rseq, st, site, False)
+        self._mv_consume_status(rseq, st, False)
         return None
 
     def Sendrecv_replace(  # noqa: PLR0917 (mpi4py's signature)
@@ -437,15 +468,14 @@ class TracedIntracomm(MPI.Intracomm):
         recvtag: int = _ANY_TAG,
         status: MPI.Status | None = None,
     ) -> None:
-        site = self._mv_rec.site()
         if dest != _PROC_NULL:
-            self._mv_header(*self._mv_post_send(dest, sendtag, True, False, site), dest, sendtag)
+            self._mv_buf_header(dest, sendtag, BLOCKING)
         if source == _PROC_NULL:
             return _C.Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, status)
-        rseq, source, recvtag = self._mv_post_recv(source, recvtag, True, site)
+        rseq, source, recvtag = self._mv_post_recv(source, recvtag, True)
         st = _Status() if status is None else status
         _C.Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, st)
-        self._mv_consume_buf(rseq, st, site, False)
+        self._mv_consume_status(rseq, st, False)
         return None
 
     def Mprobe(
@@ -527,21 +557,19 @@ class TracedMessage(MPI.Message):
 
     def recv(self, status: MPI.Status | None = None) -> Any:
         c = self._mv_comm
-        site = c._mv_rec.site()
-        rseq = c._mv_rec.recv(c._mv_id, self._mv_wsrc(), _t(self._mv_tag), True, site)
-        return c._mv_unwrap(rseq, MPI.Message.recv(self, status), site)
+        rseq = _rrecv(c._mv_id, self._mv_wsrc(), _t(self._mv_tag), True)
+        return c._mv_unwrap(rseq, MPI.Message.recv(self, status))
 
     def Recv(self, buf: Any, status: MPI.Status | None = None) -> None:
         c = self._mv_comm
-        site = c._mv_rec.site()
-        rseq = c._mv_rec.recv(c._mv_id, self._mv_wsrc(), _t(self._mv_tag), True, site)
+        rseq = _rrecv(c._mv_id, self._mv_wsrc(), _t(self._mv_tag), True)
         st = _Status() if status is None else status
         MPI.Message.Recv(self, buf, st)
-        c._mv_consume_buf(rseq, st, site, False)
+        c._mv_consume_status(rseq, st, False)
 
 
 def reap_headers() -> int:
-    """Complete the header sends that have completed; return how many are still pending.
+    """Complete the header sends (hooks only) that have completed; return how many are pending.
 
     Called at the end of the run so no finished request outlives the program.
     """
@@ -553,6 +581,14 @@ def reap_headers() -> int:
 
 def bind_world(recorder: Recorder) -> TracedIntracomm:
     """Set the recorder of every traced object; return the traced ``COMM_WORLD``."""
+    global _rsend, _rrecv, _runwrap, _rchan, _me
+    _rsend, _rrecv, _runwrap, _rchan = (
+        recorder.send,
+        recorder.recv,
+        recorder.unwrap,
+        recorder.consume_chan,
+    )
+    _me = recorder.rank
     TracedIntracomm._mv_rec = recorder
     TracedRequest._mv_rec = recorder
     world = _C(MPI.COMM_WORLD)

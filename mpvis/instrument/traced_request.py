@@ -36,7 +36,7 @@ __all__ = ["RECV_BUF", "RECV_OBJ", "SEND", "TracedRequest"]
 #: Values of ``TracedRequest._mv_kind``.
 SEND = 0
 RECV_OBJ = 1  # lower-case irecv: the message is (send_seq, obj[, extra])
-RECV_BUF = 2  # upper-case Irecv: the send number comes on the shadow communicator
+RECV_BUF = 2  # upper-case Irecv: the consume is matched by its channel (traced_comm)
 
 _Base = MPI.Request
 _Status = MPI.Status
@@ -82,10 +82,9 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
 
     def _mv_one(self, status: MPI.Status | None, msg: Any) -> Any:
         """Record the completion of this request alone; return the delivered object."""
-        site = self._mv_rec.site()
         if self._mv_kind != SEND:
-            msg = self._mv_comm._mv_finish(self, status, msg, site)
-        self._mv_rec.wait([self._mv_req], site)
+            msg = self._mv_comm._mv_finish(self, status, msg)
+        self._mv_rec.wait([self._mv_req])
         return msg
 
     # -- instance methods ------------------------------------------------------
@@ -271,16 +270,15 @@ def _finish(
 ) -> None:
     """Record the completion of ``requests[i]`` for ``i`` in ``done`` (all traced)."""
     rec = TracedRequest._mv_rec
-    site = rec.site()
     reqs: list[TracedRequest] = [requests[i] for i in done]  # type: ignore[misc]
     # Receives in posting order: that is the order in which MPI matched them.
     for i in sorted(done, key=lambda i: requests[i]._mv_req):  # type: ignore[attr-defined]
         r: TracedRequest = requests[i]  # type: ignore[assignment]
         if r._mv_kind != SEND:
-            msg = r._mv_comm._mv_finish(r, sts[i], None if objs is None else objs[i], site)
+            msg = r._mv_comm._mv_finish(r, sts[i], None if objs is None else objs[i])
             if objs is not None:
                 objs[i] = msg
-    rec.wait([r._mv_req for r in reqs], site)
+    rec.wait([r._mv_req for r in reqs])
 
 
 def _finish_some(
@@ -296,12 +294,11 @@ def _finish_some(
     if not traced:
         return
     rec = TracedRequest._mv_rec
-    site = rec.site()
     order = sorted(traced, key=lambda k: requests[indices[k]]._mv_req)  # type: ignore[attr-defined]
     for k in order:
         r: TracedRequest = requests[indices[k]]  # type: ignore[assignment]
         if r._mv_kind != SEND:
-            msg = r._mv_comm._mv_finish(r, sts[k], None if objs is None else objs[k], site)
+            msg = r._mv_comm._mv_finish(r, sts[k], None if objs is None else objs[k])
             if objs is not None:
                 objs[k] = msg
-    rec.wait([requests[indices[k]]._mv_req for k in traced], site)  # type: ignore[attr-defined]
+    rec.wait([requests[indices[k]]._mv_req for k in traced])  # type: ignore[attr-defined]

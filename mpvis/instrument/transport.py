@@ -5,19 +5,26 @@ Sinks (chosen by :func:`open_sink` from the environment that ``mpvis run`` sets)
 * ``MPVIS_COLLECTOR=host:port`` (with ``MPVIS_TOKEN``): :class:`SocketSink`
   speaks the wire protocol of :mod:`mpvis.protocol.framing` to the collector
   of this machine: ``HELLO`` (role ``rank``), ``HEADER`` (rank 0 only),
-  ``RECORDS`` batches numbered from 0, and ``BYE`` with ``final`` or
+  ``COMPACT`` batches (binary records, :mod:`mpvis.protocol.compact`)
+  numbered from 0, and ``BYE`` with ``final`` or
   ``crashed`` (MPVisualizer, section 2: ranks report to a per-machine
   collector).  If the collector cannot be reached the rank says so on stderr
   and runs untraced rather than failing.
 * else ``MPVIS_TRACE_DIR=DIR``: :class:`FileSink` writes ``DIR/rank-<r>.jsonl``
-  (JSON Lines, this rank's events in ``seq`` order); rank 0's file starts with
+  (JSON Lines, this rank's events in ``seq`` order, expanded in this rank by
+  :class:`~mpvis.protocol.compact.CompactDecoder`); rank 0's file starts with
   the header, so ``cat rank-0.jsonl rank-1.jsonl ...`` is a valid trace file.
+  No central process sees these files, so buffer consumes keep ``chan`` (and
+  buffer sends ``buf``) instead of ``send``:
+  :func:`mpvis.protocol.chansend.resolve_sends` names the sends afterwards,
+  and a reader that ignores them infers the same sends by the spec's rule.
 * else: :class:`NullSink`, records are dropped (the program still runs with
   the wrappers, so its behaviour does not depend on being watched).
 
 Flushing (:class:`Flusher`): the program's thread never encodes or writes.  A
 daemon thread wakes every ``MPVIS_FLUSH_MS`` milliseconds (default 10) and
-ships whatever is pending.  mpi4py releases the GIL inside every blocking MPI
+ships whatever is pending: one ``drain`` (bytes, no per-record work) and one
+frame per :data:`BATCH_RECORDS` records.  mpi4py releases the GIL inside every blocking MPI
 call, so a rank that blocks (in a receive, a wait, a collective, a probe) has
 all its records at the collector at most one period later: the live view
 never lags behind a blocked rank by more than that.  A synchronous flush
@@ -37,14 +44,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
+from mpvis.instrument.recorder import Drained, Recorder
+from mpvis.protocol.compact import CompactDecoder, compact_body
 from mpvis.protocol.framing import MsgType, encode_frame
 
 __all__ = ["FileSink", "Flusher", "NullSink", "Sink", "SocketSink", "open_sink"]
 
 Record = dict[str, Any]
 
-#: Records per ``RECORDS`` frame; keeps a frame far below the 16 MiB bound.
-BATCH_RECORDS = 20_000
+#: Records per ``COMPACT`` frame (56 bytes each); keeps a frame far below the 16 MiB bound.
+BATCH_RECORDS = 50_000
 
 
 class Sink(Protocol):
@@ -53,8 +62,8 @@ class Sink(Protocol):
     def header(self, header: Record) -> None:
         """The run's trace header (rank 0 only)."""
 
-    def records(self, batch: list[Record]) -> None:
-        """Records of this rank, in ``seq`` order, continuing the previous batch."""
+    def compact(self, batch: Drained) -> None:
+        """Records of this rank as drained, continuing the previous batch."""
 
     def bye(self, status: str, detail: str) -> None:
         """The rank is done (``final`` or ``crashed``); release resources."""
@@ -66,7 +75,7 @@ class NullSink:
     def header(self, header: Record) -> None:
         return None
 
-    def records(self, batch: list[Record]) -> None:
+    def compact(self, batch: Drained) -> None:
         return None
 
     def bye(self, status: str, detail: str) -> None:
@@ -79,12 +88,16 @@ class FileSink:
     def __init__(self, directory: Path, rank: int) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         self._file = open(directory / f"rank-{rank}.jsonl", "w", encoding="utf-8")  # noqa: SIM115
+        self._decoder = CompactDecoder(rank)
 
     def header(self, header: Record) -> None:
         self._write([header])
 
-    def records(self, batch: list[Record]) -> None:
-        self._write(batch)
+    def compact(self, batch: Drained) -> None:
+        records, error = self._decoder.decode(compact_body(0, *batch))
+        if error is not None:  # the recorder wrote it: a bug, not a bad peer
+            raise RuntimeError(f"mpvis: undecodable records: {error}")
+        self._write(records)
 
     def _write(self, recs: list[Record]) -> None:
         self._file.write("".join(json.dumps(r, separators=(",", ":")) + "\n" for r in recs))
@@ -120,12 +133,9 @@ class SocketSink:
     def header(self, header: Record) -> None:
         self._send(MsgType.HEADER, header)
 
-    def records(self, batch: list[Record]) -> None:
-        for i in range(0, len(batch), BATCH_RECORDS):
-            self._send(
-                MsgType.RECORDS, {"batch": self._batch, "records": batch[i : i + BATCH_RECORDS]}
-            )
-            self._batch += 1
+    def compact(self, batch: Drained) -> None:
+        self._send(MsgType.COMPACT, compact_body(self._batch, *batch))
+        self._batch += 1
 
     def bye(self, status: str, detail: str) -> None:
         try:
@@ -155,14 +165,14 @@ def open_sink(rank: int, env: dict[str, str] | None = None) -> Sink:
 
 
 class Flusher:
-    """A daemon thread that moves records from ``drain()`` to a sink periodically.
+    """A daemon thread that moves records from the recorder to a sink periodically.
 
     A sink that fails (the collector went away) is replaced by a
     :class:`NullSink` after one message on stderr: the program keeps running.
     """
 
-    def __init__(self, drain: Callable[[], list[Record]], sink: Sink, period: float) -> None:
-        self._drain = drain
+    def __init__(self, recorder: Recorder, sink: Sink, period: float) -> None:
+        self._recorder = recorder
         self._sink = sink
         self._period = period
         self._lock = threading.Lock()  # serialises flushes (thread vs close)
@@ -180,9 +190,9 @@ class Flusher:
         with self._lock:
             if self._closed:
                 return
-            batch = self._drain()
-            if batch:
-                self._call(self._sink.records, batch)
+            rec = self._recorder
+            while rec.pending():
+                self._call(self._sink.compact, rec.drain(BATCH_RECORDS))
 
     def _call(self, fn: Callable[..., None], *args: Any) -> None:
         try:

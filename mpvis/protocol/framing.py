@@ -65,6 +65,7 @@ class MsgType(enum.IntEnum):
     ACK = 5  # {"batch": int}: every batch up to this one is journaled
     REFUSED = 6  # {"reason": str}
     STATUS = 7  # free-form control dict
+    COMPACT = 8  # a rank's records in binary form (mpvis.protocol.compact)
 
 
 class ProtocolError(Exception):

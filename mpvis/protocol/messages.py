@@ -5,8 +5,11 @@ each message's map holds, for the two links of MPVisualizer's section 2:
 
 *rank → collector* (on the rank's machine, loopback)
     ``HELLO {"role": "rank", "rank", "token", "pid", "host"}``, then ``HEADER``
-    (the run's trace header; rank 0 only), ``RECORDS {"batch", "records"}``
-    batches and ``BYE {"rank", "status", "detail"}`` at normal termination.
+    (the run's trace header; rank 0 only), ``COMPACT`` batches of binary
+    records (:mod:`mpvis.protocol.compact`; the trace library sends these) or
+    ``RECORDS {"batch", "records"}`` batches of ready-made records (the
+    simulated programs), and ``BYE {"rank", "status", "detail"}`` at normal
+    termination.
     A connection that closes without ``BYE`` is a crashed rank.
 
 *collector → central process* (TCP, loopback unless a run spans machines)

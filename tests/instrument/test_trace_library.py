@@ -10,13 +10,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mpvis.instrument as public
-from mpvis.instrument.recorder import Recorder
+from mpvis.instrument.recorder import BLOCKING, BUF, SYNC, Recorder, clean_state
 from mpvis.instrument.transport import FileSink, Flusher, NullSink, SocketSink, open_sink
-from mpvis.protocol.framing import EOF, NEED_DATA, FrameDecoder, Message, MsgType
+from mpvis.protocol.compact import CompactDecoder, compact_body
+from mpvis.protocol.framing import EOF, NEED_DATA, FrameDecoder, Message, MsgType, encode_frame
 from mpvis.protocol.records import check_record, make_header
 
 HERE = Path(__file__).resolve()
@@ -25,6 +27,15 @@ LIBRARY_DIR = str(Path(public.__file__).resolve().parent) + "/"
 
 def _recorder(rank: int = 1) -> Recorder:
     return Recorder(rank, (LIBRARY_DIR,))
+
+
+def _drain(rec: Recorder, decoder: CompactDecoder | None = None) -> list[dict[str, Any]]:
+    """Everything pending, expanded as the collector would."""
+    records, error = (decoder or CompactDecoder(rec.rank)).decode(
+        compact_body(0, *rec.drain(1 << 30))
+    )
+    assert error is None
+    return records
 
 
 # -- records -------------------------------------------------------------------------------
@@ -61,10 +72,9 @@ _CALLS = st.one_of(
 def _apply(rec: Recorder, call: tuple[Any, ...]) -> dict[str, Any]:
     """Make the recorder's call; return the fields the record must carry (an oracle)."""
     kind = call[0]
-    site = "prog.py:7"
     if kind == "send":
         _, dest, tag, blocking, sync = call
-        seq = rec.send(3, dest, tag, blocking, sync, site)
+        seq = rec.send(3, dest, tag, (BLOCKING if blocking else 0) | (SYNC if sync else 0))
         return {
             "dest": dest,
             "tag": tag,
@@ -75,41 +85,74 @@ def _apply(rec: Recorder, call: tuple[Any, ...]) -> dict[str, Any]:
         }
     if kind == "recv":
         _, src, tag, blocking = call
-        seq = rec.recv(0, src, tag, blocking, site)
+        seq = rec.recv(0, src, tag, blocking)
         return {"src": src, "tag": tag, "blocking": blocking, **({} if blocking else {"req": seq})}
     if kind == "consume":
         _, src, tag, send_seq = call
-        rec.consume(0, 0, src, tag, send_seq, site)
+        rec.consume(0, 0, src, tag, send_seq)
         return {"src": src, "tag": tag, **({} if send_seq is None else {"send": [src, send_seq]})}
     if kind == "wait":
-        rec.wait(call[1], site)
+        rec.wait(call[1])
         return {"reqs": call[1]}
     if kind == "coll":
         _, op, root = call
-        rec.coll(0, op, {"root": root}, site)
+        rec.coll(0, op, {"root": root})
         return {"op": op, "root": root}
-    rec.state(call[1], site)
+    rec.state(clean_state(call[1]))
     return {"vars": {k: v if not isinstance(v, list) else repr(v) for k, v in call[1].items()}}
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(_CALLS, max_size=25))
-def test_records_follow_the_spec_with_gapless_seq(calls: list[tuple[Any, ...]]) -> None:
+@given(st.lists(_CALLS, max_size=25), st.integers(1, 30))
+def test_records_follow_the_spec_with_gapless_seq(calls: list[tuple[Any, ...]], cut: int) -> None:
     rec = _recorder(rank=2)
     expected = [_apply(rec, c) for c in calls]
     rec.final()
-    out = rec.drain()
+    # Drained in pieces of ``cut`` records, as the flusher bounds its frames.
+    decoder = CompactDecoder(2)
+    out: list[dict[str, Any]] = []
+    while rec.pending():
+        records, error = decoder.decode(msgpack_roundtrip(compact_body(0, *rec.drain(cut))))
+        assert error is None
+        out += records
     assert [r["seq"] for r in out] == list(range(len(calls) + 1))
-    assert out[-1]["kind"] == "final"
+    assert out[-1]["kind"] == "final" and "site" not in out[-1]
     for r, want in zip(out, expected, strict=False):
         check_record(r, nprocs=8)
         assert r["rank"] == 2
         assert r["kind"] in ("send", "recv", "consume", "wait", "coll", "state")
         assert {k: r[k] for k in want} == want
-        assert r["site"] == "prog.py:7"
+        assert r["site"].startswith(f"{HERE}:")  # the line in _apply that made the call
         json.dumps(r)  # plain JSON values only
     assert [r["t"] for r in out] == sorted(r["t"] for r in out)
-    assert rec.drain() == []
+    assert _drain(rec) == []
+
+
+def msgpack_roundtrip(body: dict[str, Any]) -> dict[str, Any]:
+    """The body as the collector decodes it from a frame."""
+    dec = FrameDecoder()
+    dec.receive_data(encode_frame(MsgType.COMPACT, body))
+    msg = dec.next_event()
+    assert isinstance(msg, Message)
+    return msg.body
+
+
+def test_unwrap_and_channel_consumes() -> None:
+    rec = _recorder(rank=0)
+    r = rec.recv(0, -1, -1, True)
+    assert rec.unwrap(0, r, (7, 3, 5, "obj")) == "obj"
+    rec.consume_chan(0, r, 3, 5, True)
+    rec.consume_chan(0, r, 3, 5, False)  # counted, not recorded
+    rec.consume_chan(0, r, 3, 5, True)
+    rec.consume_chan(0, r, 3, 6, True)  # another channel
+    rec.send(0, 3, 5, BLOCKING | BUF)
+    out = _drain(rec)
+    assert out[1]["send"] == [3, 7] and "chan" not in out[1]
+    assert [c.get("chan") for c in out[2:6]] == [0, None, 2, 0]
+    assert all("send" not in c for c in out[2:6])
+    assert out[6]["buf"] is True
+    with pytest.raises(TypeError, match="piggyback"):
+        rec.unwrap(0, r, "not a piggybacked message")
 
 
 def test_site_is_the_first_frame_outside_the_library() -> None:
@@ -123,7 +166,7 @@ def test_site_is_the_first_frame_outside_the_library() -> None:
         line = _line_of('public.state(x=1, phase="update")')
     finally:
         public._recorder[0] = None
-    (r,) = rec.drain()
+    (r,) = _drain(rec)
     assert r["kind"] == "state" and r["vars"] == {"x": 1, "phase": "update"}
     assert r["site"] == f"{HERE}:{line}"
 
@@ -146,9 +189,9 @@ def test_file_sink_writes_a_catenable_trace(tmp_path: Path) -> None:
     sinks[0].header(make_header(2))
     for r, sink in enumerate(sinks):
         rec = _recorder(rank=r)
-        rec.send(0, 1 - r, 5, True, False, "p.py:1")
+        rec.send(0, 1 - r, 5, BLOCKING)
         rec.final()
-        sink.records(rec.drain())
+        sink.compact(rec.drain(100))
         sink.bye("final", "")
     lines = [
         json.loads(x)
@@ -205,18 +248,19 @@ def test_socket_sink_and_flusher_speak_the_wire_protocol() -> None:
     sink = SocketSink(coll.address, "secret", 0)
     sink.header(make_header(1, program="p"))
     rec = _recorder(rank=0)
-    flusher = Flusher(rec.drain, sink, period=0.005)
+    flusher = Flusher(rec, sink, period=0.005)
     for i in range(5):
-        rec.send(0, 0, i, True, False, "p.py:1")
+        rec.send(0, 0, i, BLOCKING)
     rec.final()
     flusher.close("final")
     coll.thread.join(timeout=10)
     types = [m.type for m in coll.messages]
     assert types[:2] == [MsgType.HELLO, MsgType.HEADER] and types[-1] == MsgType.BYE
     assert coll.messages[0].body["role"] == "rank" and coll.messages[0].body["token"] == "secret"
-    batches = [m.body for m in coll.messages if m.type == MsgType.RECORDS]
+    batches = [m.body for m in coll.messages if m.type == MsgType.COMPACT]
     assert [b["batch"] for b in batches] == list(range(len(batches)))
-    recs = [r for b in batches for r in b["records"]]
+    decoder = CompactDecoder(0)
+    recs = [r for b in batches for r in decoder.decode(b)[0]]
     assert [r["seq"] for r in recs] == list(range(6))
     assert coll.messages[-1].body == {"rank": 0, "status": "final", "detail": ""}
 
@@ -225,8 +269,8 @@ def test_flusher_ships_without_being_asked(tmp_path: Path) -> None:
     """A rank blocked in MPI holds no GIL: the thread alone must deliver its records."""
     sink = FileSink(tmp_path, 0)
     rec = _recorder(rank=0)
-    flusher = Flusher(rec.drain, sink, period=0.005)
-    rec.recv(0, -1, -1, True, "p.py:1")
+    flusher = Flusher(rec, sink, period=0.005)
+    rec.recv(0, -1, -1, True)
     path = tmp_path / "rank-0.jsonl"
     done = threading.Event()
     for _ in range(400):

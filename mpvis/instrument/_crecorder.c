@@ -1,0 +1,585 @@
+/* mpvis.instrument._crecorder: the in-rank event recorder, in C.
+ *
+ * One Recorder lives in each traced rank (see recorder.py for the contract).
+ * Each record method numbers the event, takes the time, finds the caller's
+ * site (the first frame whose code is outside the library and mpi4py; cached
+ * per code object and instruction, interned to a small id) and appends one
+ * fixed-size binary record to a growable buffer.  drain() hands the buffer
+ * over as bytes, with the site strings interned since the last drain and the
+ * variable-size payloads (wait's request list, a collective's arguments,
+ * state's variables): the flusher thread does no per-record Python work.
+ *
+ * The record layout is mpvis.protocol.compact's (56 bytes, little-endian):
+ *   u8 kind, u8 flags, u16 zero, u32 site, i64 seq, f64 t, i64 comm,
+ *   i32 a, i32 b, i64 c, i64 d
+ * Every method runs with the GIL held and never releases it, so a drain
+ * (flusher thread) and an append (program thread) never interleave.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#error "the compact record layout is little-endian"
+#endif
+
+enum { K_SEND = 1, K_RECV = 2, K_CONSUME = 3, K_WAIT = 4, K_COLL = 5, K_COLL_EXIT = 6,
+       K_STATE = 7, K_FINAL = 8 };
+enum { F_BLOCKING = 1, F_SYNC = 2, F_SEND = 4, F_CHAN = 8, F_BUF = 16 };
+
+typedef struct {
+    uint8_t kind;
+    uint8_t flags;
+    uint16_t zero;
+    uint32_t site;
+    int64_t seq;
+    double t;
+    int64_t comm;
+    int32_t a;
+    int32_t b;
+    int64_t c;
+    int64_t d;
+} rec_t;
+
+_Static_assert(sizeof(rec_t) == 56, "compact record is 56 bytes");
+
+/* Open-addressing tables keyed by pointers / small tuples (capacity: power of 2). */
+typedef struct { PyObject *code; int internal; } code_slot;
+typedef struct { PyObject *code; int lasti; uint32_t site; } site_slot;
+typedef struct { int64_t comm; int32_t src; int32_t tag; int64_t count; int used; } chan_slot;
+
+typedef struct {
+    PyObject_HEAD
+    int64_t rank;
+    int64_t seq;
+    double t0;
+    char *buf;
+    Py_ssize_t len, cap;
+    PyObject *extras;      /* list: payloads of variable-size records not drained yet */
+    int64_t extras_base;   /* the (absolute) index of extras[0] */
+    PyObject *new_sites;   /* list: site strings interned since the last drain */
+    PyObject *site_ids;    /* dict: site string -> id */
+    PyObject *site_list;   /* list: id - 1 -> site string */
+    uint32_t nsites;       /* ids handed out so far (ids start at 1) */
+    PyObject *prefixes;    /* tuple of str: internal path prefixes */
+    code_slot *codes; size_t ncodes, capcodes;
+    site_slot *sites; size_t nsitekeys, capsites;
+    chan_slot *chans; size_t nchans, capchans;
+} Recorder;
+
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static inline size_t hash_ptr(const void *p, int extra) {
+    uintptr_t x = (uintptr_t)p ^ ((uintptr_t)(unsigned)extra * 0x9E3779B97F4A7C15ull);
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33;
+    return (size_t)x;
+}
+
+static inline size_t hash_chan(int64_t comm, int32_t src, int32_t tag) {
+    uint64_t x = (uint64_t)comm * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uint32_t)src * 0xC2B2AE3D27D4EB4Full
+                 ^ (uint64_t)(uint32_t)tag;
+    x ^= x >> 33; x *= 0xff51afd7ed558ccdull; x ^= x >> 33;
+    return (size_t)x;
+}
+
+/* -- the code table: is a code object internal? ------------------------------------ */
+
+static int codes_grow(Recorder *self) {
+    size_t cap = self->capcodes ? self->capcodes * 2 : 64;
+    code_slot *t = PyMem_Calloc(cap, sizeof(code_slot));
+    if (!t) { PyErr_NoMemory(); return -1; }
+    for (size_t i = 0; i < self->capcodes; i++) {
+        code_slot *s = &self->codes[i];
+        if (!s->code) continue;
+        size_t j = hash_ptr(s->code, 0) & (cap - 1);
+        while (t[j].code) j = (j + 1) & (cap - 1);
+        t[j] = *s;
+    }
+    PyMem_Free(self->codes);
+    self->codes = t;
+    self->capcodes = cap;
+    return 0;
+}
+
+/* 1 if internal, 0 if not, -1 on error.  ``code`` is a borrowed reference. */
+static int code_internal(Recorder *self, PyCodeObject *code) {
+    if (self->capcodes) {
+        size_t j = hash_ptr(code, 0) & (self->capcodes - 1);
+        while (self->codes[j].code) {
+            if (self->codes[j].code == (PyObject *)code) return self->codes[j].internal;
+            j = (j + 1) & (self->capcodes - 1);
+        }
+    }
+    if ((self->ncodes + 1) * 2 > self->capcodes && codes_grow(self) < 0) return -1;
+    PyObject *fn = code->co_filename;
+    PyObject *r = PyObject_CallMethod(fn, "startswith", "(O)", self->prefixes);
+    if (!r) return -1;
+    int internal = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    if (internal < 0) return -1;
+    size_t j = hash_ptr(code, 0) & (self->capcodes - 1);
+    while (self->codes[j].code) j = (j + 1) & (self->capcodes - 1);
+    Py_INCREF(code);  /* kept alive: its address stays a valid key */
+    self->codes[j].code = (PyObject *)code;
+    self->codes[j].internal = internal;
+    self->ncodes++;
+    return internal;
+}
+
+/* -- the site table: (code, instruction) -> site id ---------------------------------- */
+
+static int sites_grow(Recorder *self) {
+    size_t cap = self->capsites ? self->capsites * 2 : 64;
+    site_slot *t = PyMem_Calloc(cap, sizeof(site_slot));
+    if (!t) { PyErr_NoMemory(); return -1; }
+    for (size_t i = 0; i < self->capsites; i++) {
+        site_slot *s = &self->sites[i];
+        if (!s->code) continue;
+        size_t j = hash_ptr(s->code, s->lasti) & (cap - 1);
+        while (t[j].code) j = (j + 1) & (cap - 1);
+        t[j] = *s;
+    }
+    PyMem_Free(self->sites);
+    self->sites = t;
+    self->capsites = cap;
+    return 0;
+}
+
+/* The id of site string ``text`` (new reference consumed), interning it. */
+static int64_t intern_site(Recorder *self, PyObject *text) {
+    PyObject *id = PyDict_GetItemWithError(self->site_ids, text);
+    if (id) { Py_DECREF(text); return PyLong_AsLongLong(id); }
+    if (PyErr_Occurred()) { Py_DECREF(text); return -1; }
+    uint32_t sid = ++self->nsites;
+    PyObject *pid = PyLong_FromUnsignedLong(sid);
+    if (!pid || PyDict_SetItem(self->site_ids, text, pid) < 0 ||
+        PyList_Append(self->new_sites, text) < 0 || PyList_Append(self->site_list, text) < 0) {
+        Py_XDECREF(pid); Py_DECREF(text); return -1;
+    }
+    Py_DECREF(pid);
+    Py_DECREF(text);
+    return sid;
+}
+
+/* The site id of the frame ``f`` (not internal). */
+static int64_t frame_site(Recorder *self, PyFrameObject *f, PyCodeObject *code) {
+    int lasti = PyFrame_GetLasti(f);
+    if (self->capsites) {
+        size_t j = hash_ptr(code, lasti) & (self->capsites - 1);
+        while (self->sites[j].code) {
+            site_slot *s = &self->sites[j];
+            if (s->code == (PyObject *)code && s->lasti == lasti) return s->site;
+            j = (j + 1) & (self->capsites - 1);
+        }
+    }
+    PyObject *text = PyUnicode_FromFormat("%U:%d", code->co_filename, PyFrame_GetLineNumber(f));
+    if (!text) return -1;
+    int64_t sid = intern_site(self, text);
+    if (sid < 0) return -1;
+    if ((self->nsitekeys + 1) * 2 > self->capsites && sites_grow(self) < 0) return -1;
+    size_t j = hash_ptr(code, lasti) & (self->capsites - 1);
+    while (self->sites[j].code) j = (j + 1) & (self->capsites - 1);
+    self->sites[j].code = (PyObject *)code;  /* owned by the code table */
+    self->sites[j].lasti = lasti;
+    self->sites[j].site = (uint32_t)sid;
+    self->nsitekeys++;
+    return sid;
+}
+
+/* The id of the caller's site: the innermost frame outside the internal prefixes. */
+static int64_t caller_site(Recorder *self) {
+    PyFrameObject *f = PyEval_GetFrame();  /* borrowed */
+    Py_XINCREF(f);
+    while (f) {
+        PyCodeObject *code = PyFrame_GetCode(f);
+        int internal = code_internal(self, code);
+        if (internal == 0) {
+            int64_t sid = frame_site(self, f, code);
+            Py_DECREF(code);
+            Py_DECREF(f);
+            return sid;
+        }
+        Py_DECREF(code);
+        if (internal < 0) { Py_DECREF(f); return -1; }
+        PyFrameObject *back = PyFrame_GetBack(f);
+        Py_DECREF(f);
+        f = back;
+    }
+    PyObject *text = PyUnicode_FromString("<unknown>:0");
+    return text ? intern_site(self, text) : -1;
+}
+
+/* -- appending records ------------------------------------------------------------------ */
+
+static rec_t *append(Recorder *self, int kind, int with_site) {
+    uint32_t site = 0;
+    if (with_site) {
+        int64_t sid = caller_site(self);
+        if (sid < 0) return NULL;
+        site = (uint32_t)sid;
+    }
+    if (self->len + (Py_ssize_t)sizeof(rec_t) > self->cap) {
+        Py_ssize_t cap = self->cap ? self->cap * 2 : 4096 * (Py_ssize_t)sizeof(rec_t);
+        char *b = PyMem_Realloc(self->buf, (size_t)cap);
+        if (!b) { PyErr_NoMemory(); return NULL; }
+        self->buf = b;
+        self->cap = cap;
+    }
+    rec_t *r = (rec_t *)(self->buf + self->len);
+    self->len += sizeof(rec_t);
+    memset(r, 0, sizeof(rec_t));
+    r->kind = (uint8_t)kind;
+    r->site = site;
+    r->seq = self->seq++;
+    r->t = now() - self->t0;
+    return r;
+}
+
+/* Store ``obj`` (borrowed) as the payload of record ``r``. */
+static int add_extra(Recorder *self, rec_t *r, PyObject *obj) {
+    r->c = self->extras_base + PyList_GET_SIZE(self->extras);
+    return PyList_Append(self->extras, obj);
+}
+
+static int get_i64(PyObject *o, int64_t *out) {
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    *out = v;
+    return 0;
+}
+
+static int get_i32(PyObject *o, int32_t *out) {
+    long v = PyLong_AsLong(o);
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (v < INT32_MIN || v > INT32_MAX) {
+        PyErr_Format(PyExc_OverflowError, "%ld does not fit a 32-bit rank or tag", v);
+        return -1;
+    }
+    *out = (int32_t)v;
+    return 0;
+}
+
+static int nargs_ok(const char *name, Py_ssize_t n, Py_ssize_t want) {
+    if (n == want) return 1;
+    PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments (%zd given)", name, want, n);
+    return 0;
+}
+
+static PyObject *seq_of(rec_t *r) { return PyLong_FromLongLong(r->seq); }
+
+/* send(comm, dest, tag, flags) -> seq; flags: 1 blocking, 2 sync, 16 buffer message. */
+static PyObject *R_send(Recorder *self, PyObject *const *args, Py_ssize_t n) {
+    int64_t comm, flags; int32_t dest, tag;
+    if (!nargs_ok("send", n, 4) || get_i64(args[0], &comm) || get_i32(args[1], &dest) ||
+        get_i32(args[2], &tag) || get_i64(args[3], &flags))
+        return NULL;
+    rec_t *r = append(self, K_SEND, 1);
+    if (!r) return NULL;
+    r->flags = (uint8_t)(flags & (F_BLOCKING | F_SYNC | F_BUF));
+    r->comm = comm; r->a = dest; r->b = tag;
+    return seq_of(r);
+}
+
+/* recv(comm, src, tag, blocking) -> seq (src/tag already -1 for wildcards). */
+static PyObject *R_recv(Recorder *self, PyObject *const *args, Py_ssize_t n) {
+    int64_t comm; int32_t src, tag;
+    if (!nargs_ok("recv", n, 4) || get_i64(args[0], &comm) || get_i32(args[1], &src) ||
+        get_i32(args[2], &tag))
+        return NULL;
+    int blocking = PyObject_IsTrue(args[3]);
+    if (blocking < 0) return NULL;
+    rec_t *r = append(self, K_RECV, 1);
+    if (!r) return NULL;
+    r->flags = blocking ? F_BLOCKING : 0;
+    r->comm = comm; r->a = src; r->b = tag;
+    return seq_of(r);
+}
+
+/* consume(comm, recv, src, tag, send_seq or None) -> seq */
+static PyObject *R_consume(Recorder *self, PyObject *const *args, Py_ssize_t n) {
+    int64_t comm, recv, sseq = 0; int32_t src, tag;
+    if (!nargs_ok("consume", n, 5) || get_i64(args[0], &comm) || get_i64(args[1], &recv) ||
+        get_i32(args[2], &src) || get_i32(args[3], &tag))
+        return NULL;
+    int has = args[4] != Py_None;
+    if (has && get_i64(args[4], &sseq)) return NULL;
+    rec_t *r = append(self, K_CONSUME, 1);
+    if (!r) return NULL;
+    r->flags = has ? F_SEND : 0;
+    r->comm = comm; r->a = src; r->b = tag; r->c = recv; r->d = sseq;
+    return seq_of(r);
+}
+
+/* unwrap(comm, recv, msg) -> obj: the consume of object message msg = (send seq,
+ * world source, tag, obj, ...); returns obj. */
+static PyObject *R_unwrap(Recorder *self, PyObject *const *args, Py_ssize_t n) {
+    int64_t comm, recv, sseq; int32_t src, tag;
+    if (!nargs_ok("unwrap", n, 3) || get_i64(args[0], &comm) || get_i64(args[1], &recv))
+        return NULL;
+    PyObject *msg = args[2];
+    if (!PyTuple_CheckExact(msg) || PyTuple_GET_SIZE(msg) < 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "mpvis: a traced receive got a message without the trace library's "
+                        "piggyback (sent by an untraced communicator?)");
+        return NULL;
+    }
+    if (get_i64(PyTuple_GET_ITEM(msg, 0), &sseq) || get_i32(PyTuple_GET_ITEM(msg, 1), &src) ||
+        get_i32(PyTuple_GET_ITEM(msg, 2), &tag))
+        return NULL;
+    rec_t *r = append(self, K_CONSUME, 1);
+    if (!r) return NULL;
+    r->flags = F_SEND;
+    r->comm = comm; r->a = src; r->b = tag; r->c = recv; r->d = sseq;
+    PyObject *obj = PyTuple_GET_ITEM(msg, 3);
+    Py_INCREF(obj);
+    return obj;
+}
+
+static int chans_grow(Recorder *self) {
+    size_t cap = self->capchans ? self->capchans * 2 : 64;
+    chan_slot *t = PyMem_Calloc(cap, sizeof(chan_slot));
+    if (!t) { PyErr_NoMemory(); return -1; }
+    for (size_t i = 0; i < self->capchans; i++) {
+        chan_slot *s = &self->chans[i];
+        if (!s->used) continue;
+        size_t j = hash_chan(s->comm, s->src, s->tag) & (cap - 1);
+        while (t[j].used) j = (j + 1) & (cap - 1);
+        t[j] = *s;
+    }
+    PyMem_Free(self->chans);
+    self->chans = t;
+    self->capchans = cap;
+    return 0;
+}
+
+/* consume_chan(comm, recv, src, tag, exact) -> seq: the consume of a buffer message
+ * from world rank src; the channel's counter says which of its messages this is.
+ * With exact false (completion order unknown) the ordinal is counted, not recorded. */
+static PyObject *R_consume_chan(Recorder *self, PyObject *const *args, Py_ssize_t n) {
+    int64_t comm, recv; int32_t src, tag;
+    if (!nargs_ok("consume_chan", n, 5) || get_i64(args[0], &comm) || get_i64(args[1], &recv) ||
+        get_i32(args[2], &src) || get_i32(args[3], &tag))
+        return NULL;
+    int exact = PyObject_IsTrue(args[4]);
+    if (exact < 0) return NULL;
+    if ((self->nchans + 1) * 2 > self->capchans && chans_grow(self) < 0) return NULL;
+    size_t j = hash_chan(comm, src, tag) & (self->capchans - 1);
+    while (self->chans[j].used &&
+           !(self->chans[j].comm == comm && self->chans[j].src == src && self->chans[j].tag == tag))
+        j = (j + 1) & (self->capchans - 1);
+    chan_slot *s = &self->chans[j];
+    if (!s->used) {
+        s->used = 1; s->comm = comm; s->src = src; s->tag = tag; s->count = 0;
+        self->nchans++;
+    }
+    rec_t *r = append(self, K_CONSUME, 1);
+    if (!r) return NULL;
+    r->flags = exact ? F_CHAN : 0;
+    r->comm = comm; r->a = src; r->b = tag; r->c = recv; r->d = s->count++;
+    return seq_of(r);
+}
+
+/* wait(reqs) -> seq: the requests (a list of ints) completed by one call. */
+static PyObject *R_wait(Recorder *self, PyObject *const *args, Py_ssize_t n) {
+    if (!nargs_ok("wait", n, 1)) return NULL;
+    rec_t *r = append(self, K_WAIT, 1);
+    if (!r || add_extra(self, r, args[0]) < 0) return NULL;
+    return seq_of(r);
+}
+
+/* coll(comm, op, fields) -> seq: a collective's entry; fields: root/count/dtype/redop/group. */
+static PyObject *R_coll(Recorder *self, PyObject *const *args, Py_ssize_t n) {
+    int64_t comm;
+    if (!nargs_ok("coll", n, 3) || get_i64(args[0], &comm)) return NULL;
+    PyObject *payload = PyTuple_Pack(2, args[1], args[2]);
+    if (!payload) return NULL;
+    rec_t *r = append(self, K_COLL, 1);
+    int bad = !r || add_extra(self, r, payload) < 0;
+    Py_DECREF(payload);
+    if (bad) return NULL;
+    r->comm = comm;
+    return seq_of(r);
+}
+
+/* coll_exit(comm, op) -> seq */
+static PyObject *R_coll_exit(Recorder *self, PyObject *const *args, Py_ssize_t n) {
+    int64_t comm;
+    if (!nargs_ok("coll_exit", n, 2) || get_i64(args[0], &comm)) return NULL;
+    rec_t *r = append(self, K_COLL_EXIT, 1);
+    if (!r || add_extra(self, r, args[1]) < 0) return NULL;
+    r->comm = comm;
+    return seq_of(r);
+}
+
+/* state(variables) -> seq: variables is a dict of JSON scalars. */
+static PyObject *R_state(Recorder *self, PyObject *const *args, Py_ssize_t n) {
+    if (!nargs_ok("state", n, 1)) return NULL;
+    rec_t *r = append(self, K_STATE, 1);
+    if (!r || add_extra(self, r, args[0]) < 0) return NULL;
+    return seq_of(r);
+}
+
+/* final() -> seq */
+static PyObject *R_final(Recorder *self, PyObject *unused) {
+    rec_t *r = append(self, K_FINAL, 0);
+    return r ? seq_of(r) : NULL;
+}
+
+/* site() -> "file:line" of the caller (first frame outside the internal prefixes). */
+static PyObject *R_site(Recorder *self, PyObject *unused) {
+    int64_t sid = caller_site(self);
+    if (sid < 0) return NULL;
+    PyObject *text = PyList_GetItem(self->site_list, (Py_ssize_t)sid - 1);
+    Py_XINCREF(text);
+    return text;
+}
+
+/* drain(max) -> (records: bytes, first new site id, new sites, first extra's index, extras):
+ * the oldest ``max`` records (at most), the site strings interned since the last drain,
+ * and the payloads those records refer to (by absolute index). */
+static PyObject *R_drain(Recorder *self, PyObject *arg) {
+    Py_ssize_t max = PyLong_AsSsize_t(arg);
+    if (max == -1 && PyErr_Occurred()) return NULL;
+    Py_ssize_t total = self->len / (Py_ssize_t)sizeof(rec_t);
+    Py_ssize_t n = max < 0 || max > total ? total : max;
+    Py_ssize_t upto = 0;  /* extras used by the drained records */
+    if (n == total) {
+        upto = PyList_GET_SIZE(self->extras);
+    } else {
+        for (Py_ssize_t i = 0; i < n; i++) {
+            rec_t *r = (rec_t *)(self->buf + i * (Py_ssize_t)sizeof(rec_t));
+            if (r->kind == K_WAIT || r->kind == K_COLL || r->kind == K_COLL_EXIT || r->kind == K_STATE)
+                upto = (Py_ssize_t)(r->c - self->extras_base) + 1;
+        }
+    }
+    Py_ssize_t nbytes = n * (Py_ssize_t)sizeof(rec_t);
+    PyObject *data = PyBytes_FromStringAndSize(self->buf, nbytes);
+    PyObject *sites = PyList_New(0);
+    PyObject *extras = PyList_GetSlice(self->extras, 0, upto);
+    PyObject *rest = PyList_GetSlice(self->extras, upto, PyList_GET_SIZE(self->extras));
+    if (!data || !sites || !extras || !rest) {
+        Py_XDECREF(data); Py_XDECREF(sites); Py_XDECREF(extras); Py_XDECREF(rest);
+        return NULL;
+    }
+    Py_ssize_t first = (Py_ssize_t)self->nsites - PyList_GET_SIZE(self->new_sites) + 1;
+    PyObject *out = Py_BuildValue("(NnOLN)", data, first, self->new_sites,
+                                  (long long)self->extras_base, extras);
+    if (!out) { Py_DECREF(sites); Py_DECREF(rest); return NULL; }
+    Py_SETREF(self->new_sites, sites);
+    Py_SETREF(self->extras, rest);
+    self->extras_base += upto;
+    memmove(self->buf, self->buf + nbytes, (size_t)(self->len - nbytes));
+    self->len -= nbytes;
+    return out;
+}
+
+static PyObject *R_pending(Recorder *self, PyObject *unused) {
+    return PyLong_FromSsize_t(self->len / (Py_ssize_t)sizeof(rec_t));
+}
+
+/* -- type ------------------------------------------------------------------------------- */
+
+static int R_init(Recorder *self, PyObject *args, PyObject *kwds) {
+    static char *kw[] = {"rank", "internal_dirs", NULL};
+    long long rank;
+    PyObject *prefixes;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "LO!", kw, &rank, &PyTuple_Type, &prefixes))
+        return -1;
+    if (self->extras) {
+        PyErr_SetString(PyExc_RuntimeError, "a Recorder is initialised once");
+        return -1;
+    }
+    self->rank = rank;
+    self->seq = 0;
+    self->t0 = now();
+    Py_INCREF(prefixes);
+    self->prefixes = prefixes;
+    self->extras = PyList_New(0);
+    self->new_sites = PyList_New(0);
+    self->site_ids = PyDict_New();
+    self->site_list = PyList_New(0);
+    if (!self->extras || !self->new_sites || !self->site_ids || !self->site_list) return -1;
+    return 0;
+}
+
+static void R_dealloc(Recorder *self) {
+    for (size_t i = 0; i < self->capcodes; i++) Py_XDECREF(self->codes[i].code);
+    PyMem_Free(self->codes);
+    PyMem_Free(self->sites);
+    PyMem_Free(self->chans);
+    PyMem_Free(self->buf);
+    Py_XDECREF(self->extras);
+    Py_XDECREF(self->new_sites);
+    Py_XDECREF(self->site_ids);
+    Py_XDECREF(self->site_list);
+    Py_XDECREF(self->prefixes);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *R_get_rank(Recorder *self, void *c) { return PyLong_FromLongLong(self->rank); }
+static PyObject *R_get_seq(Recorder *self, void *c) { return PyLong_FromLongLong(self->seq); }
+static PyObject *R_get_t0(Recorder *self, void *c) { return PyFloat_FromDouble(self->t0); }
+
+static PyGetSetDef R_getset[] = {
+    {"rank", (getter)R_get_rank, NULL, "This rank (MPI_COMM_WORLD).", NULL},
+    {"seq", (getter)R_get_seq, NULL, "The seq the next event will get.", NULL},
+    {"t0", (getter)R_get_t0, NULL, "time.monotonic() at creation; records' t count from it.", NULL},
+    {NULL},
+};
+
+#define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))R_##name, METH_FASTCALL, doc}
+static PyMethodDef R_methods[] = {
+    FAST(send, "send(comm, dest, tag, flags) -> seq; flags: 1 blocking, 2 sync"),
+    FAST(recv, "recv(comm, src, tag, blocking) -> seq"),
+    FAST(consume, "consume(comm, recv, src, tag, send_seq | None) -> seq"),
+    FAST(unwrap, "unwrap(comm, recv, msg) -> obj: consume of a piggybacked object message"),
+    FAST(consume_chan, "consume_chan(comm, recv, src, tag, exact) -> seq (buffer messages)"),
+    FAST(wait, "wait(reqs) -> seq"),
+    FAST(coll, "coll(comm, op, fields) -> seq"),
+    FAST(coll_exit, "coll_exit(comm, op) -> seq"),
+    FAST(state, "state(variables) -> seq"),
+    {"final", (PyCFunction)R_final, METH_NOARGS, "final() -> seq"},
+    {"site", (PyCFunction)R_site, METH_NOARGS, "site() -> 'file:line' of the caller"},
+    {"drain", (PyCFunction)R_drain, METH_O,
+     "drain(max) -> (records, first new site id, new sites, first extra's index, extras)"},
+    {"pending", (PyCFunction)R_pending, METH_NOARGS, "pending() -> records not drained yet"},
+    {NULL},
+};
+
+static PyTypeObject RecorderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mpvis.instrument._crecorder.Recorder",
+    .tp_basicsize = sizeof(Recorder),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Recorder(rank, internal_dirs): numbers one rank's events into compact records.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)R_init,
+    .tp_dealloc = (destructor)R_dealloc,
+    .tp_methods = R_methods,
+    .tp_getset = R_getset,
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "_crecorder",
+    "The in-rank recorder in C (see mpvis.instrument.recorder).", -1, NULL, NULL, NULL, NULL, NULL,
+};
+
+PyMODINIT_FUNC PyInit__crecorder(void) {
+    if (PyType_Ready(&RecorderType) < 0) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    if (!m) return NULL;
+    Py_INCREF(&RecorderType);
+    if (PyModule_AddObject(m, "Recorder", (PyObject *)&RecorderType) < 0 ||
+        PyModule_AddIntConstant(m, "RECORD_SIZE", (long)sizeof(rec_t)) < 0) {
+        Py_DECREF(&RecorderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

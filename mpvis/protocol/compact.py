@@ -1,0 +1,185 @@
+"""Compact record batches: a rank's records in binary form, and their expansion (no I/O).
+
+The trace library numbers events and appends fixed-size binary records in C
+(:mod:`mpvis.instrument.recorder`), so that the traced rank does no
+per-record Python work (MPVisualizer, section 2: the trace library must
+disturb the program as little as possible).  They travel to the collector as
+``COMPACT`` frames (:class:`~mpvis.protocol.framing.MsgType`) and are expanded
+there, by :class:`CompactDecoder`, into the records of
+``shared/spec/trace-format.md``.
+
+Body of a ``COMPACT`` message (a msgpack map), version 1::
+
+    {"v": 1, "batch": n,           # numbered per rank connection from 0
+     "recs": <bytes>,              # RECORD_SIZE bytes per record, seq order
+     "site0": k, "sites": [...],   # site strings interned since the last batch: ids k, k+1, ...
+     "extra0": j, "extras": [...]} # payloads of this batch's variable-size records: j, j+1, ...
+
+A record is ``struct`` :data:`RECORD` (little-endian, 56 bytes): ``kind``,
+``flags``, a zero, ``site`` (an id; 0: none), ``seq``, ``t`` (seconds since
+the rank's recorder started), ``comm``, ``a``, ``b``, ``c``, ``d``:
+
+========== ===================================================================
+kind       fields
+========== ===================================================================
+1 send     a=dest, b=tag; flags: 1 blocking, 2 sync (``req`` = seq if nonblocking),
+           16 a buffer message (field ``buf``, see below)
+2 recv     a=src, b=tag (-1: wildcard); flags: 1 blocking
+3 consume  a=src, b=tag, c=recv; flags 4: d is the matched send's seq;
+           flags 8: d is the channel ordinal (field ``chan``, see below)
+4 wait     c=payload index (``extra0`` + position in ``extras``) of the request list
+5 coll     c=index of ``[op, fields]`` (fields: root/count/dtype/redop/group)
+6 coll_exit c=index of ``op``
+7 state    c=index of the variables map
+8 final    (no site)
+========== ===================================================================
+
+``chan``: a buffer message carries no piggyback; its consume records that it
+was the ``chan``-th buffer message (from 0) this rank consumed on its channel (same
+sender, receiver, communicator and tag).  By MPI's non-overtaking rule that is
+the channel's ``chan``-th buffer send (marked ``buf``); the central process
+names it in ``send``
+(:mod:`mpvis.protocol.chansend`).  ``chan`` is an optional field of
+the trace, and so is ``buf`` (the spec lets mpvis add optional fields).
+
+Contract of :meth:`CompactDecoder.decode`: a body of the wrong shape raises
+:class:`~mpvis.protocol.framing.ProtocolError`; a record that cannot be
+expanded (unknown kind or site, bad payload, trailing bytes of a truncated
+record) stops the batch there: the records before it are returned with the
+reason, so that a rank's trace stays a gapless prefix.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any, Final
+
+from mpvis.protocol.framing import ProtocolError
+
+__all__ = [
+    "COMPACT_VERSION",
+    "RECORD",
+    "RECORD_SIZE",
+    "CompactDecoder",
+    "compact_body",
+]
+
+COMPACT_VERSION: Final = 1
+RECORD: Final = struct.Struct("<BBHIqdqiiqq")
+RECORD_SIZE: Final = RECORD.size
+
+K_SEND, K_RECV, K_CONSUME, K_WAIT, K_COLL, K_COLL_EXIT, K_STATE, K_FINAL = range(1, 9)
+F_BLOCKING, F_SYNC, F_SEND, F_CHAN, F_BUF = 1, 2, 4, 8, 16
+
+Record = dict[str, Any]
+
+
+def compact_body(  # noqa: PLR0917 (the fields of the body, in order)
+    batch: int, recs: bytes, site0: int, sites: list[str], extra0: int, extras: list[Any]
+) -> dict[str, Any]:
+    """The body of a ``COMPACT`` message (see the module docstring)."""
+    return {
+        "v": COMPACT_VERSION,
+        "batch": batch,
+        "recs": recs,
+        "site0": site0,
+        "sites": sites,
+        "extra0": extra0,
+        "extras": extras,
+    }
+
+
+class _BadRecord(Exception):
+    pass
+
+
+class CompactDecoder:
+    """Expands one rank's ``COMPACT`` batches into trace records; keeps its site table."""
+
+    def __init__(self, rank: int) -> None:
+        self.rank = rank
+        self._sites: list[str | None] = [None]  # id 0: no site
+
+    def decode(self, body: dict[str, Any]) -> tuple[list[Record], str | None]:
+        """The batch's records, and why it stopped early (``None``: it did not)."""
+        if body.get("v") != COMPACT_VERSION:
+            raise ProtocolError(f"COMPACT: unsupported version {body.get('v')!r}")
+        recs, sites, extras = body.get("recs"), body.get("sites"), body.get("extras")
+        site0, extra0 = body.get("site0"), body.get("extra0")
+        if type(body.get("batch")) is not int or not isinstance(recs, bytes):
+            raise ProtocolError("COMPACT: 'batch' must be an integer and 'recs' bytes")
+        if not isinstance(sites, list) or not isinstance(extras, list):
+            raise ProtocolError("COMPACT: 'sites' and 'extras' must be lists")
+        if type(site0) is not int or type(extra0) is not int:
+            raise ProtocolError("COMPACT: 'site0' and 'extra0' must be integers")
+        error: str | None = None
+        if sites:
+            if site0 != len(self._sites) or not all(isinstance(s, str) for s in sites):
+                error = f"site table out of step (ids from {site0}, expected {len(self._sites)})"
+            else:
+                self._sites.extend(sites)
+        whole = len(recs) - len(recs) % RECORD_SIZE
+        out: list[Record] = []
+        for fields in RECORD.iter_unpack(memoryview(recs)[:whole]):
+            try:
+                out.append(self._expand(fields, extra0, extras))
+            except _BadRecord as exc:
+                return out, f"record seq {fields[4]}: {exc}"
+        if whole != len(recs):
+            return out, f"truncated batch: {len(recs) - whole} bytes of a partial record"
+        return out, error
+
+    def _expand(self, f: tuple[Any, ...], extra0: int, extras: list[Any]) -> Record:
+        kind, flags, _, site_id, seq, t, comm, a, b, c, d = f
+        if not 0 <= site_id < len(self._sites):
+            raise _BadRecord(f"unknown site id {site_id}")
+        site = self._sites[site_id]
+        rec: Record = {"rank": self.rank, "seq": seq}
+        if kind == K_SEND:
+            rec.update(kind="send", t=t, site=site, comm=comm, dest=a, tag=b)
+            rec["blocking"] = bool(flags & F_BLOCKING)
+            rec["sync"] = bool(flags & F_SYNC)
+            if not flags & F_BLOCKING:
+                rec["req"] = seq
+            if flags & F_BUF:
+                rec["buf"] = True
+        elif kind == K_RECV:
+            rec.update(kind="recv", t=t, site=site, comm=comm, src=a, tag=b)
+            rec["blocking"] = bool(flags & F_BLOCKING)
+            if not flags & F_BLOCKING:
+                rec["req"] = seq
+        elif kind == K_CONSUME:
+            rec.update(kind="consume", t=t, site=site, comm=comm, recv=c, src=a, tag=b)
+            if flags & F_SEND:
+                rec["send"] = [a, d]
+            elif flags & F_CHAN:
+                rec["chan"] = d
+        elif kind == K_FINAL:
+            rec.update(kind="final", t=t)
+        elif kind in (K_WAIT, K_COLL, K_COLL_EXIT, K_STATE):
+            if not 0 <= c - extra0 < len(extras):
+                raise _BadRecord(f"payload {c} is not among the batch's ({extra0}..)")
+            self._variable(rec, kind, t, site, comm, extras[c - extra0])
+        else:
+            raise _BadRecord(f"unknown kind {kind}")
+        return rec
+
+    @staticmethod
+    def _variable(rec: Record, kind: int, t: float, site: Any, comm: int, x: Any) -> None:  # noqa: PLR0917
+        if kind == K_WAIT:
+            if not isinstance(x, list):
+                raise _BadRecord("a wait's payload must be a list of requests")
+            rec.update(kind="wait", t=t, site=site, reqs=x)
+        elif kind == K_STATE:
+            if not isinstance(x, dict):
+                raise _BadRecord("a state's payload must be a map")
+            rec.update(kind="state", t=t, site=site, vars=x)
+        elif kind == K_COLL_EXIT:
+            if not isinstance(x, str):
+                raise _BadRecord("a coll_exit's payload must be the op")
+            rec.update(kind="coll_exit", t=t, site=site, comm=comm, op=x)
+        else:
+            if not (isinstance(x, list | tuple) and len(x) == 2 and isinstance(x[1], dict)):
+                raise _BadRecord("a coll's payload must be [op, fields]")
+            rec.update(kind="coll", t=t, site=site, comm=comm, op=x[0])
+            rec.update(x[1])

@@ -1,0 +1,17 @@
+"""Build of the C part of the trace library (everything else is in pyproject.toml).
+
+``mpvis.instrument._crecorder`` is the in-rank recorder's hot path
+(``mpvis/instrument/_crecorder.c``); ``pip install -e .`` builds it in place.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "mpvis.instrument._crecorder",
+            ["mpvis/instrument/_crecorder.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+        )
+    ]
+)
