@@ -8,6 +8,11 @@ only those store a row; any other event's clock is the last merge row at or
 before it on its rank with the diagonal set to ``seq + 1``.  That keeps memory
 at ``4 * nprocs`` bytes per merge event, not per event, and answers
 "does a happen before b" with one binary search.
+
+Rows live in fixed-size chunks (no reallocation as the run grows); row 0 is
+all zeros, the "previous row" of a rank's first merge, so a merge is always
+one ``np.maximum`` written straight into its new row, plus two raised
+components.  Nothing here loops over events in Python beyond one call per merge.
 """
 
 from __future__ import annotations
@@ -21,97 +26,121 @@ import numpy.typing as npt
 IntVec = npt.NDArray[np.int32]
 
 _CHUNK = 8192
+_SHIFT = 13  # _CHUNK == 1 << _SHIFT
+_MASK = _CHUNK - 1
+#: Row 0 is all zeros: the source of a merge that has nothing earlier to merge.
+ZERO_ROW = 0
 
 
 class ClockStore:
-    """Merge rows per rank plus each rank's running clock."""
+    """Merge rows per rank, in chunks (see the module docstring)."""
 
     def __init__(self, nprocs: int) -> None:
         self.nprocs = nprocs
-        self._chunks: list[IntVec] = []
-        self._nrows = 0
+        self._chunks: list[IntVec] = [np.zeros((_CHUNK, nprocs), dtype=np.int32)]
+        self._nrows = 1  # row 0: ZERO_ROW
         self.merge_seq: list[array[int]] = [array("i") for _ in range(nprocs)]
         self.merge_row: list[array[int]] = [array("i") for _ in range(nprocs)]
-        #: clock rows merged so far per rank (diagonal not maintained)
-        self._cur: list[IntVec] = [np.zeros(nprocs, dtype=np.int32) for _ in range(nprocs)]
 
-    # -- building -------------------------------------------------------
-    def _store(self, rank: int, seq: int, vec: IntVec) -> None:
+    # -- building ---------------------------------------------------------
+    def _new_row(self) -> tuple[int, IntVec]:
+        """Reserve a row; return its id and a writable view of it."""
         row = self._nrows
-        c, off = divmod(row, _CHUNK)
+        c = row >> _SHIFT
         if c == len(self._chunks):
             self._chunks.append(np.empty((_CHUNK, self.nprocs), dtype=np.int32))
-        self._chunks[c][off] = vec
-        self._nrows += 1
-        self.merge_seq[rank].append(seq)
-        self.merge_row[rank].append(row)
+        self._nrows = row + 1
+        return row, self._chunks[c][row & _MASK]
+
+    def _governing(self, q: int, s: int) -> int:
+        """The row holding the off-diagonal clock of event ``(q, s)``."""
+        i = bisect_right(self.merge_seq[q], s) - 1
+        return self.merge_row[q][i] if i >= 0 else ZERO_ROW
+
+    def _joined_into(self, out: IntVec, base: int, others: list[tuple[int, int]]) -> None:
+        """``out`` = max of row ``base`` and the clocks of ``others``."""
+        chunks = self._chunks
+        out[:] = chunks[base >> _SHIFT][base & _MASK]
+        for q, s in others:
+            g = self._governing(q, s)
+            np.maximum(out, chunks[g >> _SHIFT][g & _MASK], out=out)
+            if out[q] <= s:
+                out[q] = s + 1
 
     def merge(self, rank: int, seq: int, others: list[tuple[int, int]]) -> None:
         """Event ``(rank, seq)`` merges the clocks of the events ``others``.
 
-        Every event in ``others`` must already have its clock (causal order).
+        Every event in ``others`` must already have its clock (causal order);
+        events of one rank are merged in seq order.
         """
-        cur = self._cur[rank]
-        for q, s in others:
-            i = bisect_right(self.merge_seq[q], s) - 1
-            if i >= 0:
-                np.maximum(cur, self._row(self.merge_row[q][i]), out=cur)
-            if cur[q] <= s:
-                cur[q] = s + 1
-        cur[rank] = seq + 1
-        self._store(rank, seq, cur)
+        rows = self.merge_row[rank]
+        row, out = self._new_row()
+        self._joined_into(out, rows[-1] if rows else ZERO_ROW, others)
+        out[rank] = seq + 1
+        self.merge_seq[rank].append(seq)
+        rows.append(row)
 
     def merge_one(self, rank: int, seq: int, q: int, s: int) -> None:
         """:meth:`merge` with one other event ``(q, s)`` (a consume and its send)."""
-        cur = self._cur[rank]
+        chunks = self._chunks
+        rows = self.merge_row[rank]
+        prev = rows[-1] if rows else ZERO_ROW
         seqs = self.merge_seq[q]
         i = bisect_right(seqs, s) - 1
-        if i >= 0:
-            c, off = divmod(self.merge_row[q][i], _CHUNK)
-            np.maximum(cur, self._chunks[c][off], out=cur)
-        cur[q] = max(int(cur[q]), s + 1)
-        cur[rank] = seq + 1
-        self._store(rank, seq, cur)
+        g = self.merge_row[q][i] if i >= 0 else ZERO_ROW
+        row, out = self._new_row()
+        np.maximum(chunks[prev >> _SHIFT][prev & _MASK], chunks[g >> _SHIFT][g & _MASK],
+                   out=out)
+        if out[q] <= s:
+            out[q] = s + 1
+        out[rank] = seq + 1
+        self.merge_seq[rank].append(seq)
+        rows.append(row)
 
-    def joined(self, others: list[tuple[int, int]]) -> IntVec:
-        """The componentwise maximum of the clocks of ``others``."""
-        vec = np.zeros(self.nprocs, dtype=np.int32)
-        for q, s in others:
-            i = bisect_right(self.merge_seq[q], s) - 1
-            if i >= 0:
-                np.maximum(vec, self._row(self.merge_row[q][i]), out=vec)
-            if vec[q] <= s:
-                vec[q] = s + 1
-        return vec
+    def join(self, others: list[tuple[int, int]]) -> int:
+        """A row (owned by no event) holding the componentwise maximum of the
+        clocks of ``others``, for :meth:`merge_joined`: the members of a
+        collective share it."""
+        row, out = self._new_row()
+        self._joined_into(out, ZERO_ROW, others)
+        return row
 
-    def merge_vector(self, rank: int, seq: int, vec: IntVec) -> None:
-        """Event ``(rank, seq)`` merges a clock computed by :meth:`joined`."""
-        cur = self._cur[rank]
-        np.maximum(cur, vec, out=cur)
-        cur[rank] = seq + 1
-        self._store(rank, seq, cur)
+    def merge_joined(self, rank: int, seq: int, joined: int) -> None:
+        """Event ``(rank, seq)`` merges a row made by :meth:`join`."""
+        chunks = self._chunks
+        rows = self.merge_row[rank]
+        prev = rows[-1] if rows else ZERO_ROW
+        row, out = self._new_row()
+        np.maximum(chunks[prev >> _SHIFT][prev & _MASK],
+                   chunks[joined >> _SHIFT][joined & _MASK], out=out)
+        out[rank] = seq + 1
+        self.merge_seq[rank].append(seq)
+        rows.append(row)
+
+    def _gather(self, rows: npt.NDArray[np.int64]) -> IntVec:
+        chunk = rows >> _SHIFT
+        off = rows & _MASK
+        out = np.empty((len(rows), self.nprocs), dtype=np.int32)
+        for c in np.unique(chunk).tolist():
+            sel = chunk == c
+            out[sel] = self._chunks[c][off[sel]]
+        return out
 
     # -- queries --------------------------------------------------------
     def _row(self, row: int) -> IntVec:
-        c, off = divmod(row, _CHUNK)
-        return self._chunks[c][off]
+        return self._chunks[row >> _SHIFT][row & _MASK]
 
     def clock(self, rank: int, seq: int) -> IntVec:
         """The full vector clock of event ``(rank, seq)`` (a fresh array)."""
-        i = bisect_right(self.merge_seq[rank], seq) - 1
-        vec = (
-            self._row(self.merge_row[rank][i]).copy()
-            if i >= 0 else np.zeros(self.nprocs, dtype=np.int32)
-        )
+        vec = self._row(self._governing(rank, seq)).copy()
         vec[rank] = seq + 1
         return vec
 
     def component(self, rank: int, seq: int, j: int) -> int:
-        """``clock(rank, seq)[j]`` without building the vector."""
+        """``clock(rank, s)[j]`` without building the vector."""
         if j == rank:
             return seq + 1
-        i = bisect_right(self.merge_seq[rank], seq) - 1
-        return int(self._row(self.merge_row[rank][i])[j]) if i >= 0 else 0
+        return int(self._row(self._governing(rank, seq))[j])
 
     def happened_before(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
         """Lamport's strict relation: ``a`` happened before ``b``."""
@@ -123,16 +152,9 @@ class ClockStore:
         """The merge rows of ``rank`` from its ``start``-th on, as a 2-D array
         (one row per merge event, in seq order; see :attr:`merge_seq`)."""
         rows = np.frombuffer(self.merge_row[rank], dtype=np.int32)[start:].astype(np.int64)
-        out = np.empty((len(rows), self.nprocs), dtype=np.int32)
         if len(rows) == 0:
-            return out
-        chunk, off = np.divmod(rows, _CHUNK)
-        bounds = np.flatnonzero(np.diff(chunk)) + 1
-        starts = np.concatenate(([0], bounds))
-        stops = np.concatenate((bounds, [len(rows)]))
-        for lo, hi in zip(starts.tolist(), stops.tolist(), strict=True):
-            out[lo:hi] = self._chunks[int(chunk[lo])][off[lo:hi]]
-        return out
+            return np.empty((0, self.nprocs), dtype=np.int32)
+        return self._gather(rows)
 
     def column(self, rank: int, j: int, count: int) -> IntVec:
         """``clock(rank, s)[j]`` for ``s`` in ``0..count-1``, vectorised."""

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections.abc import Iterator
 from itertools import repeat
 from typing import Any
 
@@ -50,6 +49,9 @@ K_SEND, K_RECV, K_CONSUME, K_WAIT = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.
 K_COLL, K_COLL_EXIT = R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_EXIT]
 K_LOCK, K_LOCKED, K_FINAL = R.KIND_CODE[R.LOCK], R.KIND_CODE[R.LOCKED], R.KIND_CODE[R.FINAL]
 
+
+#: Runs of events at most this long get their Lamport clocks in a Python loop.
+_SHORT_RUN = 48
 
 RUNNING, SUSPENDED, FINISHED, DEAD, ENDED = "running", "suspended", "finished", "dead", "ended"
 
@@ -112,8 +114,8 @@ class ModelManager:
         self._status_dirty: set[int] = set()
         self._touched_sink: set[int] = set()  # ranks woken while ingesting
         self._exit_of: dict[Key, tuple[int, str]] = {}  # coll_exit -> (instance, op)
-        #: comm -> (instance, joined vector clock, largest Lamport clock of its entries)
-        self._coll_cache: dict[int, tuple[int, Any, int]] = {}
+        #: comm -> (instance, joined clock row, largest Lamport clock of its entries)
+        self._coll_cache: dict[int, tuple[int, int, int]] = {}
 
     # ------------------------------------------------------------------ input
     def add(self, rec: Record) -> None:
@@ -404,7 +406,10 @@ class ModelManager:
         jumps: list[tuple[int, int]] = []
         jumped = 0
         end = n
-        for stop in self._stops(r, s, n):
+        analyzers = bool(self.analyzers)
+        at = self._merge_at[r]
+        lo = bisect_left(at, s)
+        for stop in at[lo:bisect_left(at, n, lo)]:
             done[r] = stop  # everything before this event is processed
             g = events[stop]
             code = c_kind[g]
@@ -426,8 +431,9 @@ class ModelManager:
                             break
                     else:
                         merge_one(r, stop, q, qs)
-                        first = max(first, c_lamport[sg] + 1)
-                        if self.analyzers:
+                        if c_lamport[sg] >= first:
+                            first = c_lamport[sg] + 1
+                        if analyzers:
                             rec = self._pending[r][self._head[r] + stop - a]
                             if "send" not in rec:
                                 rec["send"] = [q, qs]
@@ -436,7 +442,7 @@ class ModelManager:
                 if joined is None:
                     end = stop
                     break
-                self.clocks.merge_vector(r, stop, joined[0])
+                self.clocks.merge_joined(r, stop, joined[0])
                 first = max(first, joined[1] + 1)
             else:
                 self._entered(r, stop)
@@ -451,33 +457,33 @@ class ModelManager:
         else:
             done[r] = a
 
-    def _stops(self, r: int, s: int, n: int) -> Iterator[int]:
-        """Seqs of the consumes and collective entries and exits of rank ``r`` in
-        ``s..n-1`` (indexed at ingestion, in :attr:`_merge_at`)."""
-        at = self._merge_at[r]
-        i = bisect_left(at, s)
-        while i < len(at) and at[i] < n:
-            yield at[i]
-            i += 1
-
     def _release(self, r: int, a: int, b: int, out: list[Record], work: set[int], *,
                  lam_base: int, jumps: list[tuple[int, int]]) -> None:
         """Events ``a..b-1`` of rank ``r`` are causally processed; event ``a + i``
         gets Lamport clock ``lam_base + i`` plus the ``jumps`` at or before ``i``."""
         self.done[r] = b
         events = self.by_rank[r]
-        lam = np.arange(lam_base, lam_base + b - a, dtype=np.int64)
-        if jumps:
-            step = np.zeros(b - a, dtype=np.int64)
-            for i, j in jumps:
-                step[i] = j
-            lam += np.cumsum(step)
-        if b - a == 1:
-            self.c_lamport.data[events[a]] = int(lam[0])
+        if b - a <= _SHORT_RUN:  # NumPy's per-call cost would dominate
+            c_lamport = self.c_lamport.data
+            extra = 0
+            it = iter(jumps)
+            nxt = next(it, None)
+            for i in range(b - a):
+                if nxt is not None and nxt[0] == i:
+                    extra += nxt[1]
+                    nxt = next(it, None)
+                c_lamport[events[a + i]] = lam_base + i + extra
+            self._lam_last[r] = lam_base + b - a - 1 + extra
         else:
+            lam = np.arange(lam_base, lam_base + b - a, dtype=np.int64)
+            if jumps:
+                step = np.zeros(b - a, dtype=np.int64)
+                for i, j in jumps:
+                    step[i] = j
+                lam += np.cumsum(step)
             idx = np.frombuffer(events, dtype=np.int64)[a:b]
             self.c_lamport.view()[idx] = lam
-        self._lam_last[r] = int(lam[-1])
+            self._lam_last[r] = int(lam[-1])
         if self.analyzers:
             head = self._head[r]
             pend = self._pending[r]
@@ -502,8 +508,8 @@ class ModelManager:
         if members is not None and cnt >= len(members):
             self._wake_key(("colldone", comm, n_inst))
 
-    def _collective_clock(self, r: int, s: int, final: bool) -> tuple[Any, int] | None:
-        """Joined vector clock and largest Lamport clock of the entries the
+    def _collective_clock(self, r: int, s: int, final: bool) -> tuple[int, int] | None:
+        """Joined clock row (:meth:`ClockStore.join`) and largest Lamport clock of the entries the
         ``coll_exit`` (r, s) depends on, or ``None`` (after registering to be
         woken) while one is not processed."""
         comm = self.c_comm.data[self.by_rank[r][s]]
@@ -529,7 +535,7 @@ class ModelManager:
             self._wait_on(("done", *late[0]), r)
             return None
         ready = [k for k in deps if k not in late]
-        vec = self.clocks.joined(ready)
+        vec = self.clocks.join(ready)
         lam = self.c_lamport.data
         lmax = max((lam[self.by_rank[q][qs]] for q, qs in ready), default=-1)
         if shared:
