@@ -124,9 +124,10 @@ class CompactDecoder:
             try:
                 out.append(self._expand(fields, extra0, extras))
             except _BadRecord as exc:
-                return out, f"record seq {fields[4]}: {exc}"
+                return out, _join(error, f"record seq {fields[4]}: {exc}")
         if whole != len(recs):
-            return out, f"truncated batch: {len(recs) - whole} bytes of a partial record"
+            partial = f"truncated batch: {len(recs) - whole} bytes of a partial record"
+            return out, _join(error, partial)
         return out, error
 
     def _expand(self, f: tuple[Any, ...], extra0: int, extras: list[Any]) -> Record:
@@ -183,3 +184,7 @@ class CompactDecoder:
                 raise _BadRecord("a coll's payload must be [op, fields]")
             rec.update(kind="coll", t=t, site=site, comm=comm, op=x[0])
             rec.update(x[1])
+
+
+def _join(first: str | None, second: str) -> str:
+    return second if first is None else f"{first}; {second}"
