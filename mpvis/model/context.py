@@ -48,15 +48,14 @@ class Rows:
 
 
 def on_send(m: ModelManager, b: Rows, i: int) -> None:
-    if not b.flags[i] & F_BLOCKING:
-        new_req(m, b.req[i], b.rank[i], b.seq[i])
+    """A nonblocking send (blocking ones have no rule here)."""
+    new_req(m, b.req[i], b.rank[i], b.seq[i])
 
 
 def on_recv(m: ModelManager, b: Rows, i: int) -> None:
-    r, s = b.rank[i], b.seq[i]
-    if not b.flags[i] & F_BLOCKING:
-        new_req(m, b.req[i], r, s)
-    m.races.on_recv(r, s, b.comm[i], b.peer[i], b.tag[i])
+    """A nonblocking receive (blocking ones have no rule here; the classifier
+    pairs every receive in bulk, :meth:`RaceTracker.on_recvs`)."""
+    new_req(m, b.req[i], b.rank[i], b.seq[i])
 
 
 def on_consume(m: ModelManager, b: Rows, i: int) -> None:

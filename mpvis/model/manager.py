@@ -255,12 +255,19 @@ class ModelManager:
             return None
         rows = context.Rows(cols, start, k)
         codes = rows.code
+        limit, error = k, None
         for i in np.flatnonzero(_special_mask(cols.code[:k], cols.flags[:k])).tolist():
             try:
                 _HANDLERS[codes[i]](self, rows, i)
             except ModelInputError as exc:
                 exc.index = i
-                return exc
+                limit, error = i, exc
+                break
+        recv = np.flatnonzero(cols.code[:limit] == K_RECV)
+        self.races.on_recvs(cols.rank[recv], cols.seq[recv], cols.comm[recv], cols.peer[recv],
+                            cols.tag[recv])
+        if error is not None:
+            return error
         early = self._early
         if not (early or self._inferring):
             return None
@@ -678,12 +685,12 @@ _HANDLERS = {
     K_COLL_EXIT: context.on_coll_exit,
     K_FINAL: context.on_final,
 }
-#: Kinds whose context rules run record by record (nonblocking sends too).
-_SPECIAL = frozenset(_HANDLERS) - {K_SEND}
-_SPECIAL_CODES = np.array(sorted(_SPECIAL), dtype=np.int8)
+#: Kinds whose context rules run record by record (and nonblocking sends and
+#: receives, for their requests; receives are paired for the classifier in bulk).
+_SPECIAL_CODES = np.array(sorted(set(_HANDLERS) - {K_SEND, K_RECV}), dtype=np.int8)
 
 
 def _special_mask(codes: Any, flags: Any) -> Any:
-    """Records whose context rules run one by one: every kind with rules but
-    blocking sends (which have none)."""
-    return np.isin(codes, _SPECIAL_CODES) | ((codes == K_SEND) & ((flags & F_BLOCKING) == 0))
+    """Records whose context rules run one by one."""
+    nonblocking = ((codes == K_SEND) | (codes == K_RECV)) & ((flags & F_BLOCKING) == 0)
+    return np.isin(codes, _SPECIAL_CODES) | nonblocking

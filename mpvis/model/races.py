@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
 
 from mpvis.model import classifier
 from mpvis.model.classifier import ANY, Verdict
 
 Key = tuple[int, int]
+IntArray = npt.NDArray[Any]
 Scope = Literal["adjacent", "nonadjacent"]
 
 
@@ -135,17 +139,44 @@ class RaceTracker:
         self.added: list[int] = []
         self.changed: set[int] = set()
 
-    def on_recv(self, rank: int, seq: int, comm: int, src: int, tag: int) -> None:
-        """A receive arrived: pair it with the previous receive on its communicator."""
-        key = (rank, comm)
-        last = self._last_recv.get(key)
-        self._last_recv[key] = (seq, src, tag)
-        if last is None or last[1] != ANY:  # a named first source never races (subset 1)
+    def on_recvs(self, rank: IntArray, seq: IntArray, comm: IntArray, src: IntArray,
+                 tag: IntArray) -> None:
+        """Receives arrived (arrays in arrival order): pair each with the
+        previous receive of its rank on its communicator.
+
+        Only pairs whose first receive names no source can race (subset 1 of
+        section 3.1), so those are found with whole-array operations and only
+        they are looked at one by one, in arrival order (race ids follow it).
+        """
+        n = len(rank)
+        if n == 0:
             return
-        prev, src1, tag1 = last
-        sit = classifier.situation(src1, tag1, src, tag)
-        if sit in classifier.NO_RACE_SITUATIONS:
-            return
+        key = rank.astype(np.int64) * (int(comm.max()) + 1) + comm
+        order = np.argsort(key, kind="stable")
+        sk = key[order]
+        starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+        ends = np.r_[starts[1:] - 1, n - 1]
+        # the previous receive of each, in sorted order (-2: there is none)
+        p_seq, p_src, p_tag = (np.empty(n, dtype=np.int64) for _ in range(3))
+        for prev, col in ((p_seq, seq), (p_src, src), (p_tag, tag)):
+            prev[1:] = col[order[:-1]]
+        last = self._last_recv
+        for j, e in zip(starts.tolist(), ends.tolist(), strict=True):
+            i, k = int(order[j]), int(order[e])
+            gkey = (int(rank[i]), int(comm[i]))
+            before = last.get(gkey)
+            p_seq[j], p_src[j], p_tag[j] = before if before is not None else (-2, -2, -2)
+            last[gkey] = (int(seq[k]), int(src[k]), int(tag[k]))
+        cand = np.flatnonzero(p_src == ANY)
+        cand = cand[np.argsort(order[cand], kind="stable")]
+        for j, i in zip(cand.tolist(), order[cand].tolist(), strict=True):
+            self._pair(int(rank[i]), int(comm[i]), int(p_seq[j]), int(p_tag[j]),
+                       int(seq[i]), int(src[i]), int(tag[i]))
+
+    def _pair(self, rank: int, comm: int, prev: int, tag1: int,  # noqa: PLR0917
+              seq: int, src: int, tag: int) -> None:
+        """Receive ``seq`` follows ``recv(-1, tag1)`` ``prev`` on its communicator."""
+        sit = classifier.situation(ANY, tag1, src, tag)
         if sit in classifier.SECOND_RECV_SITUATIONS and tag1 != tag:
             return
         race = Race(rank=rank, comm=comm, recvs=(prev, seq), situation=sit)
