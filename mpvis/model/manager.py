@@ -38,7 +38,7 @@ from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import F_BLOCKING, Batch, SiteTable, extract
 from mpvis.model.matching import ChannelBook
 from mpvis.model.observer import ModelChange, ModelObserver
-from mpvis.model.races import Race, RaceTracker, RecvFacts
+from mpvis.model.races import Race, RaceTracker, RecvFacts, RecvState
 from mpvis.model.stream import RecordAnalyzer
 from mpvis.protocol import records as R
 
@@ -106,7 +106,7 @@ class ModelManager:
         self.analyzers: list[RecordAnalyzer] = []
         self.observers: list[ModelObserver] = []
         self.races = RaceTracker(RecvFacts(
-            recv_args=self._recv_args, consume_of=self.consume_of, consumed=self._consumed,
+            receive=self._receive_state,
             clock_ready=self.clock_ready, happened_before=self.clocks.happened_before,
             site=self.site_of,
         ))
@@ -596,20 +596,23 @@ class ModelManager:
     def _send_claimed(self, key: Key) -> bool:
         return self.c_partner.data[self._gidx(key)] != -1 or key in self._early
 
-    def _recv_args(self, rank: int, seq: int) -> tuple[int, int]:
-        g = self.by_rank[rank][seq]
-        return int(self.c_peer.data[g]), int(self.c_tag.data[g])
+    def _receive_state(self, rank: int, seq: int) -> RecvState:
+        """What the classifier needs of receive ``(rank, seq)`` (:data:`RecvState`)."""
+        by_rank = self.by_rank[rank]
+        g = by_rank[seq]
+        peer, tag = self.c_peer.data, self.c_tag.data
+        c = self.c_ref.data[g]
+        if c < 0:
+            return peer[g], tag[g], None, None, None
+        cg = by_rank[c]
+        sg = self.c_partner.data[cg]
+        send = None if sg < 0 else (self.c_rank.data[sg], self.c_seq.data[sg])
+        return peer[g], tag[g], c, (peer[cg], tag[cg]), send
 
     def consume_of(self, rank: int, recv_seq: int) -> int | None:
         """Seq of the consume of receive ``(rank, recv_seq)``, if any yet."""
         ref = int(self.c_ref.data[self.by_rank[rank][recv_seq]])
         return None if ref < 0 else ref
-
-    def _consumed(self, rank: int, consume_seq: int) -> tuple[int, int, Key | None]:
-        g = self.by_rank[rank][consume_seq]
-        sg = self.c_partner.data[g]
-        key = None if sg < 0 else (int(self.c_rank.data[sg]), int(self.c_seq.data[sg]))
-        return int(self.c_peer.data[g]), int(self.c_tag.data[g]), key
 
     def clock_ready(self, key: Key) -> bool:
         """Is the vector clock of event ``key`` known (causally processed)?"""

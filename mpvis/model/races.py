@@ -70,22 +70,24 @@ class Race:
         }
 
 
+#: What the model knows of one receive: its ``src`` and ``tag`` arguments, the
+#: seq of its consume, the consumed message's ``(src, tag)`` and its send's key
+#: (each ``None`` while unknown).
+RecvState = tuple[int, int, int | None, tuple[int, int] | None, Key | None]
+
+
 class RecvFacts:
     """What the tracker asks of the model about receives, consumes and clocks."""
 
     def __init__(
         self,
         *,
-        recv_args: Callable[[int, int], tuple[int, int]],
-        consume_of: Callable[[int, int], int | None],
-        consumed: Callable[[int, int], tuple[int, int, Key | None]],
+        receive: Callable[[int, int], RecvState],
         clock_ready: Callable[[Key], bool],
         happened_before: Callable[[Key, Key], bool],
         site: Callable[[int, int], str | None],
     ) -> None:
-        self.recv_args = recv_args
-        self.consume_of = consume_of
-        self.consumed = consumed
+        self.receive = receive
         self.clock_ready = clock_ready
         self.happened_before = happened_before
         self.site = site
@@ -99,27 +101,20 @@ def evaluate(race: Race, facts: RecvFacts, final: bool) -> Key | None:
     """
     r = race.rank
     s1, s2 = race.recvs
-    src1, tag1 = facts.recv_args(r, s1)
-    src2, tag2 = facts.recv_args(r, s2)
-    c1, c2 = facts.consume_of(r, s1), facts.consume_of(r, s2)
-    m1 = facts.consumed(r, c1) if c1 is not None else None
-    m2 = facts.consumed(r, c2) if c2 is not None else None
+    src1, tag1, c1, m1, send1 = facts.receive(r, s1)
+    src2, tag2, c2, m2, send2 = facts.receive(r, s2)
     race.consumes = (c1, c2)
-    race.messages = (m1[2] if m1 else None, m2[2] if m2 else None)
-    race.potential = classifier.potential_race(
-        src1, tag1, src2, tag2,
-        cons1=(m1[0], m1[1]) if m1 else None, cons2=(m2[0], m2[1]) if m2 else None,
-    )
+    race.messages = (send1, send2)
+    race.potential = classifier.potential_race(src1, tag1, src2, tag2, cons1=m1, cons2=m2)
     waiting: Key | None = None
     hb: bool | None = None
-    send2 = race.messages[1]
     if c1 is not None and send2 is not None:
         if facts.clock_ready(send2):
             hb = facts.happened_before((r, c1), send2)
         else:
             waiting = send2
     race.verdict = classifier.verdict(m1[0] if m1 else None, m2[0] if m2 else None, hb)
-    complete = m1 is not None and m2 is not None and race.messages[0] is not None and (
+    complete = m1 is not None and m2 is not None and send1 is not None and (
         send2 is not None and waiting is None)
     race.settled = complete or final
     return waiting
