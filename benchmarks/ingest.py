@@ -5,6 +5,13 @@ receives) to a temporary file, then times :func:`mpvis.tracefile.reader.load_tra
 on it and prints events per second and peak memory per event (traced Python
 allocations, which include NumPy buffers).
 
+``load_trace`` parses such a file in a second process
+(:mod:`mpvis.tracefile.parse_worker`) while this one builds the model; the
+figures give the wall-clock rate, the CPU time of each process, and (unless
+``--no-memory``) the peak traced memory of the model's process plus the
+parser process's peak resident size.  ``--in-process`` also times the load
+without the parser process.
+
     python benchmarks/ingest.py [--events N] [--ranks P]
 """
 
@@ -31,6 +38,8 @@ def main() -> int:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--no-memory", action="store_true", help="skip the tracemalloc pass")
+    ap.add_argument("--in-process", action="store_true",
+                    help="also time the load with parsing in this process")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "synthetic.jsonl"
@@ -40,22 +49,29 @@ def main() -> int:
         print(f"wrote {n:,} events on {args.ranks} ranks "
               f"({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f} s")
         gc.collect()
-        t0, c0 = time.perf_counter(), time.process_time()
-        m = load_trace(path)
-        dt, cpu = time.perf_counter() - t0, time.process_time() - c0
-        races = m.potential_races()
-        print(f"load (parse + model + classifier): {dt:.2f} s = {n / dt:,.0f} events/s "
-              f"(CPU {cpu:.2f} s = {n / cpu:,.0f} events per CPU-second; load average "
-              f"{os.getloadavg()[0]:.1f}); {len(races):,} potential races")
-        del m, races
-        gc.collect()
+        for parallel in (True, False) if args.in_process else (True,):
+            kids0 = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+            t0, c0 = time.perf_counter(), time.process_time()
+            m = load_trace(path, parallel=parallel)
+            dt, cpu = time.perf_counter() - t0, time.process_time() - c0
+            kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime - kids0
+            races = m.potential_races()
+            how = "parser process + model process" if parallel else "one process"
+            print(f"load (parse + model + classifier, {how}): {dt:.2f} s = {n / dt:,.0f} "
+                  f"events/s (CPU: model process {cpu:.2f} s, parser process {kids:.2f} s; "
+                  f"load average {os.getloadavg()[0]:.1f}); {len(races):,} potential races")
+            del m, races
+            gc.collect()
         if not args.no_memory:
             tracemalloc.start()
-            model = load_trace(path)
+            model = load_trace(path, parallel=True)
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
             del model
-            print(f"peak traced memory: {peak / 1e6:.0f} MB = {peak / n:.0f} bytes/event")
+            kid_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+            print(f"peak traced memory of the model process: {peak / 1e6:.0f} MB = "
+                  f"{peak / n:.0f} bytes/event; parser process peak RSS {kid_rss / 1e6:.0f} MB "
+                  f"(= {kid_rss / n:.0f} bytes/event, mostly the interpreter and libraries)")
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
         print(f"process max RSS: {rss / 1e6:.0f} MB (includes interpreter and libraries; "
               f"pid {os.getpid()})")

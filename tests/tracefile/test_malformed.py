@@ -1,4 +1,8 @@
-"""Every rule of the trace format: a broken file is rejected with file, line and rule."""
+"""Every rule of the trace format: a broken file is rejected with file, line and rule.
+
+Each test runs twice: parsed in the loading process, and parsed by the parser
+process of :mod:`mpvis.tracefile.parse_worker` (the errors must be the same).
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,11 @@ H = {"kind": "header", "format": "mpvis-trace", "version": 1, "nprocs": 2}
 SEND = {"rank": 0, "seq": 0, "kind": "send", "dest": 1, "tag": 1, "blocking": True, "sync": False}
 RECV = {"rank": 1, "seq": 0, "kind": "recv", "src": -1, "tag": -1, "blocking": True}
 CONS = {"rank": 1, "seq": 1, "kind": "consume", "recv": 0, "src": 0, "tag": 1, "send": [0, 0]}
+
+
+@pytest.fixture(params=[False, True], ids=["in-process", "parser-process"])
+def parallel(request: pytest.FixtureRequest) -> bool:
+    return bool(request.param)
 
 
 def _w(path: Path, lines: list[object]) -> Path:
@@ -107,69 +116,71 @@ CASES: list[tuple[str, list[object], int | None, str]] = [
 
 
 @pytest.mark.parametrize(("name", "lines", "line", "words"), CASES, ids=[c[0] for c in CASES])
-def test_rule(tmp_path: Path, name: str, lines: list[object], line: int | None,
-              words: str) -> None:
+def test_rule(  # noqa: PLR0917 (pytest passes parameters positionally)
+    tmp_path: Path, name: str, lines: list[object], line: int | None, words: str,
+    parallel: bool,
+) -> None:
     path = _w(tmp_path / "t.jsonl", lines)
     with pytest.raises(TraceFileError) as info:
-        load_trace(path)
+        load_trace(path, parallel=parallel)
     err = info.value
     assert err.line == line, str(err)
     assert words in err.rule, str(err)
     assert str(err).startswith(f"{path}:{line}: ")
 
 
-def test_good_file_passes(tmp_path: Path) -> None:
-    m = load_trace(_w(tmp_path / "t.jsonl", ok_lines()))
+def test_good_file_passes(tmp_path: Path, parallel: bool) -> None:
+    m = load_trace(_w(tmp_path / "t.jsonl", ok_lines()), parallel=parallel)
     assert m.event_count == 3
 
 
-def test_good_records_before_the_bad_one_are_kept(tmp_path: Path) -> None:
+def test_good_records_before_the_bad_one_are_kept(tmp_path: Path, parallel: bool) -> None:
     path = _w(tmp_path / "t.jsonl", [*ok_lines(), "garbage"])
     with pytest.raises(TraceFileError) as info:
-        load_trace(path)
+        load_trace(path, parallel=parallel)
     assert info.value.line == 5
     path = _w(tmp_path / "t.jsonl", [*ok_lines(), with_(SEND, seq=5)])
     with pytest.raises(TraceFileError) as info:
-        load_trace(path)
+        load_trace(path, parallel=parallel)
     assert info.value.model is not None and info.value.model.event_count == 3
 
 
-def test_blank_lines_and_compression(tmp_path: Path) -> None:
+def test_blank_lines_and_compression(tmp_path: Path, parallel: bool) -> None:
     text = "".join(json.dumps(x) + "\n\n" for x in ok_lines())
     (tmp_path / "t.jsonl").write_text(text)
-    assert load_trace(tmp_path / "t.jsonl").event_count == 3
+    assert load_trace(tmp_path / "t.jsonl", parallel=parallel).event_count == 3
     with gzip.open(tmp_path / "t.jsonl.gz", "wt") as fh:
         fh.write(text)
-    assert load_trace(tmp_path / "t.jsonl.gz").event_count == 3
+    assert load_trace(tmp_path / "t.jsonl.gz", parallel=parallel).event_count == 3
     import zstandard
 
     (tmp_path / "t.jsonl.zst").write_bytes(zstandard.ZstdCompressor().compress(text.encode()))
-    assert load_trace(tmp_path / "t.jsonl.zst").event_count == 3
+    assert load_trace(tmp_path / "t.jsonl.zst", parallel=parallel).event_count == 3
 
 
-def test_truncated_gzip_and_bad_utf8(tmp_path: Path) -> None:
+def test_truncated_gzip_and_bad_utf8(tmp_path: Path, parallel: bool) -> None:
     raw = gzip.compress(("".join(json.dumps(x) + "\n" for x in ok_lines()) * 50).encode())
     (tmp_path / "t.jsonl.gz").write_bytes(raw[: len(raw) // 2])
     with pytest.raises(TraceFileError, match=r"truncated|corrupt"):
-        load_trace(tmp_path / "t.jsonl.gz")
+        load_trace(tmp_path / "t.jsonl.gz", parallel=parallel)
     (tmp_path / "u.jsonl").write_bytes(json.dumps(H).encode() + b"\n\xff\xfe\n")
     with pytest.raises(TraceFileError) as info:
-        load_trace(tmp_path / "u.jsonl")
+        load_trace(tmp_path / "u.jsonl", parallel=parallel)
     assert info.value.line == 2
 
 
-def test_missing_file(tmp_path: Path) -> None:
+def test_missing_file(tmp_path: Path, parallel: bool) -> None:
     with pytest.raises(TraceFileError, match="cannot open"):
-        load_trace(tmp_path / "nope.jsonl")
+        load_trace(tmp_path / "nope.jsonl", parallel=parallel)
 
 
-def test_inferred_send_by_non_overtaking(tmp_path: Path) -> None:
+def test_inferred_send_by_non_overtaking(tmp_path: Path, parallel: bool) -> None:
     lines = [H, SEND, with_(SEND, seq=1), RECV, with_(CONS, send=_DROP),
              with_(RECV, seq=2), with_(CONS, seq=3, recv=2, send=_DROP)]
-    m = load_trace(_w(tmp_path / "t.jsonl", lines))
+    m = load_trace(_w(tmp_path / "t.jsonl", lines), parallel=parallel)
     assert m.partner(1, 1) == (0, 0) and m.partner(1, 3) == (0, 1)
     # consumes first, sends later: the same matching
     lines = [H, RECV, with_(CONS, send=_DROP), with_(RECV, seq=2),
              with_(CONS, seq=3, recv=2, send=_DROP), SEND, with_(SEND, seq=1)]
-    m = load_trace(_w(tmp_path / "t.jsonl", lines))
+    m = load_trace(_w(tmp_path / "t.jsonl", lines), parallel=parallel)
     assert m.partner(1, 1) == (0, 0) and m.partner(1, 3) == (0, 1)
