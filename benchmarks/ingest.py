@@ -21,6 +21,7 @@ import argparse
 import gc
 import os
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -68,14 +69,27 @@ def main() -> int:
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
             del model
-            kid_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
+            kid_rss = _parser_peak_rss(path, args.ranks)
             print(f"peak traced memory of the model process: {peak / 1e6:.0f} MB = "
-                  f"{peak / n:.0f} bytes/event; parser process peak RSS {kid_rss / 1e6:.0f} MB "
-                  f"(= {kid_rss / n:.0f} bytes/event, mostly the interpreter and libraries)")
-        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        print(f"process max RSS: {rss / 1e6:.0f} MB (includes interpreter and libraries; "
-              f"pid {os.getpid()})")
+                  f"{peak / n:.0f} bytes/event; parser process alone: peak RSS "
+                  f"{kid_rss / 1e6:.0f} MB (interpreter, libraries and one chunk)")
     return 0
+
+
+def _parser_peak_rss(path: Path, nprocs: int) -> int:
+    """Peak resident size of the parser process over the whole file, in bytes.
+
+    Started from a small launcher: a child forked from this (large) process
+    would count this process's pages in its peak."""
+    launcher = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run([sys.executable, '-m', 'mpvis.tracefile.parse_worker', *sys.argv[1:]],"
+        " stdout=subprocess.DEVNULL, check=True)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", launcher, str(path), str(nprocs), "1", "0"],
+                         capture_output=True, text=True, check=True).stdout
+    return int(out) * 1024
 
 
 if __name__ == "__main__":
