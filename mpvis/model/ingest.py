@@ -1,20 +1,29 @@
-"""Batch extraction and validation of records into columns, vectorised.
+"""Batch extraction and validation of records into columns, one group of records at a time.
 
-The manager's hot path: one batch of record dicts becomes per-field lists
-(built with C-speed comprehensions) and the per-record rules of the spec are
-checked on whole columns at once (types with ``set(map(type, ...))``, ranges
-with ``min``/``max``).  Only when a column is found wrong does
-:func:`extract` fall back to :func:`mpvis.protocol.records.check_record`
-record by record, to name the first bad record and its rule.  Rare kinds
-(wait, collectives, locks, state, final, unknown) are always checked record by
-record; they are few.
+The manager's and the loader's hot path.  Records of one kind share their key
+set, so a batch of dicts is split once into groups of records with the same
+key tuple and kind (:class:`_Group`).  In a group every record has the same
+fields, so presence and absence are known once for the group, and each field
+is pulled once for the whole group with a C-level ``map(itemgetter(f), ...)``.
+That one list serves both halves: the per-record rules of the spec are checked
+on it (types with ``set(map(type, ...))``, ranges with ``min``/``max``) and it
+becomes the group's part of a column (NumPy fancy assignment puts it at the
+records' positions).
+
+The group checks (:func:`_group_ok`) accept a group only if
+:func:`mpvis.protocol.records.check_record` accepts each of its records.  They
+may reject a group that is valid after all (an ``int`` subclass, a list of
+requests to inspect record by record...): the records of a rejected group are
+then checked one by one with ``check_record``, which decides, and names the
+first bad record and its rule.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import chain, repeat
+from operator import add, itemgetter, mul
 from typing import Any
 
 import numpy as np
@@ -25,10 +34,6 @@ from mpvis.protocol import records as R
 Record = dict[str, Any]
 
 K_SEND, K_RECV, K_CONSUME = R.KIND_CODE[R.SEND], R.KIND_CODE[R.RECV], R.KIND_CODE[R.CONSUME]
-K_STATE = R.KIND_CODE[R.STATE]
-K_WAIT, K_FINAL = R.KIND_CODE[R.WAIT], R.KIND_CODE[R.FINAL]
-K_COLL, K_COLL_EXIT = R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_EXIT]
-_SCALARS = frozenset({int, float, str, bool, type(None)})
 F_BLOCKING, F_SYNC = 1, 2  # flags = blocking + 2 * sync
 
 #: Fields held in columns; anything else in a record goes to the model's extras.
@@ -36,9 +41,6 @@ COLUMN_FIELDS = frozenset({
     "rank", "seq", "kind", "t", "site", "comm", "dest", "src", "tag", "blocking", "sync",
     "req", "recv", "send", "size",
 })
-#: Kinds whose per-record rules are checked on whole columns.
-_FAST = frozenset({K_SEND, K_RECV, K_CONSUME, K_STATE, K_WAIT, K_FINAL, K_COLL, K_COLL_EXIT})
-
 
 #: NumPy dtype of each column of a :class:`Batch` (all 64-bit until the model
 #: checks ranges; the model stores them narrower, see :mod:`mpvis.model.columns`).
@@ -46,6 +48,15 @@ INT_COLUMNS = ("rank", "seq", "comm", "peer", "tag", "req", "ref", "sseq", "size
 #: Columns the model stores as 32-bit integers: values must fit.
 INT32_COLUMNS = ("rank", "seq", "comm", "peer", "tag", "req", "ref", "sseq")
 _INT32_MAX = 2**31 - 1
+#: Integer columns copied from one field of any kind of record: (column, field).
+_PLAIN_INTS = (("rank", "rank"), ("seq", "seq"), ("comm", "comm"), ("tag", "tag"),
+               ("req", "req"), ("ref", "recv"), ("size", "size"))
+#: The record field behind each integer column, for error messages.
+_FIELD_OF = {"peer": "dest/src", "ref": "recv", "sseq": "send"}
+_NONE = type(None)
+_NUMBERS = frozenset({int, float, _NONE})
+_SITES = frozenset({str, _NONE})
+_SCALARS = frozenset({int, float, str, bool, _NONE})
 
 
 @dataclass
@@ -59,7 +70,8 @@ class Batch:
     receive's or consume's ``src``, ``ref`` a consume's ``recv``, ``sseq`` the
     seq of a consume's ``send`` (its rank is ``src``), -1 where absent.
     ``extras`` maps an index to the record's fields held in no column.
-    ``error_rank``/``error_seq`` locate the record that broke ``error``.
+    ``error_rank``/``error_seq`` locate the record that broke ``error`` (the
+    record at index ``n``), ``None`` when it has no integer ``rank``/``seq``.
     """
 
     n: int
@@ -99,173 +111,375 @@ class SiteTable:
             self.names.append(site)
         return i
 
-    def codes(self, sites: list[Any]) -> npt.NDArray[np.int64]:
-        """Ids of ``sites`` (``None`` is -1), numbering new ones."""
-        ids = self.ids
-        for s in set(sites) - ids.keys():
-            self.add(s)
-        return np.fromiter(map(ids.__getitem__, sites), dtype=np.int64, count=len(sites))
 
+class _Group:
+    """Records of a batch with one key set and one ``kind`` (``None``: unknown or
+    missing), at the batch positions ``idx`` (ascending).
+
+    ``vals[f]`` holds field ``f`` of every record, for each key ``f`` but
+    ``kind``; the types of a field and its int64 array are computed on demand,
+    once.  Raises ``KeyError`` if a record lacks a key of the first.
+    """
+
+    __slots__ = ("_arrays", "_types", "idx", "keys", "kind", "recs", "vals")
+
+    def __init__(self, idx: npt.NDArray[np.intp], recs: list[Record], kind: str | None,
+                 vals: dict[str, list[Any]] | None = None) -> None:
+        self.idx = idx
+        self.recs = recs
+        self.kind = kind
+        self.keys = tuple(recs[0]) if recs else ()
+        self.vals = vals if vals is not None else {
+            f: list(map(itemgetter(f), recs)) for f in self.keys if f != "kind"}
+        self._types: dict[str, set[type]] = {}
+        self._arrays: dict[str, npt.NDArray[np.int64]] = {}
+
+    def types(self, f: str) -> set[type]:
+        """The types of field ``f`` (a key of the group)."""
+        t = self._types.get(f)
+        if t is None:
+            t = self._types[f] = set(map(type, self.vals[f]))
+        return t
+
+    def ints(self, f: str) -> npt.NDArray[np.int64]:
+        """Field ``f`` (a key of the group, of integers) as int64, see :func:`_int64`."""
+        a = self._arrays.get(f)
+        if a is None:
+            a = self._arrays[f] = _int64(self.vals[f])
+        return a
+
+    def head(self, n: int) -> _Group:
+        """The group's records at batch positions below ``n``."""
+        k = int(np.searchsorted(self.idx, n))
+        return _Group(self.idx[:k], self.recs[:k], self.kind,
+                      {f: v[:k] for f, v in self.vals.items()})
+
+
+def _groups(batch: list[Record]) -> list[_Group]:
+    """``batch`` (dicts) split into groups of one key set and one ``kind``.
+
+    Records are first sorted by kind and number of keys (cheap, in NumPy); a
+    part whose records turn out to differ in keys is split by key tuples.
+    Raises ``TypeError`` if a ``kind`` is unhashable.
+    """
+    n = len(batch)
+    code_of: Any = R.KIND_CODE.get
+    codes = np.fromiter(map(code_of, map(dict.get, batch, repeat("kind")), repeat(-1)),
+                        dtype=np.int64, count=n)
+    shape = np.fromiter(map(len, batch), dtype=np.int64, count=n) * 16 + codes + 1
+    order = np.argsort(shape, kind="stable")
+    cuts = np.flatnonzero(np.diff(shape[order])) + 1
+    if not len(cuts):
+        parts = [(order, batch)] if n else []
+    else:
+        rec = batch.__getitem__
+        parts = [(idx, list(map(rec, idx.tolist()))) for idx in np.split(order, cuts)]
+    groups = []
+    for idx, recs in parts:
+        code = int(codes[idx[0]])
+        kind = R.EVENT_KINDS[code] if code >= 0 else None
+        try:
+            groups.append(_Group(idx, recs, kind))
+        except KeyError:  # same kind and length, different keys
+            split: dict[tuple[Any, ...], list[int]] = {}
+            for j, keys in enumerate(map(tuple, recs)):
+                split.setdefault(keys, []).append(j)
+            groups.extend(_Group(idx[js], [recs[j] for j in js], kind) for js in split.values())
+    return groups
+
+
+# ---------------------------------------------------------------- group checks
+# Each is True only if check_record accepts every record of the group.
 
 def _ints(vals: list[Any]) -> bool:
-    return not vals or set(map(type, vals)) == {int}
+    return set(map(type, vals)) == {int}
 
 
-def _fast_ok(batch: list[Record], codes: list[int], nprocs: int) -> bool:
-    """Whether every record of the fast kinds passes the per-record rules."""
-    sends = [d for d, c in zip(batch, codes, strict=True) if c == K_SEND]
-    recvs = [d for d, c in zip(batch, codes, strict=True) if c == K_RECV]
-    cons = [d for d, c in zip(batch, codes, strict=True) if c == K_CONSUME]
-    states: list[Any] = [d.get("vars") for d, c in zip(batch, codes, strict=True)
-                         if c == K_STATE]
-    if states and not (set(map(type, states)) == {dict} and all(
-            _SCALARS.issuperset(map(type, v.values())) for v in states)):
+def _int_field(g: _Group, f: str, lo: int, hi: int | None = None) -> bool:
+    """Field ``f`` is present, an ``int`` (not a bool) in ``[lo, hi)``."""
+    if f not in g.vals or g.types(f) != {int}:
         return False
-    waits: list[Any] = [d.get("reqs") for d, c in zip(batch, codes, strict=True) if c == K_WAIT]
-    if waits and not (set(map(type, waits)) == {list} and all(_ints(w) for w in waits)):
+    a = g.ints(f)
+    return int(a.min()) >= lo and (hi is None or int(a.max()) < hi)
+
+
+def _bool_field(g: _Group, f: str) -> bool:
+    return f in g.vals and g.types(f) == {bool}
+
+
+def _name_field(g: _Group, f: str) -> bool:
+    """Field ``f`` is present, a non-empty string."""
+    return f in g.vals and g.types(f) == {str} and "" not in g.vals[f]
+
+
+def _reqs_ok(g: _Group) -> bool:
+    """A nonblocking send or receive carries an integer ``req`` (``blocking`` checked)."""
+    blocking = g.vals["blocking"]
+    if False not in blocking:
+        return True
+    if "req" not in g.vals:
         return False
-    colls = [d for d, c in zip(batch, codes, strict=True) if c in (K_COLL, K_COLL_EXIT)]
-    if colls:
-        ops: list[Any] = [d.get("op") for d in colls]
-        if set(map(type, ops)) != {str} or "" in ops:
-            return False
-        roots = [d["root"] for d in colls if "root" in d]
-        counts = [d["count"] for d in colls if "count" in d]
-        if not (_ints(roots) and _ints(counts) and (not roots or min(roots) >= 0)
-                and (not counts or min(counts) >= 0)):
-            return False
-        names = {type(d[f]) for d in colls for f in ("dtype", "redop") if f in d}
-        if not names <= {str}:
-            return False
-    if sends:
-        dest: list[Any] = [d.get("dest") for d in sends]
-        tag: list[Any] = [d.get("tag") for d in sends]
-        if not (_ints(dest) and _ints(tag) and min(dest) >= 0 and max(dest) < nprocs
-                and min(tag) >= 0):
-            return False
-        if {type(d.get("blocking")) for d in sends} != {bool}:
-            return False
-        if {type(d.get("sync")) for d in sends} != {bool}:
-            return False
-        if not _ints([d.get("req") for d in sends if not d["blocking"]]):
-            return False
-        size = [d["size"] for d in sends if "size" in d]
-        if not (_ints(size) and (not size or min(size) >= 0)):
-            return False
-    if recvs:
-        src: list[Any] = [d.get("src") for d in recvs]
-        tag = [d.get("tag") for d in recvs]
-        if not (_ints(src) and _ints(tag) and min(src) >= -1 and max(src) < nprocs
-                and min(tag) >= -1):
-            return False
-        if {type(d.get("blocking")) for d in recvs} != {bool}:
-            return False
-        if not _ints([d.get("req") for d in recvs if not d["blocking"]]):
-            return False
-    if cons:
-        src = [d.get("src") for d in cons]
-        tag = [d.get("tag") for d in cons]
-        ref: list[Any] = [d.get("recv") for d in cons]
-        if not (_ints(src) and _ints(tag) and _ints(ref) and min(src) >= 0
-                and max(src) < nprocs and min(tag) >= 0 and min(ref) >= 0):
-            return False
-        for d in cons:
-            s = d.get("send")
-            if s is not None and not (type(s) is list and len(s) == 2 and type(s[0]) is int
-                                      and type(s[1]) is int and s[0] == d["src"] and s[1] >= 0):
-                return False
+    return g.types("req") == {int} or _ints(
+        [r for r, b in zip(g.vals["req"], blocking, strict=True) if not b])
+
+
+def _send_ok(g: _Group, nprocs: int) -> bool:
+    return (_int_field(g, "dest", 0, nprocs) and _int_field(g, "tag", 0)
+            and _bool_field(g, "blocking") and _bool_field(g, "sync") and _reqs_ok(g)
+            and ("size" not in g.vals or _int_field(g, "size", 0)))
+
+
+def _recv_ok(g: _Group, nprocs: int) -> bool:
+    return (_int_field(g, "src", -1, nprocs) and _int_field(g, "tag", -1)
+            and _bool_field(g, "blocking") and _reqs_ok(g))
+
+
+def _consume_ok(g: _Group, nprocs: int) -> bool:
+    if not (_int_field(g, "recv", 0) and _int_field(g, "src", 0, nprocs)
+            and _int_field(g, "tag", 0)):
+        return False
+    if "send" not in g.vals:
+        return True
+    send = g.vals["send"]
+    if g.types("send") != {list} or set(map(len, send)) != {2}:
+        return False
+    ranks = list(map(itemgetter(0), send))
+    seqs = list(map(itemgetter(1), send))
+    return _ints(ranks) and _ints(seqs) and min(seqs) >= 0 and ranks == g.vals["src"]
+
+
+def _wait_ok(g: _Group, nprocs: int) -> bool:
+    return ("reqs" in g.vals and g.types("reqs") == {list}
+            and set(map(type, chain.from_iterable(g.vals["reqs"]))) <= {int})
+
+
+def _coll_ok(g: _Group, nprocs: int) -> bool:
+    return (_name_field(g, "op")
+            and ("root" not in g.vals or _int_field(g, "root", 0))
+            and ("count" not in g.vals or _int_field(g, "count", 0))
+            and all(g.types(f) == {str} for f in ("dtype", "redop") if f in g.vals))
+
+
+def _coll_exit_ok(g: _Group, nprocs: int) -> bool:
+    return _name_field(g, "op")
+
+
+def _lock_ok(g: _Group, nprocs: int) -> bool:
+    return _name_field(g, "lock")
+
+
+def _state_ok(g: _Group, nprocs: int) -> bool:
+    return ("vars" in g.vals and g.types("vars") == {dict} and _SCALARS.issuperset(
+        map(type, chain.from_iterable(map(dict.values, g.vals["vars"])))))
+
+
+def _final_ok(g: _Group, nprocs: int) -> bool:
     return True
 
+
+_KIND_OK = {
+    R.SEND: _send_ok, R.RECV: _recv_ok, R.CONSUME: _consume_ok, R.WAIT: _wait_ok,
+    R.COLL: _coll_ok, R.COLL_EXIT: _coll_exit_ok, R.LOCK: _lock_ok, R.LOCKED: _lock_ok,
+    R.UNLOCK: _lock_ok, R.STATE: _state_ok, R.FINAL: _final_ok,
+}
+
+
+def _group_ok(g: _Group, nprocs: int) -> bool:
+    """Whether :func:`~mpvis.protocol.records.check_record` surely accepts every
+    record of ``g`` (``False`` means: check them one by one)."""
+    kind_ok = None if g.kind is None else _KIND_OK[g.kind]
+    return (kind_ok is not None
+            and _int_field(g, "rank", 0, nprocs) and _int_field(g, "seq", 0)
+            and ("t" not in g.vals or g.types("t") <= _NUMBERS)
+            and ("site" not in g.vals or g.types("site") <= _SITES)
+            and ("comm" not in g.vals or _int_field(g, "comm", 0))
+            and kind_ok(g, nprocs))
+
+
+def _check_each(batch: list[Any], nprocs: int) -> tuple[int, R.RecordError | None]:
+    """:func:`valid_prefix` by ``check_record`` on one record after another."""
+    for i, rec in enumerate(batch):
+        try:
+            R.check_record(rec, nprocs)
+        except R.RecordError as exc:
+            return i, exc
+    return len(batch), None
+
+
+def _check_groups(groups: list[_Group], size: int, nprocs: int
+                  ) -> tuple[int, R.RecordError | None]:
+    """:func:`valid_prefix` of a batch of ``size`` records split into ``groups``."""
+    n, error = size, None
+    for g in groups:
+        if _group_ok(g, nprocs):
+            continue
+        for i, rec in zip(g.idx.tolist(), g.recs, strict=True):
+            if i >= n:
+                break
+            try:
+                R.check_record(rec, nprocs)
+            except R.RecordError as exc:
+                n, error = i, exc
+                break
+    return n, error
+
+
+def valid_prefix(batch: list[Record], nprocs: int) -> tuple[int, R.RecordError | None]:
+    """Length of the prefix of ``batch`` passing every per-record rule of the
+    spec, and the error of the record just after it (``None`` if all pass).
+
+    The rules are those of :func:`mpvis.protocol.records.check_record`, with
+    ``nprocs`` bounding ranks; the error is the one it raises."""
+    groups = _dict_groups(batch)
+    if groups is None:
+        return _check_each(batch, nprocs)
+    return _check_groups(groups, len(batch), nprocs)
+
+
+def _dict_groups(batch: list[Any]) -> list[_Group] | None:
+    """The groups of ``batch``, or ``None`` if it holds a record that is not a
+    ``dict`` or has an unhashable ``kind`` (for ``check_record`` to name)."""
+    if not set(map(type, batch)) <= {dict}:
+        return None
+    try:
+        return _groups(batch)
+    except TypeError:
+        return None
+
+
+# ------------------------------------------------------------------ extraction
 
 def extract(batch: list[Record], nprocs: int, sites: SiteTable, validate: bool = True
             ) -> Batch:
     """Columns of ``batch``; with ``validate``, the longest valid prefix and its error.
 
-    Site strings are numbered in ``sites``.  Integers the model stores in 32
-    bits must fit them (a record with a larger ``seq``, ``tag``... ends the
-    prefix, whether or not ``validate`` is set).
+    With ``validate``, the prefix and error are those of :func:`valid_prefix`;
+    without it the records must pass :func:`~mpvis.protocol.records.check_record`
+    (they are not checked).  Site strings of the prefix are numbered in
+    ``sites``.  Integers the model stores in 32 bits must fit them (a record
+    with a larger ``seq``, ``tag``... ends the prefix, whether or not
+    ``validate`` is set).  Fields of a record outside :data:`COLUMN_FIELDS` go
+    to ``extras``.
     """
     n = len(batch)
     error: R.RecordError | None = None
     if validate:
-        n, error = valid_prefix(batch, nprocs)
-        if n < len(batch):
-            batch = batch[:n]
-    get: Any = dict.get
-    kind_code: Any = R.KIND_CODE.__getitem__
-    codes = list(map(kind_code, map(get, batch, repeat("kind"))))
-    ts: list[Any] = list(map(get, batch, repeat("t")))
-    if None in ts:
-        ts = [math.nan if x is None else x for x in ts]
-    dest = list(map(get, batch, repeat("dest")))
-    src = list(map(get, batch, repeat("src"), repeat(-1)))
-    blocking = map(get, batch, repeat("blocking"), repeat(False))
-    sync = map(get, batch, repeat("sync"), repeat(False))
-    flags = [b + 2 * y for b, y in zip(blocking, sync, strict=True)]
-    send: list[Any] = [-1] * n
-    if K_CONSUME in codes:
-        for i, c in enumerate(codes):
-            if c == K_CONSUME:
-                ref = batch[i].get("send")
-                if ref is not None:
-                    send[i] = ref[1]
-    ints = {
-        "rank": list(map(get, batch, repeat("rank"))),
-        "seq": list(map(get, batch, repeat("seq"))),
-        "comm": list(map(get, batch, repeat("comm"), repeat(0))),
-        "peer": [s if d is None else d for d, s in zip(dest, src, strict=True)],
-        "tag": list(map(get, batch, repeat("tag"), repeat(-1))),
-        "req": list(map(get, batch, repeat("req"), repeat(-1))),
-        "ref": list(map(get, batch, repeat("recv"), repeat(-1))),
-        "sseq": send,
-        "size": list(map(get, batch, repeat("size"), repeat(-1))),
-    }
-    arrays = {name: _int64(vals) for name, vals in ints.items()}
-    big = _first_too_big(arrays)
-    if big is not None and big[0] < n:
-        i, name = big
-        n, error = i, R.RecordError(
-            f"'{_FIELD_OF.get(name, name)}' is too large (at most {_INT32_MAX})")
-        batch = batch[:n]
-        arrays = {name: arr[:n] for name, arr in arrays.items()}
-        codes, ts = codes[:n], ts[:n]
-    out = Batch(
-        n=n,
-        code=np.array(codes, dtype=np.int8),
-        t=np.array(ts, dtype=np.float64),
-        site=sites.codes(list(map(get, batch, repeat("site")))),
-        flags=np.array(flags[:n], dtype=np.int8),
-        error=error,
-        rank=arrays["rank"], seq=arrays["seq"], comm=arrays["comm"], peer=arrays["peer"],
-        tag=arrays["tag"], req=arrays["req"], ref=arrays["ref"], sseq=arrays["sseq"],
-        size=arrays["size"],
-    )
-    if error is not None and n < len(ints["rank"]):
-        out.error_rank = _int_or_none(ints["rank"][n])
-        out.error_seq = _int_or_none(ints["seq"][n])
-    # Records of a kind mostly share their keys: find the key tuples that carry
-    # fields beyond the columns once, then pick the records that have them.
-    keys = list(map(tuple, batch))
-    odd = {k for k in set(keys) if not COLUMN_FIELDS.issuperset(k)}
-    if odd:
-        for i, k in enumerate(keys):
-            if k in odd:
-                d = batch[i]
-                out.extras[i] = {f: v for f, v in d.items() if f not in COLUMN_FIELDS}
+        groups = _dict_groups(batch)
+        if groups is None:
+            n, error = _check_each(batch, nprocs)
+            groups = _groups(batch[:n])
+        else:
+            n, error = _check_groups(groups, n, nprocs)
+            if error is not None:
+                groups = [g.head(n) for g in groups]
+    else:
+        groups = _groups(batch)
+    out = _columns(groups, n, sites)
+    if out.error is None:
+        out.error = error
+    if out.error is not None and out.n < len(batch):
+        bad = batch[out.n]
+        if isinstance(bad, dict):
+            out.error_rank = _int_or_none(bad.get("rank"))
+            out.error_seq = _int_or_none(bad.get("seq"))
     return out
 
 
-#: The record field behind each integer column, for error messages.
-_FIELD_OF = {"peer": "dest/src", "ref": "recv", "sseq": "send"}
+def _columns(groups: list[_Group], n: int, sites: SiteTable) -> Batch:
+    """The columns of the first ``n`` records, held in ``groups`` (records all
+    passing ``check_record``), cut before the first value too large for the
+    model's 32-bit columns (``error`` then states that rule)."""
+    ints = {name: np.full(n, -1, dtype=np.int64) for name in INT_COLUMNS}
+    ints["comm"][:] = 0
+    code = np.zeros(n, dtype=np.int8)
+    flags = np.zeros(n, dtype=np.int8)
+    t = np.full(n, math.nan)
+    extras: list[tuple[int, dict[str, Any]]] = []
+    for g in groups:
+        idx, vals = g.idx, g.vals
+        if not len(idx):
+            continue
+        code[idx] = R.KIND_CODE[g.kind]  # type: ignore[index]  # None only when invalid
+        for name, f in _PLAIN_INTS:
+            if f in vals:
+                ints[name][idx] = g.ints(f)
+        if "dest" in vals:
+            if _NONE in g.types("dest"):  # no dest: src
+                src = vals["src"] if "src" in vals else repeat(-1)
+                ints["peer"][idx] = _int64(
+                    [s if d is None else d for d, s in zip(vals["dest"], src, strict=False)])
+            else:
+                ints["peer"][idx] = g.ints("dest")
+        elif "src" in vals:
+            ints["peer"][idx] = g.ints("src")
+        if "send" in vals and g.kind == R.CONSUME:
+            send = vals["send"]
+            ints["sseq"][idx] = _int64([-1 if s is None else s[1] for s in send]
+                                       if _NONE in g.types("send")
+                                       else list(map(itemgetter(1), send)))
+        if "blocking" in vals or "sync" in vals:
+            b = vals.get("blocking") or repeat(False)
+            y = vals.get("sync") or repeat(False)
+            flags[idx] = list(map(add, b, map(mul, repeat(2), y)))
+        if "t" in vals:
+            tv = vals["t"]
+            t[idx] = [math.nan if x is None else x for x in tv] if _NONE in g.types("t") else tv
+        more = [f for f in g.keys if f not in COLUMN_FIELDS]
+        if len(more) == 1:
+            f = more[0]
+            extras.extend(zip(idx.tolist(), [{f: v} for v in vals[f]], strict=True))
+        elif more:
+            rows = zip(*map(vals.__getitem__, more), strict=True)
+            extras.extend(zip(idx.tolist(), map(dict, map(zip, repeat(more), rows)),
+                              strict=True))
+    error = None
+    big = _first_too_big(ints)
+    if big is not None:
+        i, name = big
+        n, error = i, R.RecordError(
+            f"'{_FIELD_OF.get(name, name)}' is too large (at most {_INT32_MAX})")
+    extras.sort(key=itemgetter(0))
+    return Batch(
+        n=n, code=code[:n], t=t[:n], site=_site_column(groups, n, sites), flags=flags[:n],
+        rank=ints["rank"][:n], seq=ints["seq"][:n], comm=ints["comm"][:n],
+        peer=ints["peer"][:n], tag=ints["tag"][:n], req=ints["req"][:n],
+        ref=ints["ref"][:n], sseq=ints["sseq"][:n], size=ints["size"][:n],
+        extras={i: e for i, e in extras if i < n}, error=error,
+    )
+
+
+def _site_column(groups: list[_Group], n: int, sites: SiteTable) -> npt.NDArray[np.int64]:
+    """The site ids of the first ``n`` records, held in ``groups``; sites new to
+    ``sites`` are numbered in order of first appearance."""
+    out = np.full(n, -1, dtype=np.int64)
+    parts = []
+    new: list[tuple[int, str]] = []  # (first position, site) of sites seen first here
+    for g in groups:
+        if "site" in g.vals:
+            k = int(np.searchsorted(g.idx, n))
+            vals = g.vals["site"][:k] if k < len(g.idx) else g.vals["site"]
+            names = list(dict.fromkeys(vals))
+            new.extend((int(g.idx[vals.index(s)]), s) for s in names if s not in sites.ids)
+            parts.append((g.idx[:k], vals, names))
+    for _, s in sorted(new):
+        sites.add(s)
+    ids = sites.ids
+    for idx, vals, names in parts:
+        if len(names) == 1:
+            out[idx] = ids[names[0]]
+        else:
+            out[idx] = np.fromiter(map(ids.__getitem__, vals), dtype=np.int64, count=len(vals))
+    return out
 
 
 def _int64(vals: list[Any]) -> npt.NDArray[np.int64]:
-    """``vals`` as int64; a value beyond int64 becomes ``2**63 - 1`` (too big anyway)."""
+    """``vals`` as int64; a value beyond int64 becomes its nearest bound (too large
+    for a column, and still on the same side of every bound the rules check)."""
     try:
         return np.array(vals, dtype=np.int64)
     except OverflowError:
-        top = 2**63 - 1
-        return np.array([min(v, top) for v in vals], dtype=np.int64)
+        top, bottom = 2**63 - 1, -2**63
+        return np.array([min(max(v, bottom), top) for v in vals], dtype=np.int64)
 
 
 def _first_too_big(arrays: dict[str, npt.NDArray[np.int64]]) -> tuple[int, str] | None:
@@ -282,43 +496,3 @@ def _first_too_big(arrays: dict[str, npt.NDArray[np.int64]]) -> tuple[int, str] 
 
 def _int_or_none(v: object) -> int | None:
     return v if type(v) is int else None
-
-
-def valid_prefix(batch: list[Record], nprocs: int) -> tuple[int, R.RecordError | None]:
-    """Length of the prefix of ``batch`` passing every per-record rule of the
-    spec, and the error of the record just after it (``None`` if all pass)."""
-    if set(map(type, batch)) <= {dict}:
-        get: Any = dict.get
-        code_of: Any = R.KIND_CODE.get
-        codes: list[Any] = list(map(code_of, map(get, batch, repeat("kind")), repeat(-1)))
-        ranks: list[Any] = list(map(get, batch, repeat("rank")))
-        seqs: list[Any] = list(map(get, batch, repeat("seq")))
-        fast = (
-            -1 not in codes and _ints(ranks) and _ints(seqs)
-            and (not ranks or (min(ranks) >= 0 and max(ranks) < nprocs and min(seqs) >= 0))
-            and _common_ok(batch) and _fast_ok(batch, codes, nprocs)
-        )
-        if fast:
-            slow = [i for i, c in enumerate(codes) if c not in _FAST]
-            for i in slow:
-                try:
-                    R.check_record(batch[i], nprocs)
-                except R.RecordError as exc:
-                    return i, exc
-            return len(batch), None
-    for i, rec in enumerate(batch):
-        try:
-            R.check_record(rec, nprocs)
-        except R.RecordError as exc:
-            return i, exc
-    return len(batch), None
-
-
-def _common_ok(batch: list[Record]) -> bool:
-    ts = {type(d["t"]) for d in batch if "t" in d}
-    if not ts <= {int, float}:
-        return False
-    if not {type(d["site"]) for d in batch if "site" in d} <= {str}:
-        return False
-    comms = [d["comm"] for d in batch if "comm" in d]
-    return _ints(comms) and (not comms or min(comms) >= 0)
