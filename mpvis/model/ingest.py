@@ -6,9 +6,11 @@ key tuple and kind (:class:`_Group`).  In a group every record has the same
 fields, so presence and absence are known once for the group, and each field
 is pulled once for the whole group with a C-level ``map(itemgetter(f), ...)``.
 That one list serves both halves: the per-record rules of the spec are checked
-on it (types with ``set(map(type, ...))``, ranges with ``min``/``max``) and it
-becomes the group's part of a column (NumPy fancy assignment puts it at the
-records' positions).
+on it (types with ``set(map(type, ...))``, ranges with ``min``/``max`` of its
+int64 array) and the same array becomes the group's part of a column (NumPy
+fancy assignment puts it at the records' positions).  Grouping itself is cheap:
+records are sorted by kind and number of keys in NumPy, and a part whose
+records turn out to differ in keys is split by key tuples.
 
 The group checks (:func:`_group_ok`) accept a group only if
 :func:`mpvis.protocol.records.check_record` accepts each of its records.  They
@@ -33,7 +35,6 @@ from mpvis.protocol import records as R
 
 Record = dict[str, Any]
 
-K_SEND, K_RECV, K_CONSUME = R.KIND_CODE[R.SEND], R.KIND_CODE[R.RECV], R.KIND_CODE[R.CONSUME]
 F_BLOCKING, F_SYNC = 1, 2  # flags = blocking + 2 * sync
 
 #: Fields held in columns; anything else in a record goes to the model's extras.
