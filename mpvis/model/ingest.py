@@ -58,6 +58,11 @@ _NONE = type(None)
 _NUMBERS = frozenset({int, float, _NONE})
 _SITES = frozenset({str, _NONE})
 _SCALARS = frozenset({int, float, str, bool, _NONE})
+#: Groups up to this size check ranges with Python's ``min``/``max`` (no NumPy call overhead).
+_SHORT = 200
+#: Batches shorter than this are checked record by record: grouping has a fixed
+#: cost (NumPy calls) that ``check_record`` (about 1.7 us a record) beats on so few.
+_FEW = 96
 
 
 @dataclass
@@ -200,8 +205,12 @@ def _int_field(g: _Group, f: str, lo: int, hi: int | None = None) -> bool:
     """Field ``f`` is present, an ``int`` (not a bool) in ``[lo, hi)``."""
     if f not in g.vals or g.types(f) != {int}:
         return False
-    a = g.ints(f)
-    return int(a.min()) >= lo and (hi is None or int(a.max()) < hi)
+    if len(g.idx) > _SHORT:  # NumPy on the column's array (needed anyway)
+        a = g.ints(f)
+        low, high = int(a.min()), int(a.max())
+    else:  # no per-call cost
+        low, high = min(g.vals[f]), max(g.vals[f])
+    return low >= lo and (hi is None or high < hi)
 
 
 def _bool_field(g: _Group, f: str) -> bool:
@@ -331,7 +340,7 @@ def valid_prefix(batch: list[Record], nprocs: int) -> tuple[int, R.RecordError |
 
     The rules are those of :func:`mpvis.protocol.records.check_record`, with
     ``nprocs`` bounding ranks; the error is the one it raises."""
-    groups = _dict_groups(batch)
+    groups = _dict_groups(batch) if len(batch) >= _FEW else None
     if groups is None:
         return _check_each(batch, nprocs)
     return _check_groups(groups, len(batch), nprocs)
@@ -365,7 +374,7 @@ def extract(batch: list[Record], nprocs: int, sites: SiteTable, validate: bool =
     n = len(batch)
     error: R.RecordError | None = None
     if validate:
-        groups = _dict_groups(batch)
+        groups = _dict_groups(batch) if len(batch) >= _FEW else None
         if groups is None:
             n, error = _check_each(batch, nprocs)
             groups = _groups(batch[:n])

@@ -11,11 +11,13 @@ from __future__ import annotations
 import math
 from itertools import islice
 from typing import Any
+from unittest.mock import patch
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mpvis.model import ingest
 from mpvis.model.ingest import (
     INT32_COLUMNS,
     INT_COLUMNS,
@@ -104,6 +106,14 @@ def same(got: dict[str, Any], want: dict[str, Any]) -> None:
 
 
 def check_both(batch: list[Any], validate: bool = True) -> None:
+    """``extract`` and ``valid_prefix`` agree with the reference, whether short
+    batches are checked record by record (the default) or in groups."""
+    check_one(batch, validate)
+    with patch.object(ingest, "_FEW", 0):
+        check_one(batch, validate)
+
+
+def check_one(batch: list[Any], validate: bool) -> None:
     mine, theirs = SiteTable(), SiteTable()
     for table in (mine, theirs):  # sites already known before the batch
         table.add("old.py:1")
