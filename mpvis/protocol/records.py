@@ -109,7 +109,7 @@ def check_record(rec: object, nprocs: int | None = None) -> Record:
     if not isinstance(rec, dict):
         raise RecordError("an event line must be a JSON object")
     kind = rec.get("kind")
-    if kind not in KIND_CODE:
+    if type(kind) is not str or kind not in KIND_CODE:
         if kind == "header":
             raise RecordError("a second header: only the first line may be the header")
         raise RecordError(f"unknown event kind {kind!r}")

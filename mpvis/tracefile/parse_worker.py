@@ -27,6 +27,7 @@ good prefix is in that message, so nothing good is lost.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import subprocess
 import sys
@@ -166,6 +167,7 @@ def _send(out: IO[bytes], msg: dict[str, Any]) -> None:
 
 def _serve(path: str, nprocs: int, validate: bool, with_records: bool, out: IO[bytes]) -> None:
     """The child: parse, check and column ``path`` chunk by chunk into ``out``."""
+    gc.disable()  # it builds and drops acyclic dicts; the collector would only rescan them
     try:
         _produce(Path(path), nprocs, validate, with_records, out)
     except (OSError, EOFError) as exc:

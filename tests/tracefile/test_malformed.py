@@ -53,6 +53,7 @@ CASES: list[tuple[str, list[object], int | None, str]] = [
     ("nprocs zero", [with_(H, nprocs=0)], 1, "nprocs"),
     ("second header", [H, H], 2, "second header"),
     ("unknown kind", [H, with_(SEND, kind="teleport")], 2, "unknown event kind"),
+    ("kind not a string", [H, with_(SEND, kind=["send"])], 2, "unknown event kind"),
     ("rank out of range", [H, with_(SEND, rank=2)], 2, "out of range"),
     ("rank negative", [H, with_(SEND, rank=-1)], 2, "rank"),
     ("rank not int", [H, with_(SEND, rank="0")], 2, "rank"),
