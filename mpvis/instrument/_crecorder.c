@@ -343,11 +343,10 @@ static PyObject *R_consume(Recorder *self, PyObject *const *args, Py_ssize_t n) 
 
 /* unwrap(comm, recv, msg) -> obj: the consume of object message msg = (send seq,
  * world source, tag, obj, ...); returns obj. */
-static PyObject *R_unwrap(Recorder *self, PyObject *const *args, Py_ssize_t n) {
-    int64_t comm, recv, sseq; int32_t src, tag;
-    if (!nargs_ok("unwrap", n, 3) || get_i64(args[0], &comm) || get_i64(args[1], &recv))
-        return NULL;
-    PyObject *msg = args[2];
+/* The consume of object message msg = (send seq, world source, tag, obj, ...) of
+ * receive ``recv`` on ``comm``: returns obj (a new reference). */
+static PyObject *unwrap_msg(Recorder *self, int64_t comm, int64_t recv, PyObject *msg) {
+    int64_t sseq; int32_t src, tag;
     if (!PyTuple_CheckExact(msg) || PyTuple_GET_SIZE(msg) < 4) {
         PyErr_SetString(PyExc_TypeError,
                         "mpvis: a traced receive got a message without the trace library's "
@@ -364,6 +363,13 @@ static PyObject *R_unwrap(Recorder *self, PyObject *const *args, Py_ssize_t n) {
     PyObject *obj = PyTuple_GET_ITEM(msg, 3);
     Py_INCREF(obj);
     return obj;
+}
+
+static PyObject *R_unwrap(Recorder *self, PyObject *const *args, Py_ssize_t n) {
+    int64_t comm, recv;
+    if (!nargs_ok("unwrap", n, 3) || get_i64(args[0], &comm) || get_i64(args[1], &recv))
+        return NULL;
+    return unwrap_msg(self, comm, recv, args[2]);
 }
 
 static int chans_grow(Recorder *self) {
@@ -590,17 +596,228 @@ static PyTypeObject RecorderType = {
     .tp_getset = R_getset,
 };
 
+/* -- FastP2P: blocking object send/recv wrapped entirely in C ------------------------- */
+/*
+ * TracedIntracomm (traced_comm.py) derives from FastP2P and mpi4py's Intracomm.
+ * FastP2P's send/recv are method descriptors: a call costs no Python frame, and
+ * the record is appended without a second call.  The common case only -- the
+ * recorder bound, no record/replay hooks, a communicator whose ranks are world
+ * ranks, a real peer -- runs here; anything else goes to the Python methods
+ * _mv_send_slow / _mv_recv_slow, which implement every case.  configure()
+ * binds the recorder and the originals (MPI.Intracomm.send / recv).
+ */
+static Recorder *g_rec;
+static PyObject *g_orig_send, *g_orig_recv, *g_hooks, *g_me;
+static long g_proc_null, g_any_source, g_any_tag;
+static PyObject *s_mv_id, *s_mv_w, *s_send_slow, *s_recv_slow;
+
+/* Bind positional and keyword arguments to ``out`` (``nnames`` parameters, the
+ * first ``required`` of them required; missing optional ones keep their value). */
+static int bind_args(const char *fn, const char *const *names, int nnames, int required,
+                     PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                     PyObject **out) {
+    if (nargs > nnames) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d arguments (%zd given)", fn, nnames,
+                     nargs);
+        return -1;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++) out[i] = args[i];
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    for (Py_ssize_t k = 0; k < nkw; k++) {
+        PyObject *key = PyTuple_GET_ITEM(kwnames, k);
+        int j = 0;
+        while (j < nnames && PyUnicode_CompareWithASCIIString(key, names[j]) != 0) j++;
+        if (j == nnames) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", fn, key);
+            return -1;
+        }
+        if (j < nargs) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", fn,
+                         names[j]);
+            return -1;
+        }
+        out[j] = args[nargs + k];
+    }
+    for (int j = 0; j < required; j++)
+        if (!out[j]) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", fn, names[j]);
+            return -1;
+        }
+    return 0;
+}
+
+/* The last communicator the fast path saw (a strong reference, so the cache can
+ * never name a freed object) and what fast_comm found for it: a traced
+ * communicator's id and rank mapping are set at its creation and never change. */
+static PyObject *g_last_comm;
+static int64_t g_last_cid;
+static int g_last_identity;
+
+/* 1 if the fast path applies to this communicator (its ranks are world ranks),
+ * with its id in ``cid``; 0 if not; -1 on error. */
+static int fast_comm(PyObject *self, int64_t *cid) {
+    if (!g_rec || PyList_GET_ITEM(g_hooks, 0) != Py_None) return 0;
+    if (self != g_last_comm) {
+        PyObject *w = PyObject_GetAttr(self, s_mv_w);
+        if (!w) return -1;
+        int identity = w == Py_None;
+        Py_DECREF(w);
+        int64_t id = -1;
+        if (identity) {
+            PyObject *ido = PyObject_GetAttr(self, s_mv_id);
+            if (!ido) return -1;
+            int bad = get_i64(ido, &id);
+            Py_DECREF(ido);
+            if (bad) return -1;
+        }
+        Py_INCREF(self);
+        Py_XSETREF(g_last_comm, self);
+        g_last_cid = id;
+        g_last_identity = identity;
+    }
+    *cid = g_last_cid;
+    return g_last_identity;
+}
+
+static PyObject *F_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    static const char *const names[] = {"obj", "dest", "tag"};
+    PyObject *a[3] = {NULL, NULL, NULL};
+    if (bind_args("send", names, 3, 2, args, nargs, kwnames, a) < 0) return NULL;
+    PyObject *tag_o = a[2];
+    int64_t cid;
+    int32_t dest, tag = 0;
+    if (get_i32(a[1], &dest) || (tag_o && get_i32(tag_o, &tag))) return NULL;
+    int fast = dest == g_proc_null ? 0 : fast_comm(self, &cid);
+    if (fast < 0) return NULL;
+    PyObject *tag_obj = tag_o ? (Py_INCREF(tag_o), tag_o) : PyLong_FromLong(0);
+    if (!tag_obj) return NULL;
+    PyObject *res = NULL;
+    if (!fast) {
+        PyObject *call[4] = {self, a[0], a[1], tag_obj};
+        res = PyObject_VectorcallMethod(s_send_slow, call, 4, NULL);
+        Py_DECREF(tag_obj);
+        return res;
+    }
+    rec_t *r = append(g_rec, K_SEND, 1);
+    if (r) {
+        r->flags = F_BLOCKING;
+        r->comm = cid; r->a = dest; r->b = tag;
+        PyObject *seq = PyLong_FromLongLong(r->seq);
+        PyObject *piggy = seq ? PyTuple_Pack(4, seq, g_me, tag_obj, a[0]) : NULL;
+        Py_XDECREF(seq);
+        if (piggy) {
+            PyObject *call[4] = {self, piggy, a[1], tag_obj};
+            res = PyObject_Vectorcall(g_orig_send, call, 4, NULL);
+            Py_DECREF(piggy);
+        }
+    }
+    Py_DECREF(tag_obj);
+    return res;
+}
+
+static PyObject *F_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    static const char *const names[] = {"buf", "source", "tag", "status"};
+    PyObject *a[4] = {NULL, NULL, NULL, NULL};
+    if (bind_args("recv", names, 4, 0, args, nargs, kwnames, a) < 0) return NULL;
+    int32_t source = (int32_t)g_any_source, tag = (int32_t)g_any_tag;
+    if ((a[1] && get_i32(a[1], &source)) || (a[2] && get_i32(a[2], &tag))) return NULL;
+    int64_t cid;
+    int fast = source == g_proc_null ? 0 : fast_comm(self, &cid);
+    if (fast < 0) return NULL;
+    PyObject *src_obj = a[1] ? (Py_INCREF(a[1]), a[1]) : PyLong_FromLong(g_any_source);
+    PyObject *tag_obj = a[2] ? (Py_INCREF(a[2]), a[2]) : PyLong_FromLong(g_any_tag);
+    PyObject *res = NULL;
+    if (src_obj && tag_obj) {
+        PyObject *call[5] = {self, a[0] ? a[0] : Py_None, src_obj, tag_obj,
+                             a[3] ? a[3] : Py_None};
+        if (!fast) {
+            res = PyObject_VectorcallMethod(s_recv_slow, call, 5, NULL);
+        } else {
+            rec_t *r = append(g_rec, K_RECV, 1);
+            if (r) {
+                r->flags = F_BLOCKING;
+                r->comm = cid;
+                r->a = source == g_any_source ? -1 : source;
+                r->b = tag == g_any_tag ? -1 : tag;
+                int64_t rseq = r->seq;
+                PyObject *msg = PyObject_Vectorcall(g_orig_recv, call, 5, NULL);
+                if (msg) {
+                    res = unwrap_msg(g_rec, cid, rseq, msg);
+                    Py_DECREF(msg);
+                }
+            }
+        }
+    }
+    Py_XDECREF(src_obj);
+    Py_XDECREF(tag_obj);
+    return res;
+}
+
+static PyMethodDef F_methods[] = {
+    {"send", (PyCFunction)(void (*)(void))F_send, METH_FASTCALL | METH_KEYWORDS,
+     "send(obj, dest, tag=0): mpi4py's send, traced (piggyback and record)"},
+    {"recv", (PyCFunction)(void (*)(void))F_recv, METH_FASTCALL | METH_KEYWORDS,
+     "recv(buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None): mpi4py's recv, traced"},
+    {NULL},
+};
+
+static PyTypeObject FastP2PType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "mpvis.instrument._crecorder.FastP2P",
+    .tp_basicsize = sizeof(PyObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
+    .tp_doc = "Mixin: traced blocking object send/recv in C (see configure()).",
+    .tp_methods = F_methods,
+};
+
+/* configure(recorder, orig_send, orig_recv, hooks, proc_null, any_source, any_tag) */
+static PyObject *M_configure(PyObject *mod, PyObject *const *args, Py_ssize_t n) {
+    if (!nargs_ok("configure", n, 7)) return NULL;
+    if (!PyObject_TypeCheck(args[0], &RecorderType) || !PyList_Check(args[3]) ||
+        PyList_GET_SIZE(args[3]) != 1) {
+        PyErr_SetString(PyExc_TypeError, "configure(recorder, send, recv, [hooks], ...)");
+        return NULL;
+    }
+    long pn = PyLong_AsLong(args[4]), as = PyLong_AsLong(args[5]), at = PyLong_AsLong(args[6]);
+    if (PyErr_Occurred()) return NULL;
+    PyObject *me = PyLong_FromLongLong(((Recorder *)args[0])->rank);
+    if (!me) return NULL;
+    Py_XSETREF(g_me, me);
+    Py_INCREF(args[0]); Py_XSETREF(g_rec, (Recorder *)args[0]);
+    Py_INCREF(args[1]); Py_XSETREF(g_orig_send, args[1]);
+    Py_INCREF(args[2]); Py_XSETREF(g_orig_recv, args[2]);
+    Py_INCREF(args[3]); Py_XSETREF(g_hooks, args[3]);
+    g_proc_null = pn; g_any_source = as; g_any_tag = at;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef M_methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))M_configure, METH_FASTCALL,
+     "configure(recorder, orig_send, orig_recv, hooks, PROC_NULL, ANY_SOURCE, ANY_TAG)"},
+    {NULL},
+};
+
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_crecorder",
-    "The in-rank recorder in C (see mpvis.instrument.recorder).", -1, NULL, NULL, NULL, NULL, NULL,
+    "The in-rank recorder in C (see mpvis.instrument.recorder).", -1, M_methods, NULL, NULL, NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC PyInit__crecorder(void) {
-    if (PyType_Ready(&RecorderType) < 0) return NULL;
+    if (PyType_Ready(&RecorderType) < 0 || PyType_Ready(&FastP2PType) < 0) return NULL;
+    s_mv_id = PyUnicode_InternFromString("_mv_id");
+    s_mv_w = PyUnicode_InternFromString("_mv_w");
+    s_send_slow = PyUnicode_InternFromString("_mv_send_slow");
+    s_recv_slow = PyUnicode_InternFromString("_mv_recv_slow");
+    if (!s_mv_id || !s_mv_w || !s_send_slow || !s_recv_slow) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&RecorderType);
+    Py_INCREF(&FastP2PType);
     if (PyModule_AddObject(m, "Recorder", (PyObject *)&RecorderType) < 0 ||
+        PyModule_AddObject(m, "FastP2P", (PyObject *)&FastP2PType) < 0 ||
         PyModule_AddIntConstant(m, "RECORD_SIZE", (long)sizeof(rec_t)) < 0) {
         Py_DECREF(&RecorderType);
         Py_DECREF(m);

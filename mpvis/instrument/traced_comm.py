@@ -64,6 +64,7 @@ from typing import Any, ClassVar
 import msgpack
 from mpi4py import MPI
 
+from mpvis.instrument._crecorder import FastP2P, configure
 from mpvis.instrument.hooks import ACTIVE as _HOOKS
 from mpvis.instrument.hooks import MessageHooks
 from mpvis.instrument.recorder import BLOCKING, BUF, SYNC, Recorder
@@ -100,8 +101,16 @@ def _t(tag: int) -> int:
     return -1 if tag == _ANY_TAG else tag
 
 
-class TracedIntracomm(MPI.Intracomm):
-    """An intracommunicator whose point-to-point calls are traced (module docstring)."""
+class TracedIntracomm(FastP2P, MPI.Intracomm):
+    """An intracommunicator whose point-to-point calls are traced (module docstring).
+
+    The blocking object calls ``send`` and ``recv``, the most frequent in mpi4py
+    programs, come from :class:`~mpvis.instrument._crecorder.FastP2P`: written
+    in C, they record, piggyback and call mpi4py's method with no Python frame
+    of their own; whatever their fast path does not cover (record/replay hooks,
+    a derived communicator's rank translation, ``PROC_NULL``) they hand to
+    :meth:`_mv_send_slow` and :meth:`_mv_recv_slow`.
+    """
 
     __slots__ = (
         "_mv_group",
@@ -285,13 +294,9 @@ class TracedIntracomm(MPI.Intracomm):
             return out
         return TracedRequest.of(out, SEND, seq, self)
 
-    def send(self, obj: Any, dest: int, tag: int = 0) -> None:
-        if dest != _PROC_NULL and _HOOKS[0] is None:
-            w = self._mv_w
-            seq = _rsend(self._mv_id, dest if w is None else w[dest], tag, BLOCKING)
-            _C.send(self, (seq, _me, tag, obj), dest, tag)
-        else:
-            self._mv_obj_send(_C.send, obj, dest, tag, BLOCKING)
+    def _mv_send_slow(self, obj: Any, dest: int, tag: int) -> None:
+        """``send`` outside the C fast path."""
+        self._mv_obj_send(_C.send, obj, dest, tag, BLOCKING)
 
     def ssend(self, obj: Any, dest: int, tag: int = 0) -> None:
         self._mv_obj_send(_C.ssend, obj, dest, tag, BLOCKING | SYNC)
@@ -308,24 +313,10 @@ class TracedIntracomm(MPI.Intracomm):
     def ibsend(self, obj: Any, dest: int, tag: int = 0) -> MPI.Request:
         return self._mv_obj_send(_C.ibsend, obj, dest, tag, 0)
 
-    def recv(
-        self,
-        buf: Any = None,
-        source: int = _ANY_SOURCE,
-        tag: int = _ANY_TAG,
-        status: MPI.Status | None = None,
-    ) -> Any:
+    def _mv_recv_slow(self, buf: Any, source: int, tag: int, status: MPI.Status | None) -> Any:
+        """``recv`` outside the C fast path."""
         if source == _PROC_NULL:
             return _C.recv(self, buf, source, tag, status)
-        if _HOOKS[0] is None:
-            w, cid = self._mv_w, self._mv_id
-            rseq = _rrecv(
-                cid,
-                -1 if source == _ANY_SOURCE else (source if w is None else w[source]),
-                -1 if tag == _ANY_TAG else tag,
-                True,
-            )
-            return _runwrap(cid, rseq, _C.recv(self, buf, source, tag, status))
         rseq, source, tag = self._mv_post_recv(source, tag, True)
         return self._mv_unwrap(rseq, _C.recv(self, buf, source, tag, status))
 
@@ -589,6 +580,7 @@ def bind_world(recorder: Recorder) -> TracedIntracomm:
         recorder.consume_chan,
     )
     _me = recorder.rank
+    configure(recorder, _C.send, _C.recv, _HOOKS, _PROC_NULL, _ANY_SOURCE, _ANY_TAG)
     TracedIntracomm._mv_rec = recorder
     TracedRequest._mv_rec = recorder
     world = _C(MPI.COMM_WORLD)
