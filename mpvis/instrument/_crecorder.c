@@ -343,33 +343,34 @@ static PyObject *R_consume(Recorder *self, PyObject *const *args, Py_ssize_t n) 
 
 /* unwrap(comm, recv, msg) -> obj: the consume of object message msg = (send seq,
  * world source, tag, obj, ...); returns obj. */
-/* The consume of object message msg = (send seq, world source, tag, obj, ...) of
- * receive ``recv`` on ``comm``: returns obj (a new reference). */
-static PyObject *unwrap_msg(Recorder *self, int64_t comm, int64_t recv, PyObject *msg) {
-    int64_t sseq; int32_t src, tag;
-    if (!PyTuple_CheckExact(msg) || PyTuple_GET_SIZE(msg) < 4) {
+/* The consume of object message msg = (send seq, obj[, extra]) of receive ``recv``
+ * on ``comm``, from world rank ``src`` with ``tag``: returns obj (a new reference). */
+static PyObject *unwrap_msg(Recorder *self, int64_t comm, int64_t recv, PyObject *msg,
+                            int32_t src, int32_t tag) {
+    int64_t sseq;
+    if (!PyTuple_CheckExact(msg) || PyTuple_GET_SIZE(msg) < 2 || PyTuple_GET_SIZE(msg) > 3) {
         PyErr_SetString(PyExc_TypeError,
                         "mpvis: a traced receive got a message without the trace library's "
                         "piggyback (sent by an untraced communicator?)");
         return NULL;
     }
-    if (get_i64(PyTuple_GET_ITEM(msg, 0), &sseq) || get_i32(PyTuple_GET_ITEM(msg, 1), &src) ||
-        get_i32(PyTuple_GET_ITEM(msg, 2), &tag))
-        return NULL;
+    if (get_i64(PyTuple_GET_ITEM(msg, 0), &sseq)) return NULL;
     rec_t *r = append(self, K_CONSUME, 1);
     if (!r) return NULL;
     r->flags = F_SEND;
     r->comm = comm; r->a = src; r->b = tag; r->c = recv; r->d = sseq;
-    PyObject *obj = PyTuple_GET_ITEM(msg, 3);
+    PyObject *obj = PyTuple_GET_ITEM(msg, 1);
     Py_INCREF(obj);
     return obj;
 }
 
+/* unwrap(comm, recv, msg, src, tag) -> obj */
 static PyObject *R_unwrap(Recorder *self, PyObject *const *args, Py_ssize_t n) {
-    int64_t comm, recv;
-    if (!nargs_ok("unwrap", n, 3) || get_i64(args[0], &comm) || get_i64(args[1], &recv))
+    int64_t comm, recv; int32_t src, tag;
+    if (!nargs_ok("unwrap", n, 5) || get_i64(args[0], &comm) || get_i64(args[1], &recv) ||
+        get_i32(args[3], &src) || get_i32(args[4], &tag))
         return NULL;
-    return unwrap_msg(self, comm, recv, args[2]);
+    return unwrap_msg(self, comm, recv, args[2], src, tag);
 }
 
 static int chans_grow(Recorder *self) {
@@ -569,7 +570,7 @@ static PyMethodDef R_methods[] = {
     FAST(send, "send(comm, dest, tag, flags) -> seq; flags: 1 blocking, 2 sync"),
     FAST(recv, "recv(comm, src, tag, blocking) -> seq"),
     FAST(consume, "consume(comm, recv, src, tag, send_seq | None) -> seq"),
-    FAST(unwrap, "unwrap(comm, recv, msg) -> obj: consume of a piggybacked object message"),
+    FAST(unwrap, "unwrap(comm, recv, msg, src, tag) -> obj: consume of an object message"),
     FAST(consume_chan, "consume_chan(comm, recv, src, tag, exact) -> seq (buffer messages)"),
     FAST(wait, "wait(reqs) -> seq"),
     FAST(coll, "coll(comm, op, fields) -> seq"),
@@ -607,9 +608,23 @@ static PyTypeObject RecorderType = {
  * binds the recorder and the originals (MPI.Intracomm.send / recv).
  */
 static Recorder *g_rec;
-static PyObject *g_orig_send, *g_orig_recv, *g_hooks, *g_me;
+static PyObject *g_orig_send, *g_orig_recv, *g_hooks, *g_status;
 static long g_proc_null, g_any_source, g_any_tag;
-static PyObject *s_mv_id, *s_mv_w, *s_send_slow, *s_recv_slow;
+static PyObject *s_mv_id, *s_mv_w, *s_send_slow, *s_recv_slow, *s_source, *s_tag;
+
+/* The source and tag of an mpi4py Status. */
+static int status_source_tag(PyObject *status, int32_t *source, int32_t *tag) {
+    PyObject *so = PyObject_GetAttr(status, s_source);
+    if (!so) return -1;
+    int bad = get_i32(so, source);
+    Py_DECREF(so);
+    if (bad) return -1;
+    PyObject *to = PyObject_GetAttr(status, s_tag);
+    if (!to) return -1;
+    bad = get_i32(to, tag);
+    Py_DECREF(to);
+    return bad ? -1 : 0;
+}
 
 /* Bind positional and keyword arguments to ``out`` (``nnames`` parameters, the
  * first ``required`` of them required; missing optional ones keep their value). */
@@ -704,7 +719,7 @@ static PyObject *F_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         r->flags = F_BLOCKING;
         r->comm = cid; r->a = dest; r->b = tag;
         PyObject *seq = PyLong_FromLongLong(r->seq);
-        PyObject *piggy = seq ? PyTuple_Pack(4, seq, g_me, tag_obj, a[0]) : NULL;
+        PyObject *piggy = seq ? PyTuple_Pack(2, seq, a[0]) : NULL;
         Py_XDECREF(seq);
         if (piggy) {
             PyObject *call[4] = {self, piggy, a[1], tag_obj};
@@ -742,9 +757,14 @@ static PyObject *F_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                 r->a = source == g_any_source ? -1 : source;
                 r->b = tag == g_any_tag ? -1 : tag;
                 int64_t rseq = r->seq;
+                /* a wildcard's real source and tag come from the status */
+                int wild = source == g_any_source || tag == g_any_tag;
+                if (wild && call[4] == Py_None) call[4] = g_status;
                 PyObject *msg = PyObject_Vectorcall(g_orig_recv, call, 5, NULL);
+                if (msg && wild && status_source_tag(call[4], &source, &tag) < 0)
+                    Py_CLEAR(msg);
                 if (msg) {
-                    res = unwrap_msg(g_rec, cid, rseq, msg);
+                    res = unwrap_msg(g_rec, cid, rseq, msg, source, tag);
                     Py_DECREF(msg);
                 }
             }
@@ -772,9 +792,9 @@ static PyTypeObject FastP2PType = {
     .tp_methods = F_methods,
 };
 
-/* configure(recorder, orig_send, orig_recv, hooks, proc_null, any_source, any_tag) */
+/* configure(recorder, orig_send, orig_recv, hooks, proc_null, any_source, any_tag, status) */
 static PyObject *M_configure(PyObject *mod, PyObject *const *args, Py_ssize_t n) {
-    if (!nargs_ok("configure", n, 7)) return NULL;
+    if (!nargs_ok("configure", n, 8)) return NULL;
     if (!PyObject_TypeCheck(args[0], &RecorderType) || !PyList_Check(args[3]) ||
         PyList_GET_SIZE(args[3]) != 1) {
         PyErr_SetString(PyExc_TypeError, "configure(recorder, send, recv, [hooks], ...)");
@@ -782,9 +802,7 @@ static PyObject *M_configure(PyObject *mod, PyObject *const *args, Py_ssize_t n)
     }
     long pn = PyLong_AsLong(args[4]), as = PyLong_AsLong(args[5]), at = PyLong_AsLong(args[6]);
     if (PyErr_Occurred()) return NULL;
-    PyObject *me = PyLong_FromLongLong(((Recorder *)args[0])->rank);
-    if (!me) return NULL;
-    Py_XSETREF(g_me, me);
+    Py_INCREF(args[7]); Py_XSETREF(g_status, args[7]);
     Py_INCREF(args[0]); Py_XSETREF(g_rec, (Recorder *)args[0]);
     Py_INCREF(args[1]); Py_XSETREF(g_orig_send, args[1]);
     Py_INCREF(args[2]); Py_XSETREF(g_orig_recv, args[2]);
@@ -795,7 +813,8 @@ static PyObject *M_configure(PyObject *mod, PyObject *const *args, Py_ssize_t n)
 
 static PyMethodDef M_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))M_configure, METH_FASTCALL,
-     "configure(recorder, orig_send, orig_recv, hooks, PROC_NULL, ANY_SOURCE, ANY_TAG)"},
+     "configure(recorder, orig_send, orig_recv, hooks, PROC_NULL, ANY_SOURCE, ANY_TAG, "
+     "status)"},
     {NULL},
 };
 
@@ -811,7 +830,9 @@ PyMODINIT_FUNC PyInit__crecorder(void) {
     s_mv_w = PyUnicode_InternFromString("_mv_w");
     s_send_slow = PyUnicode_InternFromString("_mv_send_slow");
     s_recv_slow = PyUnicode_InternFromString("_mv_recv_slow");
-    if (!s_mv_id || !s_mv_w || !s_send_slow || !s_recv_slow) return NULL;
+    s_source = PyUnicode_InternFromString("source");
+    s_tag = PyUnicode_InternFromString("tag");
+    if (!s_mv_id || !s_mv_w || !s_send_slow || !s_recv_slow || !s_source || !s_tag) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&RecorderType);

@@ -15,14 +15,16 @@ receive is a ``recv`` then a ``consume``, a nonblocking one a ``recv`` whose
 Piggyback: how a consume learns the ``[rank, seq]`` of the send it matched
 ---------------------------------------------------------------------------
 * Object calls (``send``, ``isend``, ``recv``, ``sendrecv``, ...): the trace
-  library sends the tuple ``(seq, world rank, tag, obj)`` (with a fifth item
-  when record/replay hooks attach data) in place of ``obj``, and the receiving
+  library sends the pair ``(seq, obj)`` (a triple with the hooks' data when
+  record/replay hooks are active) in place of ``obj``, and the receiving
   wrapper returns ``obj`` (the C recorder's ``unwrap`` records the consume and
-  takes the tuple apart in one call).  The number is inside the message, so
+  takes the pair apart in one call).  The number is inside the message, so
   it is right whatever the wildcards, the order of completion or the use of
   probes (a probe sees the user's source and tag; the byte count of a
-  pickled message is not something a program can rely on anyway); carrying
-  the sender and tag too spares the receiver a ``Status``.
+  pickled message is not something a program can rely on anyway).  The
+  message's real source and tag come from the receive's arguments or, for
+  wildcards, its ``Status``: a pair pickles markedly faster than a tuple
+  carrying them too, which matters for small messages.
 * Buffer calls (``Send``, ``Isend``, ``Recv``, ``Irecv``, ``Sendrecv``, ...): the
   user's message is sent untouched and alone, so ``Probe``/``Get_count`` see
   exactly the program's message and a small message costs one MPI message,
@@ -91,10 +93,8 @@ _REAP_AT = 64
 # The hot path calls the recorder's bound C methods through these (set by bind_world).
 _rsend: Callable[[int, int, int, int], int]
 _rrecv: Callable[[int, int, int, bool], int]
-_runwrap: Callable[[int, int, Any], Any]
+_runwrap: Callable[[int, int, Any, int, int], Any]
 _rchan: Callable[[int, int, int, int, bool], int]
-#: This rank in ``MPI_COMM_WORLD`` (the piggyback's source).
-_me = 0
 
 
 def _t(tag: int) -> int:
@@ -216,12 +216,14 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
             source, tag = self._mv_force(h, rseq, source, tag)
         return rseq, source, tag
 
-    def _mv_unwrap(self, rseq: int, msg: Any) -> Any:
-        """Record the consume of object message ``msg``; return the program's object."""
-        obj = _runwrap(self._mv_id, rseq, msg)
+    def _mv_unwrap(self, rseq: int, msg: Any, st: MPI.Status) -> Any:
+        """Record the consume of object message ``msg`` (``(send seq, obj[, extra])``)
+        received with status ``st``; return the program's object."""
+        wsrc, tag = self._mv_world(st.Get_source()), st.Get_tag()
+        obj = _runwrap(self._mv_id, rseq, msg, wsrc, tag)
         h = _HOOKS[0]
         if h is not None:
-            h.incoming(self._mv_id, rseq, msg[1], msg[2], msg[0], msg[4] if len(msg) > 4 else None)
+            h.incoming(self._mv_id, rseq, wsrc, tag, msg[0], msg[2] if len(msg) > 2 else None)
         return obj
 
     def _mv_consume_buf(self, rseq: int, src: int, tag: int, taint: bool) -> None:
@@ -277,7 +279,8 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
             return msg
         if msg is None:  # cancelled
             return None
-        return self._mv_unwrap(req._mv_req, msg)
+        assert st is not None
+        return self._mv_unwrap(req._mv_req, msg, st)
 
     # -- object (lower-case) point-to-point ---------------------------------------
     # The common case (a real peer, no hooks) is inlined in each method: every
@@ -287,9 +290,7 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
         if dest == _PROC_NULL:
             return fn(self, obj, dest, tag)
         seq, extra = self._mv_post_send(dest, tag, flags)
-        out = fn(
-            self, (seq, _me, tag, obj) if extra is None else (seq, _me, tag, obj, extra), dest, tag
-        )
+        out = fn(self, (seq, obj) if extra is None else (seq, obj, extra), dest, tag)
         if flags & BLOCKING:
             return out
         return TracedRequest.of(out, SEND, seq, self)
@@ -318,7 +319,8 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
         if source == _PROC_NULL:
             return _C.recv(self, buf, source, tag, status)
         rseq, source, tag = self._mv_post_recv(source, tag, True)
-        return self._mv_unwrap(rseq, _C.recv(self, buf, source, tag, status))
+        st = _Status() if status is None else status
+        return self._mv_unwrap(rseq, _C.recv(self, buf, source, tag, st), st)
 
     def irecv(self, buf: Any = None, source: int = _ANY_SOURCE, tag: int = _ANY_TAG) -> MPI.Request:
         if source == _PROC_NULL:
@@ -338,12 +340,13 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
     ) -> Any:
         if dest != _PROC_NULL:
             seq, extra = self._mv_post_send(dest, sendtag, BLOCKING)
-            sendobj = (seq, _me, sendtag, sendobj, *(() if extra is None else (extra,)))
+            sendobj = (seq, sendobj) if extra is None else (seq, sendobj, extra)
         if source == _PROC_NULL:
             return _C.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
         rseq, source, recvtag = self._mv_post_recv(source, recvtag, True)
-        msg = _C.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
-        return self._mv_unwrap(rseq, msg)
+        st = _Status() if status is None else status
+        msg = _C.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, st)
+        return self._mv_unwrap(rseq, msg, st)
 
     def mprobe(
         self, source: int = _ANY_SOURCE, tag: int = _ANY_TAG, status: MPI.Status | None = None
@@ -549,7 +552,8 @@ class TracedMessage(MPI.Message):
     def recv(self, status: MPI.Status | None = None) -> Any:
         c = self._mv_comm
         rseq = _rrecv(c._mv_id, self._mv_wsrc(), _t(self._mv_tag), True)
-        return c._mv_unwrap(rseq, MPI.Message.recv(self, status))
+        st = _Status() if status is None else status
+        return c._mv_unwrap(rseq, MPI.Message.recv(self, st), st)
 
     def Recv(self, buf: Any, status: MPI.Status | None = None) -> None:
         c = self._mv_comm
@@ -572,15 +576,14 @@ def reap_headers() -> int:
 
 def bind_world(recorder: Recorder) -> TracedIntracomm:
     """Set the recorder of every traced object; return the traced ``COMM_WORLD``."""
-    global _rsend, _rrecv, _runwrap, _rchan, _me
+    global _rsend, _rrecv, _runwrap, _rchan
     _rsend, _rrecv, _runwrap, _rchan = (
         recorder.send,
         recorder.recv,
         recorder.unwrap,
         recorder.consume_chan,
     )
-    _me = recorder.rank
-    configure(recorder, _C.send, _C.recv, _HOOKS, _PROC_NULL, _ANY_SOURCE, _ANY_TAG)
+    configure(recorder, _C.send, _C.recv, _HOOKS, _PROC_NULL, _ANY_SOURCE, _ANY_TAG, _Status())
     TracedIntracomm._mv_rec = recorder
     TracedRequest._mv_rec = recorder
     world = _C(MPI.COMM_WORLD)

@@ -35,7 +35,7 @@ __all__ = ["RECV_BUF", "RECV_OBJ", "SEND", "TracedRequest"]
 
 #: Values of ``TracedRequest._mv_kind``.
 SEND = 0
-RECV_OBJ = 1  # lower-case irecv: the message is (send_seq, obj[, extra])
+RECV_OBJ = 1  # lower-case irecv: the message is (send seq, obj[, extra])
 RECV_BUF = 2  # upper-case Irecv: the consume is matched by its channel (traced_comm)
 
 _Base = MPI.Request
@@ -90,8 +90,8 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
     # -- instance methods ------------------------------------------------------
 
     def _mv_status(self, status: MPI.Status | None) -> MPI.Status | None:
-        """A status to complete with: buffer receives need one (source and tag)."""
-        if status is None and self._mv_kind == RECV_BUF:
+        """A status to complete with: receives need one (the real source and tag)."""
+        if status is None and self._mv_kind != SEND:
             return _Status()
         return status
 

@@ -140,7 +140,7 @@ def msgpack_roundtrip(body: dict[str, Any]) -> dict[str, Any]:
 def test_unwrap_and_channel_consumes() -> None:
     rec = _recorder(rank=0)
     r = rec.recv(0, -1, -1, True)
-    assert rec.unwrap(0, r, (7, 3, 5, "obj")) == "obj"
+    assert rec.unwrap(0, r, (7, "obj"), 3, 5) == "obj"
     rec.consume_chan(0, r, 3, 5, True)
     rec.consume_chan(0, r, 3, 5, False)  # counted, not recorded
     rec.consume_chan(0, r, 3, 5, True)
@@ -152,7 +152,9 @@ def test_unwrap_and_channel_consumes() -> None:
     assert all("send" not in c for c in out[2:6])
     assert out[6]["buf"] is True
     with pytest.raises(TypeError, match="piggyback"):
-        rec.unwrap(0, r, "not a piggybacked message")
+        rec.unwrap(0, r, "not a piggybacked message", 3, 5)
+    with pytest.raises(TypeError, match="piggyback"):
+        rec.unwrap(0, r, (7, 3, 5, "the old four-item form"), 3, 5)
 
 
 def test_site_is_the_first_frame_outside_the_library() -> None:
