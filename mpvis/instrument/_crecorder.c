@@ -344,9 +344,10 @@ static PyObject *R_consume(Recorder *self, PyObject *const *args, Py_ssize_t n) 
 /* unwrap(comm, recv, msg) -> obj: the consume of object message msg = (send seq,
  * world source, tag, obj, ...); returns obj. */
 /* The consume of object message msg = (send seq, obj[, extra]) of receive ``recv``
- * on ``comm``, from world rank ``src`` with ``tag``: returns obj (a new reference). */
+ * on ``comm``, from world rank ``src`` with ``tag``: returns obj (a new reference).
+ * ``site``: the consume's site id if the caller knows it (the receive's), else 0. */
 static PyObject *unwrap_msg(Recorder *self, int64_t comm, int64_t recv, PyObject *msg,
-                            int32_t src, int32_t tag) {
+                            int32_t src, int32_t tag, uint32_t site) {
     int64_t sseq;
     if (!PyTuple_CheckExact(msg) || PyTuple_GET_SIZE(msg) < 2 || PyTuple_GET_SIZE(msg) > 3) {
         PyErr_SetString(PyExc_TypeError,
@@ -355,8 +356,9 @@ static PyObject *unwrap_msg(Recorder *self, int64_t comm, int64_t recv, PyObject
         return NULL;
     }
     if (get_i64(PyTuple_GET_ITEM(msg, 0), &sseq)) return NULL;
-    rec_t *r = append(self, K_CONSUME, 1);
+    rec_t *r = append(self, K_CONSUME, site == 0);
     if (!r) return NULL;
+    if (site) r->site = site;
     r->flags = F_SEND;
     r->comm = comm; r->a = src; r->b = tag; r->c = recv; r->d = sseq;
     PyObject *obj = PyTuple_GET_ITEM(msg, 1);
@@ -370,7 +372,7 @@ static PyObject *R_unwrap(Recorder *self, PyObject *const *args, Py_ssize_t n) {
     if (!nargs_ok("unwrap", n, 5) || get_i64(args[0], &comm) || get_i64(args[1], &recv) ||
         get_i32(args[3], &src) || get_i32(args[4], &tag))
         return NULL;
-    return unwrap_msg(self, comm, recv, args[2], src, tag);
+    return unwrap_msg(self, comm, recv, args[2], src, tag, 0);
 }
 
 static int chans_grow(Recorder *self) {
@@ -611,6 +613,7 @@ static Recorder *g_rec;
 static PyObject *g_orig_send, *g_orig_recv, *g_hooks, *g_status;
 static long g_proc_null, g_any_source, g_any_tag;
 static PyObject *s_mv_id, *s_mv_w, *s_send_slow, *s_recv_slow, *s_source, *s_tag;
+static PyObject *s_send_names[3], *s_recv_names[4];  /* interned parameter names */
 
 /* The source and tag of an mpi4py Status. */
 static int status_source_tag(PyObject *status, int32_t *source, int32_t *tag) {
@@ -628,9 +631,9 @@ static int status_source_tag(PyObject *status, int32_t *source, int32_t *tag) {
 
 /* Bind positional and keyword arguments to ``out`` (``nnames`` parameters, the
  * first ``required`` of them required; missing optional ones keep their value). */
-static int bind_args(const char *fn, const char *const *names, int nnames, int required,
-                     PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
-                     PyObject **out) {
+static int bind_args(const char *fn, const char *const *names, PyObject *const *interned,
+                     int nnames, int required, PyObject *const *args, Py_ssize_t nargs,
+                     PyObject *kwnames, PyObject **out) {
     if (nargs > nnames) {
         PyErr_Format(PyExc_TypeError, "%s() takes at most %d arguments (%zd given)", fn, nnames,
                      nargs);
@@ -641,7 +644,11 @@ static int bind_args(const char *fn, const char *const *names, int nnames, int r
     for (Py_ssize_t k = 0; k < nkw; k++) {
         PyObject *key = PyTuple_GET_ITEM(kwnames, k);
         int j = 0;
-        while (j < nnames && PyUnicode_CompareWithASCIIString(key, names[j]) != 0) j++;
+        while (j < nnames && key != interned[j]) j++;  /* kwnames are usually interned */
+        if (j == nnames) {
+            j = 0;
+            while (j < nnames && PyUnicode_CompareWithASCIIString(key, names[j]) != 0) j++;
+        }
         if (j == nnames) {
             PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'", fn, key);
             return -1;
@@ -698,7 +705,7 @@ static PyObject *F_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames) {
     static const char *const names[] = {"obj", "dest", "tag"};
     PyObject *a[3] = {NULL, NULL, NULL};
-    if (bind_args("send", names, 3, 2, args, nargs, kwnames, a) < 0) return NULL;
+    if (bind_args("send", names, s_send_names, 3, 2, args, nargs, kwnames, a) < 0) return NULL;
     PyObject *tag_o = a[2];
     int64_t cid;
     int32_t dest, tag = 0;
@@ -735,7 +742,7 @@ static PyObject *F_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames) {
     static const char *const names[] = {"buf", "source", "tag", "status"};
     PyObject *a[4] = {NULL, NULL, NULL, NULL};
-    if (bind_args("recv", names, 4, 0, args, nargs, kwnames, a) < 0) return NULL;
+    if (bind_args("recv", names, s_recv_names, 4, 0, args, nargs, kwnames, a) < 0) return NULL;
     int32_t source = (int32_t)g_any_source, tag = (int32_t)g_any_tag;
     if ((a[1] && get_i32(a[1], &source)) || (a[2] && get_i32(a[2], &tag))) return NULL;
     int64_t cid;
@@ -757,6 +764,7 @@ static PyObject *F_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                 r->a = source == g_any_source ? -1 : source;
                 r->b = tag == g_any_tag ? -1 : tag;
                 int64_t rseq = r->seq;
+                uint32_t site = r->site;  /* the consume's too: same call */
                 /* a wildcard's real source and tag come from the status */
                 int wild = source == g_any_source || tag == g_any_tag;
                 if (wild && call[4] == Py_None) call[4] = g_status;
@@ -764,7 +772,7 @@ static PyObject *F_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                 if (msg && wild && status_source_tag(call[4], &source, &tag) < 0)
                     Py_CLEAR(msg);
                 if (msg) {
-                    res = unwrap_msg(g_rec, cid, rseq, msg, source, tag);
+                    res = unwrap_msg(g_rec, cid, rseq, msg, source, tag, site);
                     Py_DECREF(msg);
                 }
             }
@@ -833,6 +841,12 @@ PyMODINIT_FUNC PyInit__crecorder(void) {
     s_source = PyUnicode_InternFromString("source");
     s_tag = PyUnicode_InternFromString("tag");
     if (!s_mv_id || !s_mv_w || !s_send_slow || !s_recv_slow || !s_source || !s_tag) return NULL;
+    const char *send_names[] = {"obj", "dest", "tag"};
+    const char *recv_names[] = {"buf", "source", "tag", "status"};
+    for (int i = 0; i < 3; i++)
+        if (!(s_send_names[i] = PyUnicode_InternFromString(send_names[i]))) return NULL;
+    for (int i = 0; i < 4; i++)
+        if (!(s_recv_names[i] = PyUnicode_InternFromString(recv_names[i]))) return NULL;
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     Py_INCREF(&RecorderType);
