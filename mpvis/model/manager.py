@@ -201,18 +201,13 @@ class ModelManager:
         if k == 0:
             return
         start = len(self.c_rank)
-        self.c_rank.extend_array(cols.rank[:k])
-        self.c_seq.extend_array(cols.seq[:k])
-        self.c_kind.extend_array(cols.code[:k])
-        self.c_t.extend_array(cols.t[:k])
-        self.c_site.extend_array(cols.site[:k])
-        self.c_comm.extend_array(cols.comm[:k])
-        self.c_peer.extend_array(cols.peer[:k])
-        self.c_tag.extend_array(cols.tag[:k])
-        self.c_flags.extend_array(cols.flags[:k])
-        self.c_req.extend_array(cols.req[:k])
-        self.c_ref.extend_array(cols.ref[:k])
-        self.c_size.extend_array(cols.size[:k])
+        for col, arr in ((self.c_rank, cols.rank), (self.c_seq, cols.seq),
+                         (self.c_kind, cols.code), (self.c_t, cols.t), (self.c_site, cols.site),
+                         (self.c_comm, cols.comm), (self.c_peer, cols.peer),
+                         (self.c_tag, cols.tag), (self.c_flags, cols.flags),
+                         (self.c_req, cols.req), (self.c_ref, cols.ref),
+                         (self.c_size, cols.size)):
+            col.extend_array(arr[:k])
         self.c_partner.data.extend(repeat(-1, k))
         self.c_lamport.data.extend(repeat(-1, k))
         for i, extra in cols.extras.items():
