@@ -278,6 +278,61 @@ def test_every_wrapped_call_on_a_derived_communicator(tmp_path: Path) -> None:
     assert len(syncs) == 8 and {r["blocking"] for r in syncs} == {True, False}
 
 
+FAST_PATH = textwrap.dedent("""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    other = 1 - rank
+    if rank == 0:
+        world.send("a", 1)                               # positional, default tag
+        world.send("b", dest=1, tag=5)                   # keywords
+        world.send(obj="c", dest=1, tag=6)
+        world.send("d", MPI.PROC_NULL)                   # no peer: not traced
+        for bad in (lambda: world.send("x", dest=1, colour=2), lambda: world.send("x"),
+                    lambda: world.send("x", 1, 2, tag=3)):
+            try:
+                bad()
+            except TypeError as exc:
+                print("TypeError:", exc)
+    else:
+        assert world.recv() == "a"                       # every argument defaulted
+        st = MPI.Status()
+        assert world.recv(None, MPI.ANY_SOURCE, MPI.ANY_TAG, st) == "b"
+        assert (st.Get_source(), st.Get_tag()) == (0, 5)
+        assert world.recv(source=0, tag=6) == "c"
+        assert world.recv(source=MPI.PROC_NULL) is None
+    world.Barrier()
+    if rank == 0:
+        print("FAST OK")
+""")
+
+
+def test_object_send_recv_in_c_accept_mpi4py_call_forms(tmp_path: Path) -> None:
+    prog = tmp_path / "fast.py"
+    prog.write_text(FAST_PATH)
+    proc, lines = run_traced(prog, 2, tmp_path)
+    assert proc.returncode == 0 and "FAST OK" in proc.stdout, proc.stderr
+    assert proc.stdout.count("TypeError:") == 3
+    assert "unexpected keyword argument 'colour'" in proc.stdout
+    assert "missing required argument 'dest'" in proc.stdout
+    assert "multiple values for argument 'tag'" in proc.stdout
+    _, events = validate(lines, prog)
+    sends = [r for r in events if r["kind"] == "send"]
+    assert [(r["dest"], r["tag"]) for r in sends] == [(1, 0), (1, 5), (1, 6)]
+    recvs = [r for r in events if r["kind"] == "recv"]
+    assert [(r["src"], r["tag"]) for r in recvs] == [(-1, -1), (-1, -1), (0, 6)]
+    consumes = [r for r in events if r["kind"] == "consume"]
+    # the real source and tag of a wildcard receive, and the very send, with or
+    # without the caller's Status
+    assert [(c["src"], c["tag"], c["send"]) for c in consumes] == [
+        (0, 0, [0, sends[0]["seq"]]), (0, 5, [0, sends[1]["seq"]]), (0, 6, [0, sends[2]["seq"]])]
+    lines_of = FAST_PATH.splitlines()
+    for r in sends + recvs + consumes:
+        line = int(r["site"].rsplit(":", 1)[1])
+        assert "send(" in lines_of[line - 1] or "recv(" in lines_of[line - 1], r
+
+
 def test_a_message_from_an_unwrapped_send_never_hangs_the_trace(tmp_path: Path) -> None:
     """A persistent send is not traced: the run and its trace go on.
 
