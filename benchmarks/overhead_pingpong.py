@@ -1,16 +1,18 @@
 """Overhead of the trace library: ping-pong and many-to-one wildcard exchange.
 
-Usage: ``python benchmarks/overhead_pingpong.py [--reps 7] [--ranks 4]``
+Usage: ``python benchmarks/overhead_pingpong.py [--reps 15] [--ranks 4]``
 
 One ``mpiexec`` run per pattern, every rank under the trace library
 (``python -m mpvis.instrument.launch``) and shipping its records over TCP to
 a collector stand-in in this process (which reads and discards them, so the
 records really are encoded and sent).  Inside the run, rounds on the traced
 ``MPI.COMM_WORLD`` alternate with rounds on an untraced copy of it
-(``MPI.Intracomm(MPI.COMM_WORLD)``, plain mpi4py), and each figure is the best
-round of each kind: on a shared, busy machine this cancels most of the drift
-that separate runs would suffer.  Prints, per API and message size, the time
-per message and the overhead in percent.  Patterns:
+(``MPI.Intracomm(MPI.COMM_WORLD)``, plain mpi4py).  Prints, per API and
+message size, the best round of each kind (time per message) and two
+overheads: of the best rounds, and the median over adjacent (untraced, traced)
+pairs of rounds, which share the machine's state of the moment.  On a shared
+machine whose speed drifts by several percent, the paired median is the
+steadier figure.  Patterns:
 
 * ``pingpong`` (2 ranks): rank 0 sends, rank 1 replies, both with blocking
   calls; object calls (``send``/``recv``) and buffer calls (``Send``/``Recv``).
@@ -27,6 +29,7 @@ import argparse
 import os
 import re
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -54,6 +57,8 @@ def worker(pattern: str, reps: int) -> None:
             n = _iterations(size)
             data, buf = bytearray(size), bytearray(size)
             best = {"plain": float("inf"), "traced": float("inf")}
+            ratios: list[float] = []
+            last_plain = float("inf")
             for rep in range(2 * reps + 2):  # the first round of each kind warms up
                 kind = ("plain", "traced")[rep % 2]
                 comm = plain if kind == "plain" else traced
@@ -66,10 +71,17 @@ def worker(pattern: str, reps: int) -> None:
                     _manytoone(comm, rank, nprocs, api, n, data, buf)
                     msgs = n * (nprocs - 1)
                 plain.Barrier()
+                per_msg = (time.perf_counter() - t0) / msgs
                 if rep >= 2:
-                    best[kind] = min(best[kind], (time.perf_counter() - t0) / msgs)
+                    best[kind] = min(best[kind], per_msg)
+                    if kind == "traced":
+                        ratios.append(per_msg / last_plain)
+                if kind == "plain":
+                    last_plain = per_msg
             if rank == 0:
-                print(f"RESULT {api} {size} {best['plain']:.9f} {best['traced']:.9f}", flush=True)
+                paired = statistics.median(ratios)
+                print(f"RESULT {api} {size} {best['plain']:.9f} {best['traced']:.9f} "
+                      f"{paired:.6f}", flush=True)
 
 
 def _pingpong(comm, rank, api, n, data, buf) -> None:  # type: ignore[no-untyped-def]  # noqa: PLR0917
@@ -127,7 +139,7 @@ def _discarding_collector() -> str:
 
 def _run(
     pattern: str, ranks: int, reps: int, collector: str
-) -> list[tuple[str, int, float, float]]:
+) -> list[tuple[str, int, float, float, float]]:
     py = sys.executable
     mpiexec = str(Path(py).with_name("mpiexec"))
     cmd = [
@@ -149,15 +161,15 @@ def _run(
         cmd, env=env, capture_output=True, text=True, timeout=1200, check=True
     ).stdout
     return [
-        (m[1], int(m[2]), float(m[3]), float(m[4]))
-        for m in re.finditer(r"RESULT (\w+) (\d+) ([\d.e-]+) ([\d.e-]+)", out)
+        (m[1], int(m[2]), float(m[3]), float(m[4]), float(m[5]))
+        for m in re.finditer(r"RESULT (\w+) (\d+) ([\d.e-]+) ([\d.e-]+) ([\d.e-]+)", out)
     ]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--worker", metavar="PATTERN")
-    parser.add_argument("--reps", type=int, default=7)
+    parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--ranks", type=int, default=4, help="ranks of the many-to-one pattern")
     args = parser.parse_args()
     if args.worker:
@@ -166,13 +178,14 @@ def main() -> None:
     collector = _discarding_collector()
     print(
         f"{'pattern':<10} {'api':<4} {'size':>8} {'plain us':>10} {'traced us':>10} {'overhead':>9}"
+        f" {'paired median':>14}"
     )
     for pattern, ranks in (("pingpong", 2), ("manytoone", args.ranks)):
-        for api, size, plain, traced in _run(pattern, ranks, args.reps, collector):
+        for api, size, plain, traced, paired in _run(pattern, ranks, args.reps, collector):
             p, t = plain * 1e6, traced * 1e6
             print(
                 f"{pattern:<10} {api:<4} {size:>8} {p:>10.2f} {t:>10.2f} "
-                f"{(t - p) / p * 100:>8.1f}%",
+                f"{(t - p) / p * 100:>8.1f}% {(paired - 1) * 100:>13.1f}%",
                 flush=True,
             )
 
