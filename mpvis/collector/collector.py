@@ -423,6 +423,9 @@ class Collector:
         sent = -1
         try:
             while True:
+                # Cleared before the scan, not after the drain: an envelope sealed
+                # while drain() waits sets it again, so no wake-up is lost.
+                self._wake.clear()
                 for batch, frame in list(self._unacked):
                     if batch > sent:
                         writer.write(frame)
@@ -430,7 +433,6 @@ class Collector:
                 await writer.drain()
                 if acks.done():
                     break
-                self._wake.clear()
                 waker = asyncio.create_task(self._wake.wait())
                 await asyncio.wait({acks, waker}, return_when=asyncio.FIRST_COMPLETED)
                 waker.cancel()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 import threading
@@ -222,6 +223,62 @@ def test_a_dropped_connection_loses_and_duplicates_nothing(
     assert col.reconnects >= 8 and proxy.accepted >= 9
     assert_each_record_once(journal_lines(info["journal"]), {r: n + 1 for r in range(3)})
     assert info["records"] == len(recorded.records) == 3 * (n + 1)
+
+
+class _StalledWriter:
+    """An uplink whose ``drain()`` waits until the test lets it go."""
+
+    def __init__(self) -> None:
+        self.frames: list[bytes] = []
+        self.draining = asyncio.Event()
+        self.release = asyncio.Event()
+
+    def write(self, frame: bytes) -> None:
+        self.frames.append(frame)
+
+    async def drain(self) -> None:
+        self.draining.set()
+        await self.release.wait()
+
+
+class _SilentReader:
+    async def read(self, n: int) -> bytes:
+        await asyncio.Event().wait()  # no ACK ever comes
+        return b""
+
+
+def test_an_envelope_sealed_while_the_uplink_drains_is_sent() -> None:
+    """The uplink waits for room (a slow central process) while an envelope is
+    sealed: it must still go out.  A lost wake-up once left the run's last
+    envelopes unsent, and the run never ended."""
+
+    async def scenario() -> list[int]:
+        col = Collector(("127.0.0.1", 9), "token", "run-1", header=make_header(1))
+        col._wake, col._room = asyncio.Event(), asyncio.Event()
+        col._room.set()
+        col._take([state(0, 0)])
+        col._seal()
+        writer = _StalledWriter()
+        pump = asyncio.create_task(col._pump(_SilentReader(), writer))  # type: ignore[arg-type]
+        await asyncio.wait_for(writer.draining.wait(), 5)
+        col._take([state(0, 1)])
+        col._seal()  # while drain() waits
+        writer.release.set()
+        for _ in range(100):
+            await asyncio.sleep(0.01)
+            if len(writer.frames) == 3:
+                break
+        pump.cancel()
+        batches = []
+        for frame in writer.frames[1:]:  # after HELLO
+            dec = FrameDecoder()
+            dec.receive_data(frame)
+            ev = dec.next_event()
+            assert isinstance(ev, Message)
+            batches.append(ev.body["batch"])
+        return batches
+
+    assert asyncio.run(scenario()) == [0, 1]
 
 
 def test_the_central_process_drops_resent_batches(
