@@ -395,13 +395,10 @@ static int chans_grow(Recorder *self) {
 /* consume_chan(comm, recv, src, tag, exact) -> seq: the consume of a buffer message
  * from world rank src; the channel's counter says which of its messages this is.
  * With exact false (completion order unknown) the ordinal is counted, not recorded. */
-static PyObject *R_consume_chan(Recorder *self, PyObject *const *args, Py_ssize_t n) {
-    int64_t comm, recv; int32_t src, tag;
-    if (!nargs_ok("consume_chan", n, 5) || get_i64(args[0], &comm) || get_i64(args[1], &recv) ||
-        get_i32(args[2], &src) || get_i32(args[3], &tag))
-        return NULL;
-    int exact = PyObject_IsTrue(args[4]);
-    if (exact < 0) return NULL;
+/* The consume of a buffer message (see consume_chan below); ``site`` as for
+ * unwrap_msg.  Returns the record or NULL. */
+static rec_t *chan_consume(Recorder *self, int64_t comm, int64_t recv, int32_t src, int32_t tag,
+                           int exact, uint32_t site) {
     if ((self->nchans + 1) * 2 > self->capchans && chans_grow(self) < 0) return NULL;
     size_t j = hash_chan(comm, src, tag) & (self->capchans - 1);
     while (self->chans[j].used &&
@@ -412,11 +409,23 @@ static PyObject *R_consume_chan(Recorder *self, PyObject *const *args, Py_ssize_
         s->used = 1; s->comm = comm; s->src = src; s->tag = tag; s->count = 0;
         self->nchans++;
     }
-    rec_t *r = append(self, K_CONSUME, 1);
+    rec_t *r = append(self, K_CONSUME, site == 0);
     if (!r) return NULL;
+    if (site) r->site = site;
     r->flags = exact ? F_CHAN : 0;
     r->comm = comm; r->a = src; r->b = tag; r->c = recv; r->d = s->count++;
-    return seq_of(r);
+    return r;
+}
+
+static PyObject *R_consume_chan(Recorder *self, PyObject *const *args, Py_ssize_t n) {
+    int64_t comm, recv; int32_t src, tag;
+    if (!nargs_ok("consume_chan", n, 5) || get_i64(args[0], &comm) || get_i64(args[1], &recv) ||
+        get_i32(args[2], &src) || get_i32(args[3], &tag))
+        return NULL;
+    int exact = PyObject_IsTrue(args[4]);
+    if (exact < 0) return NULL;
+    rec_t *r = chan_consume(self, comm, recv, src, tag, exact, 0);
+    return r ? seq_of(r) : NULL;
 }
 
 /* wait(reqs) -> seq: the requests (a list of ints) completed by one call. */
@@ -610,10 +619,11 @@ static PyTypeObject RecorderType = {
  * binds the recorder and the originals (MPI.Intracomm.send / recv).
  */
 static Recorder *g_rec;
-static PyObject *g_orig_send, *g_orig_recv, *g_hooks, *g_status;
+static PyObject *g_orig_send, *g_orig_recv, *g_orig_Send, *g_orig_Recv, *g_hooks, *g_status;
 static long g_proc_null, g_any_source, g_any_tag;
-static PyObject *s_mv_id, *s_mv_w, *s_send_slow, *s_recv_slow, *s_source, *s_tag;
-static PyObject *s_send_names[3], *s_recv_names[4];  /* interned parameter names */
+static PyObject *s_mv_id, *s_mv_w, *s_mv_pending, *s_send_slow, *s_recv_slow, *s_Send_slow,
+    *s_Recv_slow, *s_source, *s_tag;
+static PyObject *s_send_names[3], *s_recv_names[4], *s_Send_names[3];  /* interned names */
 
 /* The source and tag of an mpi4py Status. */
 static int status_source_tag(PyObject *status, int32_t *source, int32_t *tag) {
@@ -672,6 +682,7 @@ static int bind_args(const char *fn, const char *const *names, PyObject *const *
  * never name a freed object) and what fast_comm found for it: a traced
  * communicator's id and rank mapping are set at its creation and never change. */
 static PyObject *g_last_comm;
+static PyObject *g_last_pending;  /* its _mv_pending dict (kept alive by the communicator) */
 static int64_t g_last_cid;
 static int g_last_identity;
 
@@ -685,15 +696,21 @@ static int fast_comm(PyObject *self, int64_t *cid) {
         int identity = w == Py_None;
         Py_DECREF(w);
         int64_t id = -1;
+        PyObject *pending = NULL;
         if (identity) {
             PyObject *ido = PyObject_GetAttr(self, s_mv_id);
             if (!ido) return -1;
             int bad = get_i64(ido, &id);
             Py_DECREF(ido);
             if (bad) return -1;
+            pending = PyObject_GetAttr(self, s_mv_pending);
+            if (!pending) return -1;
+            Py_DECREF(pending);  /* borrowed: the communicator holds it */
+            if (!PyDict_Check(pending)) identity = 0;
         }
         Py_INCREF(self);
         Py_XSETREF(g_last_comm, self);
+        g_last_pending = pending;
         g_last_cid = id;
         g_last_identity = identity;
     }
@@ -783,11 +800,86 @@ static PyObject *F_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     return res;
 }
 
+/* Send(buf, dest, tag=0): the buffer goes alone; the send is marked a buffer send. */
+static PyObject *F_Send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    static const char *const names[] = {"buf", "dest", "tag"};
+    PyObject *a[3] = {NULL, NULL, NULL};
+    if (bind_args("Send", names, s_Send_names, 3, 2, args, nargs, kwnames, a) < 0) return NULL;
+    int64_t cid;
+    int32_t dest, tag = 0;
+    if (get_i32(a[1], &dest) || (a[2] && get_i32(a[2], &tag))) return NULL;
+    int fast = dest == g_proc_null ? 0 : fast_comm(self, &cid);
+    if (fast < 0) return NULL;
+    PyObject *tag_obj = a[2] ? (Py_INCREF(a[2]), a[2]) : PyLong_FromLong(0);
+    if (!tag_obj) return NULL;
+    PyObject *call[4] = {self, a[0], a[1], tag_obj};
+    PyObject *res = NULL;
+    if (!fast) {
+        res = PyObject_VectorcallMethod(s_Send_slow, call, 4, NULL);
+    } else {
+        rec_t *r = append(g_rec, K_SEND, 1);
+        if (r) {
+            r->flags = F_BLOCKING | F_BUF;
+            r->comm = cid; r->a = dest; r->b = tag;
+            res = PyObject_Vectorcall(g_orig_Send, call, 4, NULL);
+        }
+    }
+    Py_DECREF(tag_obj);
+    return res;
+}
+
+/* Recv(buf, source=ANY_SOURCE, tag=ANY_TAG, status=None): the consume records the
+ * channel ordinal (exact when no receive of this communicator is pending). */
+static PyObject *F_Recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    static const char *const names[] = {"buf", "source", "tag", "status"};
+    PyObject *a[4] = {NULL, NULL, NULL, NULL};
+    if (bind_args("Recv", names, s_recv_names, 4, 1, args, nargs, kwnames, a) < 0) return NULL;
+    int32_t source = (int32_t)g_any_source, tag = (int32_t)g_any_tag;
+    if ((a[1] && get_i32(a[1], &source)) || (a[2] && get_i32(a[2], &tag))) return NULL;
+    int64_t cid;
+    int fast = source == g_proc_null ? 0 : fast_comm(self, &cid);
+    if (fast < 0) return NULL;
+    if (fast && PyDict_GET_SIZE(g_last_pending)) fast = 0;  /* ordering needs the Python path */
+    PyObject *src_obj = a[1] ? (Py_INCREF(a[1]), a[1]) : PyLong_FromLong(g_any_source);
+    PyObject *tag_obj = a[2] ? (Py_INCREF(a[2]), a[2]) : PyLong_FromLong(g_any_tag);
+    PyObject *res = NULL;
+    if (src_obj && tag_obj) {
+        PyObject *call[5] = {self, a[0], src_obj, tag_obj, a[3] ? a[3] : Py_None};
+        if (!fast) {
+            res = PyObject_VectorcallMethod(s_Recv_slow, call, 5, NULL);
+        } else {
+            rec_t *r = append(g_rec, K_RECV, 1);
+            if (r) {
+                r->flags = F_BLOCKING;
+                r->comm = cid;
+                r->a = source == g_any_source ? -1 : source;
+                r->b = tag == g_any_tag ? -1 : tag;
+                int64_t rseq = r->seq;
+                uint32_t site = r->site;
+                int wild = source == g_any_source || tag == g_any_tag;
+                if (wild && call[4] == Py_None) call[4] = g_status;
+                res = PyObject_Vectorcall(g_orig_Recv, call, 5, NULL);
+                if (res && wild && status_source_tag(call[4], &source, &tag) < 0) Py_CLEAR(res);
+                if (res && !chan_consume(g_rec, cid, rseq, source, tag, 1, site)) Py_CLEAR(res);
+            }
+        }
+    }
+    Py_XDECREF(src_obj);
+    Py_XDECREF(tag_obj);
+    return res;
+}
+
 static PyMethodDef F_methods[] = {
     {"send", (PyCFunction)(void (*)(void))F_send, METH_FASTCALL | METH_KEYWORDS,
      "send(obj, dest, tag=0): mpi4py's send, traced (piggyback and record)"},
     {"recv", (PyCFunction)(void (*)(void))F_recv, METH_FASTCALL | METH_KEYWORDS,
      "recv(buf=None, source=ANY_SOURCE, tag=ANY_TAG, status=None): mpi4py's recv, traced"},
+    {"Send", (PyCFunction)(void (*)(void))F_Send, METH_FASTCALL | METH_KEYWORDS,
+     "Send(buf, dest, tag=0): mpi4py's Send, traced (the buffer goes alone)"},
+    {"Recv", (PyCFunction)(void (*)(void))F_Recv, METH_FASTCALL | METH_KEYWORDS,
+     "Recv(buf, source=ANY_SOURCE, tag=ANY_TAG, status=None): mpi4py's Recv, traced"},
     {NULL},
 };
 
@@ -796,13 +888,14 @@ static PyTypeObject FastP2PType = {
     .tp_name = "mpvis.instrument._crecorder.FastP2P",
     .tp_basicsize = sizeof(PyObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,
-    .tp_doc = "Mixin: traced blocking object send/recv in C (see configure()).",
+    .tp_doc = "Mixin: traced blocking send/recv and Send/Recv in C (see configure()).",
     .tp_methods = F_methods,
 };
 
-/* configure(recorder, orig_send, orig_recv, hooks, proc_null, any_source, any_tag, status) */
+/* configure(recorder, orig_send, orig_recv, hooks, proc_null, any_source, any_tag, status,
+ *           orig_Send, orig_Recv) */
 static PyObject *M_configure(PyObject *mod, PyObject *const *args, Py_ssize_t n) {
-    if (!nargs_ok("configure", n, 8)) return NULL;
+    if (!nargs_ok("configure", n, 10)) return NULL;
     if (!PyObject_TypeCheck(args[0], &RecorderType) || !PyList_Check(args[3]) ||
         PyList_GET_SIZE(args[3]) != 1) {
         PyErr_SetString(PyExc_TypeError, "configure(recorder, send, recv, [hooks], ...)");
@@ -811,6 +904,8 @@ static PyObject *M_configure(PyObject *mod, PyObject *const *args, Py_ssize_t n)
     long pn = PyLong_AsLong(args[4]), as = PyLong_AsLong(args[5]), at = PyLong_AsLong(args[6]);
     if (PyErr_Occurred()) return NULL;
     Py_INCREF(args[7]); Py_XSETREF(g_status, args[7]);
+    Py_INCREF(args[8]); Py_XSETREF(g_orig_Send, args[8]);
+    Py_INCREF(args[9]); Py_XSETREF(g_orig_Recv, args[9]);
     Py_INCREF(args[0]); Py_XSETREF(g_rec, (Recorder *)args[0]);
     Py_INCREF(args[1]); Py_XSETREF(g_orig_send, args[1]);
     Py_INCREF(args[2]); Py_XSETREF(g_orig_recv, args[2]);
@@ -822,7 +917,7 @@ static PyObject *M_configure(PyObject *mod, PyObject *const *args, Py_ssize_t n)
 static PyMethodDef M_methods[] = {
     {"configure", (PyCFunction)(void (*)(void))M_configure, METH_FASTCALL,
      "configure(recorder, orig_send, orig_recv, hooks, PROC_NULL, ANY_SOURCE, ANY_TAG, "
-     "status)"},
+     "status, orig_Send, orig_Recv)"},
     {NULL},
 };
 
@@ -838,10 +933,17 @@ PyMODINIT_FUNC PyInit__crecorder(void) {
     s_mv_w = PyUnicode_InternFromString("_mv_w");
     s_send_slow = PyUnicode_InternFromString("_mv_send_slow");
     s_recv_slow = PyUnicode_InternFromString("_mv_recv_slow");
+    s_Send_slow = PyUnicode_InternFromString("_mv_Send_slow");
+    s_Recv_slow = PyUnicode_InternFromString("_mv_Recv_slow");
+    s_mv_pending = PyUnicode_InternFromString("_mv_pending");
+    if (!s_Send_slow || !s_Recv_slow || !s_mv_pending) return NULL;
     s_source = PyUnicode_InternFromString("source");
     s_tag = PyUnicode_InternFromString("tag");
     if (!s_mv_id || !s_mv_w || !s_send_slow || !s_recv_slow || !s_source || !s_tag) return NULL;
     const char *send_names[] = {"obj", "dest", "tag"};
+    const char *Send_names[] = {"buf", "dest", "tag"};
+    for (int i = 0; i < 3; i++)
+        if (!(s_Send_names[i] = PyUnicode_InternFromString(Send_names[i]))) return NULL;
     const char *recv_names[] = {"buf", "source", "tag", "status"};
     for (int i = 0; i < 3; i++)
         if (!(s_send_names[i] = PyUnicode_InternFromString(send_names[i]))) return NULL;

@@ -27,7 +27,12 @@ class FastP2P:
         self, buf: Any = None, source: int = ..., tag: int = ..., status: Any = None
     ) -> Any: ...
 
+    def Send(self, buf: Any, dest: int, tag: int = 0) -> None: ...
+    def Recv(
+        self, buf: Any, source: int = ..., tag: int = ..., status: Any = None
+    ) -> None: ...
+
 def configure(
     recorder: Recorder, orig_send: Any, orig_recv: Any, hooks: list[Any], proc_null: int,
-    any_source: int, any_tag: int, status: Any, /,
+    any_source: int, any_tag: int, status: Any, orig_send_buf: Any, orig_recv_buf: Any, /,
 ) -> None: ...

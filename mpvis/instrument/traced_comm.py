@@ -104,12 +104,13 @@ def _t(tag: int) -> int:
 class TracedIntracomm(FastP2P, MPI.Intracomm):
     """An intracommunicator whose point-to-point calls are traced (module docstring).
 
-    The blocking object calls ``send`` and ``recv``, the most frequent in mpi4py
-    programs, come from :class:`~mpvis.instrument._crecorder.FastP2P`: written
-    in C, they record, piggyback and call mpi4py's method with no Python frame
-    of their own; whatever their fast path does not cover (record/replay hooks,
-    a derived communicator's rank translation, ``PROC_NULL``) they hand to
-    :meth:`_mv_send_slow` and :meth:`_mv_recv_slow`.
+    The blocking calls ``send``, ``recv``, ``Send`` and ``Recv``, the most
+    frequent in mpi4py programs, come from
+    :class:`~mpvis.instrument._crecorder.FastP2P`: written in C, they record,
+    piggyback and call mpi4py's method with no Python frame of their own;
+    whatever their fast path does not cover (record/replay hooks, a derived
+    communicator's rank translation, ``PROC_NULL``, a ``Recv`` while receives
+    of the communicator are pending) they hand to the ``_mv_*_slow`` methods.
     """
 
     __slots__ = (
@@ -370,13 +371,9 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
             return out
         return TracedRequest.of(out, SEND, seq, self)
 
-    def Send(self, buf: Any, dest: int, tag: int = 0) -> None:
-        if dest != _PROC_NULL and _HOOKS[0] is None:
-            w = self._mv_w
-            _rsend(self._mv_id, dest if w is None else w[dest], tag, BLOCKING | BUF)
-            _C.Send(self, buf, dest, tag)
-        else:
-            self._mv_buf_send(_C.Send, buf, dest, tag, BLOCKING)
+    def _mv_Send_slow(self, buf: Any, dest: int, tag: int) -> None:
+        """``Send`` outside the C fast path."""
+        self._mv_buf_send(_C.Send, buf, dest, tag, BLOCKING)
 
     def Ssend(self, buf: Any, dest: int, tag: int = 0) -> None:
         self._mv_buf_send(_C.Ssend, buf, dest, tag, BLOCKING | SYNC)
@@ -399,31 +396,17 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
     def Irsend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
         return self._mv_buf_send(_C.Irsend, buf, dest, tag, 0)
 
-    def Recv(
-        self,
-        buf: Any,
-        source: int = _ANY_SOURCE,
-        tag: int = _ANY_TAG,
-        status: MPI.Status | None = None,
+    def _mv_Recv_slow(
+        self, buf: Any, source: int, tag: int, status: MPI.Status | None
     ) -> None:
+        """``Recv`` outside the C fast path."""
         if source == _PROC_NULL:
-            return _C.Recv(self, buf, source, tag, status)
-        if _HOOKS[0] is None and source != _ANY_SOURCE and tag != _ANY_TAG:
-            # Source and tag are known: no Status needed.
-            w, cid = self._mv_w, self._mv_id
-            wsrc = source if w is None else w[source]
-            rseq = _rrecv(cid, wsrc, tag, True)
             _C.Recv(self, buf, source, tag, status)
-            if self._mv_pending:
-                self._mv_consume_buf(rseq, source, tag, False)
-            else:
-                _rchan(cid, rseq, wsrc, tag, True)
-            return None
+            return
         rseq, source, tag = self._mv_post_recv(source, tag, True)
         st = _Status() if status is None else status
         _C.Recv(self, buf, source, tag, st)
         self._mv_consume_status(rseq, st, False)
-        return None
 
     def Irecv(self, buf: Any, source: int = _ANY_SOURCE, tag: int = _ANY_TAG) -> MPI.Request:
         if source == _PROC_NULL:
@@ -583,7 +566,8 @@ def bind_world(recorder: Recorder) -> TracedIntracomm:
         recorder.unwrap,
         recorder.consume_chan,
     )
-    configure(recorder, _C.send, _C.recv, _HOOKS, _PROC_NULL, _ANY_SOURCE, _ANY_TAG, _Status())
+    configure(recorder, _C.send, _C.recv, _HOOKS, _PROC_NULL, _ANY_SOURCE, _ANY_TAG, _Status(),
+              _C.Send, _C.Recv)
     TracedIntracomm._mv_rec = recorder
     TracedRequest._mv_rec = recorder
     world = _C(MPI.COMM_WORLD)

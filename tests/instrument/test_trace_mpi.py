@@ -302,6 +302,18 @@ FAST_PATH = textwrap.dedent("""
         assert (st.Get_source(), st.Get_tag()) == (0, 5)
         assert world.recv(source=0, tag=6) == "c"
         assert world.recv(source=MPI.PROC_NULL) is None
+    buf = bytearray(4)
+    if rank == 0:
+        world.Send(b"abcd", 1)                           # buffers: default tag
+        world.Send(buf=b"efgh", dest=1, tag=7)
+        world.Send(b"ijkl", MPI.PROC_NULL)
+    else:
+        world.Recv(buf)                                  # every argument defaulted
+        assert buf == b"abcd"
+        st = MPI.Status()
+        world.Recv(buf, source=MPI.ANY_SOURCE, tag=7, status=st)
+        assert buf == b"efgh" and (st.Get_source(), st.Get_tag()) == (0, 7)
+        world.Recv(buf, source=MPI.PROC_NULL)
     world.Barrier()
     if rank == 0:
         print("FAST OK")
@@ -319,18 +331,19 @@ def test_object_send_recv_in_c_accept_mpi4py_call_forms(tmp_path: Path) -> None:
     assert "multiple values for argument 'tag'" in proc.stdout
     _, events = validate(lines, prog)
     sends = [r for r in events if r["kind"] == "send"]
-    assert [(r["dest"], r["tag"]) for r in sends] == [(1, 0), (1, 5), (1, 6)]
+    assert [(r["dest"], r["tag"]) for r in sends] == [(1, 0), (1, 5), (1, 6), (1, 0), (1, 7)]
     recvs = [r for r in events if r["kind"] == "recv"]
-    assert [(r["src"], r["tag"]) for r in recvs] == [(-1, -1), (-1, -1), (0, 6)]
+    assert [(r["src"], r["tag"]) for r in recvs] == [(-1, -1), (-1, -1), (0, 6), (-1, -1),
+                                                     (-1, 7)]
     consumes = [r for r in events if r["kind"] == "consume"]
     # the real source and tag of a wildcard receive, and the very send, with or
-    # without the caller's Status
+    # without the caller's Status (objects by piggyback, buffers by channel)
     assert [(c["src"], c["tag"], c["send"]) for c in consumes] == [
-        (0, 0, [0, sends[0]["seq"]]), (0, 5, [0, sends[1]["seq"]]), (0, 6, [0, sends[2]["seq"]])]
+        (0, t, [0, s["seq"]]) for t, s in zip((0, 5, 6, 0, 7), sends, strict=True)]
     lines_of = FAST_PATH.splitlines()
     for r in sends + recvs + consumes:
         line = int(r["site"].rsplit(":", 1)[1])
-        assert "send(" in lines_of[line - 1] or "recv(" in lines_of[line - 1], r
+        assert any(f in lines_of[line - 1] for f in ("send(", "recv(", "Send(", "Recv(")), r
 
 
 def test_a_message_from_an_unwrapped_send_never_hangs_the_trace(tmp_path: Path) -> None:
