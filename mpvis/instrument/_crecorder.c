@@ -755,49 +755,84 @@ static PyObject *F_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     return res;
 }
 
-static PyObject *F_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
-                        PyObject *kwnames) {
+/* A blocking receive's call in progress: mpi4py's arguments (``call``), and on the
+ * fast path the receive's record (seq, site) and the message's source and tag. */
+typedef struct {
+    PyObject *call[5];        /* self, buf, source, tag, status (new refs: source, tag) */
+    int fast, wild;
+    int64_t cid, rseq;
+    uint32_t site;
+    int32_t source, tag;
+} recv_call;
+
+/* Bind (buf, source, tag, status) and decide the path; 0 or -1 (error). */
+static int recv_prepare(const char *fn, int buf_required, PyObject *self, PyObject *const *args,
+                        Py_ssize_t nargs, PyObject *kwnames, recv_call *rc) {
     static const char *const names[] = {"buf", "source", "tag", "status"};
     PyObject *a[4] = {NULL, NULL, NULL, NULL};
-    if (bind_args("recv", names, s_recv_names, 4, 0, args, nargs, kwnames, a) < 0) return NULL;
-    int32_t source = (int32_t)g_any_source, tag = (int32_t)g_any_tag;
-    if ((a[1] && get_i32(a[1], &source)) || (a[2] && get_i32(a[2], &tag))) return NULL;
-    int64_t cid;
-    int fast = source == g_proc_null ? 0 : fast_comm(self, &cid);
-    if (fast < 0) return NULL;
-    PyObject *src_obj = a[1] ? (Py_INCREF(a[1]), a[1]) : PyLong_FromLong(g_any_source);
-    PyObject *tag_obj = a[2] ? (Py_INCREF(a[2]), a[2]) : PyLong_FromLong(g_any_tag);
-    PyObject *res = NULL;
-    if (src_obj && tag_obj) {
-        PyObject *call[5] = {self, a[0] ? a[0] : Py_None, src_obj, tag_obj,
-                             a[3] ? a[3] : Py_None};
-        if (!fast) {
-            res = PyObject_VectorcallMethod(s_recv_slow, call, 5, NULL);
-        } else {
-            rec_t *r = append(g_rec, K_RECV, 1);
-            if (r) {
-                r->flags = F_BLOCKING;
-                r->comm = cid;
-                r->a = source == g_any_source ? -1 : source;
-                r->b = tag == g_any_tag ? -1 : tag;
-                int64_t rseq = r->seq;
-                uint32_t site = r->site;  /* the consume's too: same call */
-                /* a wildcard's real source and tag come from the status */
-                int wild = source == g_any_source || tag == g_any_tag;
-                if (wild && call[4] == Py_None) call[4] = g_status;
-                PyObject *msg = PyObject_Vectorcall(g_orig_recv, call, 5, NULL);
-                if (msg && wild && status_source_tag(call[4], &source, &tag) < 0)
-                    Py_CLEAR(msg);
-                if (msg) {
-                    res = unwrap_msg(g_rec, cid, rseq, msg, source, tag, site);
-                    Py_DECREF(msg);
-                }
-            }
-        }
+    if (bind_args(fn, names, s_recv_names, 4, buf_required, args, nargs, kwnames, a) < 0)
+        return -1;
+    rc->source = (int32_t)g_any_source;
+    rc->tag = (int32_t)g_any_tag;
+    if ((a[1] && get_i32(a[1], &rc->source)) || (a[2] && get_i32(a[2], &rc->tag))) return -1;
+    rc->fast = rc->source == g_proc_null ? 0 : fast_comm(self, &rc->cid);
+    if (rc->fast < 0) return -1;
+    rc->wild = rc->source == g_any_source || rc->tag == g_any_tag;
+    PyObject *src = a[1] ? (Py_INCREF(a[1]), a[1]) : PyLong_FromLong(g_any_source);
+    PyObject *tag = a[2] ? (Py_INCREF(a[2]), a[2]) : PyLong_FromLong(g_any_tag);
+    if (!src || !tag) {
+        Py_XDECREF(src);
+        Py_XDECREF(tag);
+        return -1;
     }
-    Py_XDECREF(src_obj);
-    Py_XDECREF(tag_obj);
+    rc->call[0] = self;
+    rc->call[1] = a[0] ? a[0] : Py_None;
+    rc->call[2] = src;
+    rc->call[3] = tag;
+    rc->call[4] = a[3] ? a[3] : Py_None;
+    return 0;
+}
+
+/* Fast path: record the receive (the status a wildcard needs is ours if the
+ * caller gave none); 0 or -1. */
+static int recv_record(recv_call *rc) {
+    rec_t *r = append(g_rec, K_RECV, 1);
+    if (!r) return -1;
+    r->flags = F_BLOCKING;
+    r->comm = rc->cid;
+    r->a = rc->source == g_any_source ? -1 : rc->source;
+    r->b = rc->tag == g_any_tag ? -1 : rc->tag;
+    rc->rseq = r->seq;
+    rc->site = r->site;  /* the consume's too: same call */
+    if (rc->wild && rc->call[4] == Py_None) rc->call[4] = g_status;
+    return 0;
+}
+
+/* After the receive: the message's real source and tag; 0 or -1. */
+static int recv_matched(recv_call *rc) {
+    return rc->wild ? status_source_tag(rc->call[4], &rc->source, &rc->tag) : 0;
+}
+
+static PyObject *recv_done(recv_call *rc, PyObject *res) {
+    Py_DECREF(rc->call[2]);
+    Py_DECREF(rc->call[3]);
     return res;
+}
+
+static PyObject *F_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                        PyObject *kwnames) {
+    recv_call rc;
+    if (recv_prepare("recv", 0, self, args, nargs, kwnames, &rc) < 0) return NULL;
+    if (!rc.fast)
+        return recv_done(&rc, PyObject_VectorcallMethod(s_recv_slow, rc.call, 5, NULL));
+    PyObject *res = NULL;
+    if (recv_record(&rc) == 0) {
+        PyObject *msg = PyObject_Vectorcall(g_orig_recv, rc.call, 5, NULL);
+        if (msg && recv_matched(&rc) == 0)
+            res = unwrap_msg(g_rec, rc.cid, rc.rseq, msg, rc.source, rc.tag, rc.site);
+        Py_XDECREF(msg);
+    }
+    return recv_done(&rc, res);
 }
 
 /* Send(buf, dest, tag=0): the buffer goes alone; the send is marked a buffer send. */
@@ -830,45 +865,22 @@ static PyObject *F_Send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
 }
 
 /* Recv(buf, source=ANY_SOURCE, tag=ANY_TAG, status=None): the consume records the
- * channel ordinal (exact when no receive of this communicator is pending). */
+ * channel ordinal (exact: no receive of this communicator is pending). */
 static PyObject *F_Recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames) {
-    static const char *const names[] = {"buf", "source", "tag", "status"};
-    PyObject *a[4] = {NULL, NULL, NULL, NULL};
-    if (bind_args("Recv", names, s_recv_names, 4, 1, args, nargs, kwnames, a) < 0) return NULL;
-    int32_t source = (int32_t)g_any_source, tag = (int32_t)g_any_tag;
-    if ((a[1] && get_i32(a[1], &source)) || (a[2] && get_i32(a[2], &tag))) return NULL;
-    int64_t cid;
-    int fast = source == g_proc_null ? 0 : fast_comm(self, &cid);
-    if (fast < 0) return NULL;
-    if (fast && PyDict_GET_SIZE(g_last_pending)) fast = 0;  /* ordering needs the Python path */
-    PyObject *src_obj = a[1] ? (Py_INCREF(a[1]), a[1]) : PyLong_FromLong(g_any_source);
-    PyObject *tag_obj = a[2] ? (Py_INCREF(a[2]), a[2]) : PyLong_FromLong(g_any_tag);
+    recv_call rc;
+    if (recv_prepare("Recv", 1, self, args, nargs, kwnames, &rc) < 0) return NULL;
+    if (rc.fast && PyDict_GET_SIZE(g_last_pending)) rc.fast = 0;  /* needs completion order */
+    if (!rc.fast)
+        return recv_done(&rc, PyObject_VectorcallMethod(s_Recv_slow, rc.call, 5, NULL));
     PyObject *res = NULL;
-    if (src_obj && tag_obj) {
-        PyObject *call[5] = {self, a[0], src_obj, tag_obj, a[3] ? a[3] : Py_None};
-        if (!fast) {
-            res = PyObject_VectorcallMethod(s_Recv_slow, call, 5, NULL);
-        } else {
-            rec_t *r = append(g_rec, K_RECV, 1);
-            if (r) {
-                r->flags = F_BLOCKING;
-                r->comm = cid;
-                r->a = source == g_any_source ? -1 : source;
-                r->b = tag == g_any_tag ? -1 : tag;
-                int64_t rseq = r->seq;
-                uint32_t site = r->site;
-                int wild = source == g_any_source || tag == g_any_tag;
-                if (wild && call[4] == Py_None) call[4] = g_status;
-                res = PyObject_Vectorcall(g_orig_Recv, call, 5, NULL);
-                if (res && wild && status_source_tag(call[4], &source, &tag) < 0) Py_CLEAR(res);
-                if (res && !chan_consume(g_rec, cid, rseq, source, tag, 1, site)) Py_CLEAR(res);
-            }
-        }
+    if (recv_record(&rc) == 0) {
+        res = PyObject_Vectorcall(g_orig_Recv, rc.call, 5, NULL);
+        if (res && (recv_matched(&rc) < 0 ||
+                    !chan_consume(g_rec, rc.cid, rc.rseq, rc.source, rc.tag, 1, rc.site)))
+            Py_CLEAR(res);
     }
-    Py_XDECREF(src_obj);
-    Py_XDECREF(tag_obj);
-    return res;
+    return recv_done(&rc, res);
 }
 
 static PyMethodDef F_methods[] = {
