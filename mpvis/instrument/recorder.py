@@ -62,8 +62,12 @@ Drained = tuple[bytes, int, list[str], int, list[Any]]
 
 
 def clean_state(variables: dict[str, Any]) -> dict[str, Any]:
-    """``state`` variables with values that are not JSON scalars replaced by their ``repr``."""
-    return {
-        str(k): v if v is None or type(v) in (int, float, str, bool) else repr(v)
-        for k, v in variables.items()
-    }
+    """``state`` variables with values that are not JSON scalars replaced by their
+    ``repr``; so are integers beyond 64 bits, which the wire format cannot carry."""
+    return {str(k): v if _scalar(v) else repr(v) for k, v in variables.items()}
+
+
+def _scalar(v: object) -> bool:
+    if type(v) is int:
+        return -(2**63) <= v < 2**64
+    return v is None or type(v) in (float, str, bool)
