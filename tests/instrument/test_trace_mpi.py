@@ -252,12 +252,20 @@ COVERAGE = textwrap.dedent("""
 """)
 
 
+def run_inline(
+    tmp: Path, name: str, source: str, n: int, done: str
+) -> tuple[subprocess.CompletedProcess[str], list[Record]]:
+    """Run the program text ``source`` on ``n`` ranks; it must end normally and
+    print ``done``.  Returns the process and the validated events."""
+    prog = tmp / f"{name}.py"
+    prog.write_text(source)
+    proc, lines = run_traced(prog, n, tmp)
+    assert proc.returncode == 0 and done in proc.stdout, proc.stderr
+    return proc, validate(lines, prog)[1]
+
+
 def test_every_wrapped_call_on_a_derived_communicator(tmp_path: Path) -> None:
-    prog = tmp_path / "coverage.py"
-    prog.write_text(COVERAGE)
-    proc, lines = run_traced(prog, 4, tmp_path)
-    assert proc.returncode == 0 and "COVERAGE OK" in proc.stdout, proc.stderr
-    _, events = validate(lines, prog)
+    _, events = run_inline(tmp_path, "coverage", COVERAGE, 4, "COVERAGE OK")
     consumes = [r for r in events if r["kind"] == "consume"]
     assert len(consumes) == 4 * 7  # per rank: 3 object receives, 4 buffer receives
     assert all("send" in c for c in consumes)  # no ambiguous completion in this program
@@ -321,15 +329,11 @@ FAST_PATH = textwrap.dedent("""
 
 
 def test_object_send_recv_in_c_accept_mpi4py_call_forms(tmp_path: Path) -> None:
-    prog = tmp_path / "fast.py"
-    prog.write_text(FAST_PATH)
-    proc, lines = run_traced(prog, 2, tmp_path)
-    assert proc.returncode == 0 and "FAST OK" in proc.stdout, proc.stderr
+    proc, events = run_inline(tmp_path, "fast", FAST_PATH, 2, "FAST OK")
     assert proc.stdout.count("TypeError:") == 3
     assert "unexpected keyword argument 'colour'" in proc.stdout
     assert "missing required argument 'dest'" in proc.stdout
     assert "multiple values for argument 'tag'" in proc.stdout
-    _, events = validate(lines, prog)
     sends = [r for r in events if r["kind"] == "send"]
     assert [(r["dest"], r["tag"]) for r in sends] == [(1, 0), (1, 5), (1, 6), (1, 0), (1, 7)]
     recvs = [r for r in events if r["kind"] == "recv"]
