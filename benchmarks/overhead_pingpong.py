@@ -1,13 +1,15 @@
 """Overhead of the trace library: ping-pong and many-to-one wildcard exchange.
 
-Usage: ``python benchmarks/overhead_pingpong.py [--reps 15] [--ranks 4]``
+Usage: ``python benchmarks/overhead_pingpong.py [--reps 15] [--ranks 4] [--sizes 1,1024,1048576]
+[--apis obj,buf] [--patterns pingpong,manytoone]``
 
 One ``mpiexec`` run per pattern, every rank under the trace library
 (``python -m mpvis.instrument.launch``) and shipping its records over TCP to
 a collector stand-in in this process (which reads and discards them, so the
 records really are encoded and sent).  Inside the run, rounds on the traced
 ``MPI.COMM_WORLD`` alternate with rounds on an untraced copy of it
-(``MPI.Intracomm(MPI.COMM_WORLD)``, plain mpi4py).  Prints, per API and
+(``MPI.Intracomm(MPI.COMM_WORLD)``, plain mpi4py, with mpi4py's own pickle
+functions: :func:`mpvis.instrument.piggyback.stock_pickle`).  Prints, per API and
 message size, the best round of each kind (time per message) and two
 overheads: of the best rounds, and the median over adjacent (untraced, traced)
 pairs of rounds, which share the machine's state of the moment.  On a shared
@@ -34,6 +36,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 SIZES = (1, 1024, 1 << 20)
@@ -45,15 +48,17 @@ def _iterations(size: int) -> int:
     return 5_000 if size <= 1024 else 100
 
 
-def worker(pattern: str, reps: int) -> None:
+def worker(pattern: str, reps: int, sizes: tuple[int, ...], apis: tuple[str, ...]) -> None:
     """The MPI program: prints ``RESULT api size plain traced`` (seconds per message) on rank 0."""
     from mpi4py import MPI
+
+    from mpvis.instrument.piggyback import stock_pickle
 
     traced = MPI.COMM_WORLD
     plain = MPI.Intracomm(traced)  # the same communicator, untraced
     rank, nprocs = traced.Get_rank(), traced.Get_size()
-    for api in APIS:
-        for size in SIZES:
+    for api in apis:
+        for size in sizes:
             n = _iterations(size)
             data, buf = bytearray(size), bytearray(size)
             best = {"plain": float("inf"), "traced": float("inf")}
@@ -62,16 +67,17 @@ def worker(pattern: str, reps: int) -> None:
             for rep in range(2 * reps + 2):  # the first round of each kind warms up
                 kind = ("plain", "traced")[rep % 2]
                 comm = plain if kind == "plain" else traced
-                plain.Barrier()
-                t0 = time.perf_counter()
-                if pattern == "pingpong":
-                    _pingpong(comm, rank, api, n, data, buf)
-                    msgs = 2 * n
-                else:
-                    _manytoone(comm, rank, nprocs, api, n, data, buf)
-                    msgs = n * (nprocs - 1)
-                plain.Barrier()
-                per_msg = (time.perf_counter() - t0) / msgs
+                with stock_pickle() if kind == "plain" else nullcontext():
+                    plain.Barrier()
+                    t0 = time.perf_counter()
+                    if pattern == "pingpong":
+                        _pingpong(comm, rank, api, n, data, buf)
+                        msgs = 2 * n
+                    else:
+                        _manytoone(comm, rank, nprocs, api, n, data, buf)
+                        msgs = n * (nprocs - 1)
+                    plain.Barrier()
+                    per_msg = (time.perf_counter() - t0) / msgs
                 if rep >= 2:
                     best[kind] = min(best[kind], per_msg)
                     if kind == "traced":
@@ -80,8 +86,10 @@ def worker(pattern: str, reps: int) -> None:
                     last_plain = per_msg
             if rank == 0:
                 paired = statistics.median(ratios)
-                print(f"RESULT {api} {size} {best['plain']:.9f} {best['traced']:.9f} "
-                      f"{paired:.6f}", flush=True)
+                print(
+                    f"RESULT {api} {size} {best['plain']:.9f} {best['traced']:.9f} {paired:.6f}",
+                    flush=True,
+                )
 
 
 def _pingpong(comm, rank, api, n, data, buf) -> None:  # type: ignore[no-untyped-def]  # noqa: PLR0917
@@ -138,7 +146,7 @@ def _discarding_collector() -> str:
 
 
 def _run(
-    pattern: str, ranks: int, reps: int, collector: str
+    pattern: str, ranks: int, options: list[str], collector: str
 ) -> list[tuple[str, int, float, float, float]]:
     py = sys.executable
     mpiexec = str(Path(py).with_name("mpiexec"))
@@ -152,8 +160,7 @@ def _run(
         str(Path(__file__).resolve()),
         "--worker",
         pattern,
-        "--reps",
-        str(reps),
+        *options,
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPVIS_")}
     env.update(PYTHONPATH=str(ROOT), MPVIS_COLLECTOR=collector)
@@ -171,17 +178,25 @@ def main() -> None:
     parser.add_argument("--worker", metavar="PATTERN")
     parser.add_argument("--reps", type=int, default=15)
     parser.add_argument("--ranks", type=int, default=4, help="ranks of the many-to-one pattern")
+    parser.add_argument("--sizes", default=",".join(map(str, SIZES)), help="message sizes in bytes")
+    parser.add_argument("--apis", default=",".join(APIS), help="obj, buf or both")
+    parser.add_argument("--patterns", default="pingpong,manytoone")
     args = parser.parse_args()
+    sizes = tuple(int(s) for s in args.sizes.split(","))
+    apis = tuple(args.apis.split(","))
     if args.worker:
-        worker(args.worker, args.reps)
+        worker(args.worker, args.reps, sizes, apis)
         return
+    options = ["--reps", str(args.reps), "--sizes", args.sizes, "--apis", args.apis]
     collector = _discarding_collector()
     print(
         f"{'pattern':<10} {'api':<4} {'size':>8} {'plain us':>10} {'traced us':>10} {'overhead':>9}"
         f" {'paired median':>14}"
     )
-    for pattern, ranks in (("pingpong", 2), ("manytoone", args.ranks)):
-        for api, size, plain, traced, paired in _run(pattern, ranks, args.reps, collector):
+    patterns = {"pingpong": 2, "manytoone": args.ranks}
+    for pattern in args.patterns.split(","):
+        ranks = patterns[pattern]
+        for api, size, plain, traced, paired in _run(pattern, ranks, options, collector):
             p, t = plain * 1e6, traced * 1e6
             print(
                 f"{pattern:<10} {api:<4} {size:>8} {p:>10.2f} {t:>10.2f} "

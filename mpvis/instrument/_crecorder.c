@@ -341,25 +341,25 @@ static PyObject *R_consume(Recorder *self, PyObject *const *args, Py_ssize_t n) 
     return seq_of(r);
 }
 
-/* unwrap(comm, recv, msg) -> obj: the consume of object message msg = (send seq,
- * world source, tag, obj, ...); returns obj. */
-/* The consume of object message msg = (send seq, obj[, extra]) of receive ``recv``
+/* The consume of object message msg = (send seq or None, obj[, extra]) of receive ``recv``
  * on ``comm``, from world rank ``src`` with ``tag``: returns obj (a new reference).
  * ``site``: the consume's site id if the caller knows it (the receive's), else 0. */
 static PyObject *unwrap_msg(Recorder *self, int64_t comm, int64_t recv, PyObject *msg,
                             int32_t src, int32_t tag, uint32_t site) {
-    int64_t sseq;
+    int64_t sseq = 0;
     if (!PyTuple_CheckExact(msg) || PyTuple_GET_SIZE(msg) < 2 || PyTuple_GET_SIZE(msg) > 3) {
         PyErr_SetString(PyExc_TypeError,
                         "mpvis: a traced receive got a message without the trace library's "
                         "piggyback (sent by an untraced communicator?)");
         return NULL;
     }
-    if (get_i64(PyTuple_GET_ITEM(msg, 0), &sseq)) return NULL;
+    PyObject *first = PyTuple_GET_ITEM(msg, 0);
+    int has = first != Py_None;
+    if (has && get_i64(first, &sseq)) return NULL;
     rec_t *r = append(self, K_CONSUME, site == 0);
     if (!r) return NULL;
     if (site) r->site = site;
-    r->flags = F_SEND;
+    r->flags = has ? F_SEND : 0;
     r->comm = comm; r->a = src; r->b = tag; r->c = recv; r->d = sseq;
     PyObject *obj = PyTuple_GET_ITEM(msg, 1);
     Py_INCREF(obj);
@@ -608,6 +608,181 @@ static PyTypeObject RecorderType = {
     .tp_getset = R_getset,
 };
 
+/* -- the piggyback of object messages: a trailer after the pickle ------------------- */
+/*
+ * mpi4py pickles every object message with the functions of its global
+ * MPI.pickle; the trace library installs dumps()/loads() below there (see
+ * mpvis.instrument.piggyback).  While a traced send is armed (call() or the fast
+ * path), dumps() appends a 12-byte trailer to the pickle of the user's object:
+ *     i64 send seq (little-endian), then the magic b"\0MV1"
+ * (b"\0MV2": the pickle is of the pair (obj, hooks' extra data)).  pickle.loads
+ * ignores bytes after the pickle's STOP opcode, so any receiver unpickles the
+ * user's object; a pickle ends with STOP ('.'), never with the magic, so a
+ * message without a trailer is never mistaken for one.  Compared with pickling
+ * the pair (seq, obj), this saves a tuple on both sides and the pickling of it,
+ * and the bytes are appended in place (no copy for a fresh pickle).
+ *
+ * loads() reads the trailer and hands the send number to the traced receive
+ * according to this thread's mode: RX_PLAIN returns the object (any untraced
+ * receive, a collective); RX_PAIR returns (seq or None, obj[, extra]) for the
+ * Python receive paths (call() with wrap); RX_STASH returns the object and
+ * leaves the number in rx_seq/rx_has for the C fast path.
+ */
+#define TRAILER_LEN 12
+static const char MAGIC_PLAIN[4] = {'\0', 'M', 'V', '1'};
+static const char MAGIC_EXTRA[4] = {'\0', 'M', 'V', '2'};
+enum { RX_PLAIN = 0, RX_PAIR = 1, RX_STASH = 2 };
+
+static _Thread_local int64_t tx_seq = -1;   /* the armed send's number, -1: none */
+static _Thread_local PyObject *tx_extra;    /* its hooks' data (borrowed) or NULL */
+static _Thread_local int rx_mode;
+static _Thread_local int rx_seen;           /* loads() ran (stash mode) */
+static _Thread_local int rx_has;            /* ... and found a trailer */
+static _Thread_local int64_t rx_seq;
+static PyObject *g_dumps, *g_loads;         /* the pickle functions wrapped */
+static PyObject *g_pickle_loads;            /* pickle.loads: ignores trailing bytes */
+
+/* dumps(obj, *args, **kwargs): g_dumps's bytes, with the trailer if a send is armed. */
+static PyObject *P_dumps(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames) {
+    if (!g_dumps) { PyErr_SetString(PyExc_RuntimeError, "mpvis: pickle not bound"); return NULL; }
+    if (tx_seq < 0 || nargs < 1) return PyObject_Vectorcall(g_dumps, args, nargs, kwnames);
+    int64_t seq = tx_seq;
+    PyObject *pair = NULL;
+    PyObject *const *call = args;
+    PyObject *buf[8];
+    Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+    if (tx_extra) {
+        if (total > 8) { PyErr_SetString(PyExc_TypeError, "dumps(): too many arguments"); return NULL; }
+        pair = PyTuple_Pack(2, args[0], tx_extra);
+        if (!pair) return NULL;
+        buf[0] = pair;
+        for (Py_ssize_t i = 1; i < total; i++) buf[i] = args[i];
+        call = buf;
+    }
+    PyObject *data = PyObject_Vectorcall(g_dumps, call, nargs, kwnames);
+    Py_XDECREF(pair);
+    if (!data) return NULL;
+    if (!PyBytes_CheckExact(data)) {
+        PyErr_SetString(PyExc_TypeError, "mpvis: the pickle dumps function did not return bytes");
+        Py_DECREF(data);
+        return NULL;
+    }
+    Py_ssize_t n = PyBytes_GET_SIZE(data);
+    if (Py_REFCNT(data) == 1) {
+        if (_PyBytes_Resize(&data, n + TRAILER_LEN) < 0) return NULL;
+    } else {  /* shared (b"" or a cached object): copy */
+        PyObject *copy = PyBytes_FromStringAndSize(NULL, n + TRAILER_LEN);
+        if (copy) memcpy(PyBytes_AS_STRING(copy), PyBytes_AS_STRING(data), (size_t)n);
+        Py_DECREF(data);
+        if (!(data = copy)) return NULL;
+    }
+    char *end = PyBytes_AS_STRING(data) + n;
+    memcpy(end, &seq, 8);
+    memcpy(end + 8, tx_extra ? MAGIC_EXTRA : MAGIC_PLAIN, 4);
+    return data;
+}
+
+/* loads(data, *args, **kwargs): see the section comment for what it returns. */
+static PyObject *P_loads(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
+                         PyObject *kwnames) {
+    if (!g_loads) { PyErr_SetString(PyExc_RuntimeError, "mpvis: pickle not bound"); return NULL; }
+    if (nargs < 1) return PyObject_Vectorcall(g_loads, args, nargs, kwnames);
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) return NULL;
+    int has = 0;
+    int64_t seq = 0;
+    const char *p = (const char *)view.buf;
+    if (view.len >= TRAILER_LEN) {
+        const char *magic = p + view.len - 4;
+        if (memcmp(magic, MAGIC_PLAIN, 4) == 0) has = 1;
+        else if (memcmp(magic, MAGIC_EXTRA, 4) == 0) has = 2;
+        if (has) memcpy(&seq, magic - 8, 8);
+    }
+    PyObject *obj;
+    if (has && g_loads != g_pickle_loads) {  /* another unpickler may not ignore the trailer */
+        PyObject *trimmed = PyMemoryView_FromMemory((char *)p, view.len - TRAILER_LEN, PyBUF_READ);
+        PyObject *buf[8];
+        Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
+        if (!trimmed || total > 8) {
+            if (trimmed) PyErr_SetString(PyExc_TypeError, "loads(): too many arguments");
+            Py_XDECREF(trimmed);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        buf[0] = trimmed;
+        for (Py_ssize_t i = 1; i < total; i++) buf[i] = args[i];
+        obj = PyObject_Vectorcall(g_loads, buf, nargs, kwnames);
+        Py_DECREF(trimmed);
+    } else {
+        obj = PyObject_Vectorcall(g_loads, args, nargs, kwnames);
+    }
+    PyBuffer_Release(&view);
+    if (!obj) return NULL;
+    PyObject *extra = NULL;
+    if (has == 2) {  /* (obj, extra) */
+        if (!PyTuple_CheckExact(obj) || PyTuple_GET_SIZE(obj) != 2) {
+            Py_DECREF(obj);
+            PyErr_SetString(PyExc_ValueError, "mpvis: malformed piggyback (extra data)");
+            return NULL;
+        }
+        PyObject *pair = obj;
+        obj = PyTuple_GET_ITEM(pair, 0);
+        extra = PyTuple_GET_ITEM(pair, 1);
+        Py_INCREF(obj);
+        Py_INCREF(extra);
+        Py_DECREF(pair);
+    }
+    if (rx_mode == RX_STASH) {
+        rx_seen = 1;
+        rx_has = has != 0;
+        rx_seq = seq;
+    } else if (rx_mode == RX_PAIR) {
+        PyObject *s = has ? PyLong_FromLongLong(seq) : (Py_INCREF(Py_None), Py_None);
+        PyObject *out = s ? (extra ? PyTuple_Pack(3, s, obj, extra) : PyTuple_Pack(2, s, obj))
+                          : NULL;
+        Py_XDECREF(s);
+        Py_DECREF(obj);
+        obj = out;
+    }
+    Py_XDECREF(extra);
+    return obj;
+}
+
+/* call(seq, extra, wrap, fn, *args): fn(*args) with the send ``seq`` armed (None:
+ * not armed; ``extra``: the hooks' data or None) and, if ``wrap``, every message
+ * loaded meanwhile returned as (seq or None, obj[, extra]). */
+static PyObject *P_call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs < 4) {
+        PyErr_SetString(PyExc_TypeError, "call(seq, extra, wrap, fn, *args)");
+        return NULL;
+    }
+    int64_t seq = -1;
+    if (args[0] != Py_None && get_i64(args[0], &seq)) return NULL;
+    int wrap = PyObject_IsTrue(args[2]);
+    if (wrap < 0) return NULL;
+    int64_t saved_seq = tx_seq;
+    PyObject *saved_extra = tx_extra;
+    int saved_mode = rx_mode;
+    tx_seq = seq;
+    tx_extra = args[1] == Py_None ? NULL : args[1];
+    rx_mode = wrap ? RX_PAIR : RX_PLAIN;
+    PyObject *res = PyObject_Vectorcall(args[3], args + 4, nargs - 4, NULL);
+    tx_seq = saved_seq;
+    tx_extra = saved_extra;
+    rx_mode = saved_mode;
+    return res;
+}
+
+/* bind_pickle(dumps, loads, pickle_loads): the functions dumps()/loads() wrap. */
+static PyObject *P_bind(PyObject *mod, PyObject *const *args, Py_ssize_t n) {
+    if (!nargs_ok("bind_pickle", n, 3)) return NULL;
+    Py_INCREF(args[0]); Py_XSETREF(g_dumps, args[0]);
+    Py_INCREF(args[1]); Py_XSETREF(g_loads, args[1]);
+    Py_INCREF(args[2]); Py_XSETREF(g_pickle_loads, args[2]);
+    Py_RETURN_NONE;
+}
+
 /* -- FastP2P: blocking object send/recv wrapped entirely in C ------------------------- */
 /*
  * TracedIntracomm (traced_comm.py) derives from FastP2P and mpi4py's Intracomm.
@@ -742,14 +917,14 @@ static PyObject *F_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (r) {
         r->flags = F_BLOCKING;
         r->comm = cid; r->a = dest; r->b = tag;
-        PyObject *seq = PyLong_FromLongLong(r->seq);
-        PyObject *piggy = seq ? PyTuple_Pack(2, seq, a[0]) : NULL;
-        Py_XDECREF(seq);
-        if (piggy) {
-            PyObject *call[4] = {self, piggy, a[1], tag_obj};
-            res = PyObject_Vectorcall(g_orig_send, call, 4, NULL);
-            Py_DECREF(piggy);
-        }
+        int64_t saved_seq = tx_seq;
+        PyObject *saved_extra = tx_extra;
+        tx_seq = r->seq;
+        tx_extra = NULL;
+        PyObject *call[4] = {self, a[0], a[1], tag_obj};
+        res = PyObject_Vectorcall(g_orig_send, call, 4, NULL);
+        tx_seq = saved_seq;
+        tx_extra = saved_extra;
     }
     Py_DECREF(tag_obj);
     return res;
@@ -827,10 +1002,20 @@ static PyObject *F_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         return recv_done(&rc, PyObject_VectorcallMethod(s_recv_slow, rc.call, 5, NULL));
     PyObject *res = NULL;
     if (recv_record(&rc) == 0) {
-        PyObject *msg = PyObject_Vectorcall(g_orig_recv, rc.call, 5, NULL);
-        if (msg && recv_matched(&rc) == 0)
-            res = unwrap_msg(g_rec, rc.cid, rc.rseq, msg, rc.source, rc.tag, rc.site);
-        Py_XDECREF(msg);
+        int saved_mode = rx_mode;
+        rx_mode = RX_STASH;
+        rx_seen = 0;
+        res = PyObject_Vectorcall(g_orig_recv, rc.call, 5, NULL);
+        rx_mode = saved_mode;
+        rec_t *r = res && recv_matched(&rc) == 0 ? append(g_rec, K_CONSUME, 0) : NULL;
+        if (r) {  /* no trailer (an untraced sender): the reader infers the send */
+            r->site = rc.site;
+            r->flags = rx_seen && rx_has ? F_SEND : 0;
+            r->comm = rc.cid; r->a = rc.source; r->b = rc.tag; r->c = rc.rseq;
+            r->d = rx_seen && rx_has ? rx_seq : 0;
+        } else {
+            Py_CLEAR(res);
+        }
     }
     return recv_done(&rc, res);
 }
@@ -927,6 +1112,14 @@ static PyObject *M_configure(PyObject *mod, PyObject *const *args, Py_ssize_t n)
 }
 
 static PyMethodDef M_methods[] = {
+    {"dumps", (PyCFunction)(void (*)(void))P_dumps, METH_FASTCALL | METH_KEYWORDS,
+     "dumps(obj, *args, **kwargs): the bound dumps, with the armed send's trailer"},
+    {"loads", (PyCFunction)(void (*)(void))P_loads, METH_FASTCALL | METH_KEYWORDS,
+     "loads(data, *args, **kwargs): the bound loads; hands a trailer's send number on"},
+    {"call", (PyCFunction)(void (*)(void))P_call, METH_FASTCALL,
+     "call(seq, extra, wrap, fn, *args): fn(*args) with a send armed / messages wrapped"},
+    {"bind_pickle", (PyCFunction)(void (*)(void))P_bind, METH_FASTCALL,
+     "bind_pickle(dumps, loads, pickle_loads): the pickle functions to wrap"},
     {"configure", (PyCFunction)(void (*)(void))M_configure, METH_FASTCALL,
      "configure(recorder, orig_send, orig_recv, hooks, PROC_NULL, ANY_SOURCE, ANY_TAG, "
      "status, orig_Send, orig_Recv)"},

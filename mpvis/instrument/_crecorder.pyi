@@ -26,13 +26,23 @@ class FastP2P:
     def recv(
         self, buf: Any = None, source: int = ..., tag: int = ..., status: Any = None
     ) -> Any: ...
-
     def Send(self, buf: Any, dest: int, tag: int = 0) -> None: ...
-    def Recv(
-        self, buf: Any, source: int = ..., tag: int = ..., status: Any = None
-    ) -> None: ...
+    def Recv(self, buf: Any, source: int = ..., tag: int = ..., status: Any = None) -> None: ...
 
 def configure(
-    recorder: Recorder, orig_send: Any, orig_recv: Any, hooks: list[Any], proc_null: int,
-    any_source: int, any_tag: int, status: Any, orig_send_buf: Any, orig_recv_buf: Any, /,
+    recorder: Recorder,
+    orig_send: Any,
+    orig_recv: Any,
+    hooks: list[Any],
+    proc_null: int,
+    any_source: int,
+    any_tag: int,
+    status: Any,
+    orig_send_buf: Any,
+    orig_recv_buf: Any,
+    /,
 ) -> None: ...
+def dumps(obj: Any, /, *args: Any, **kwargs: Any) -> bytes: ...
+def loads(data: Any, /, *args: Any, **kwargs: Any) -> Any: ...
+def call(seq: int | None, extra: Any, wrap: bool, fn: Any, /, *args: Any) -> Any: ...
+def bind_pickle(dumps: Any, loads: Any, pickle_loads: Any, /) -> None: ...

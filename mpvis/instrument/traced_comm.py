@@ -14,17 +14,18 @@ receive is a ``recv`` then a ``consume``, a nonblocking one a ``recv`` whose
 
 Piggyback: how a consume learns the ``[rank, seq]`` of the send it matched
 ---------------------------------------------------------------------------
-* Object calls (``send``, ``isend``, ``recv``, ``sendrecv``, ...): the trace
-  library sends the pair ``(seq, obj)`` (a triple with the hooks' data when
-  record/replay hooks are active) in place of ``obj``, and the receiving
-  wrapper returns ``obj`` (the C recorder's ``unwrap`` records the consume and
-  takes the pair apart in one call).  The number is inside the message, so
-  it is right whatever the wildcards, the order of completion or the use of
-  probes (a probe sees the user's source and tag; the byte count of a
-  pickled message is not something a program can rely on anyway).  The
-  message's real source and tag come from the receive's arguments or, for
-  wildcards, its ``Status``: a pair pickles markedly faster than a tuple
-  carrying them too, which matters for small messages.
+* Object calls (``send``, ``isend``, ``recv``, ``sendrecv``, ...): mpi4py
+  pickles the program's object with our ``MPI.pickle`` functions, which append
+  the send's ``seq`` after the pickle (:mod:`mpvis.instrument.piggyback`);
+  the receiving wrapper gets the number back from the same functions and
+  records the consume (the C recorder's ``unwrap`` takes ``(seq, obj)`` apart in
+  one call on the Python paths).  The number is inside the message, so it is
+  right whatever the wildcards, the order of completion or the use of probes
+  (a probe sees the user's source and tag; the byte count of a pickled
+  message is not something a program can rely on anyway).  The message's
+  real source and tag come from the receive's arguments or, for wildcards,
+  its ``Status``.  A message without the number (from an untraced
+  communicator) gives a consume without ``send``, which the reader infers.
 * Buffer calls (``Send``, ``Isend``, ``Recv``, ``Irecv``, ``Sendrecv``, ...): the
   user's message is sent untouched and alone, so ``Probe``/``Get_count`` see
   exactly the program's message and a small message costs one MPI message,
@@ -69,6 +70,8 @@ from mpi4py import MPI
 from mpvis.instrument._crecorder import FastP2P, configure
 from mpvis.instrument.hooks import ACTIVE as _HOOKS
 from mpvis.instrument.hooks import MessageHooks
+from mpvis.instrument.piggyback import call as _call
+from mpvis.instrument.piggyback import install as _install_piggyback
 from mpvis.instrument.recorder import BLOCKING, BUF, SYNC, Recorder
 from mpvis.instrument.traced_request import RECV_BUF, RECV_OBJ, SEND, TracedRequest
 
@@ -291,7 +294,7 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
         if dest == _PROC_NULL:
             return fn(self, obj, dest, tag)
         seq, extra = self._mv_post_send(dest, tag, flags)
-        out = fn(self, (seq, obj) if extra is None else (seq, obj, extra), dest, tag)
+        out = _call(seq, extra, False, fn, self, obj, dest, tag)
         if flags & BLOCKING:
             return out
         return TracedRequest.of(out, SEND, seq, self)
@@ -321,7 +324,8 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
             return _C.recv(self, buf, source, tag, status)
         rseq, source, tag = self._mv_post_recv(source, tag, True)
         st = _Status() if status is None else status
-        return self._mv_unwrap(rseq, _C.recv(self, buf, source, tag, st), st)
+        msg = _call(None, None, True, _C.recv, self, buf, source, tag, st)
+        return self._mv_unwrap(rseq, msg, st)
 
     def irecv(self, buf: Any = None, source: int = _ANY_SOURCE, tag: int = _ANY_TAG) -> MPI.Request:
         if source == _PROC_NULL:
@@ -339,14 +343,16 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
         recvtag: int = _ANY_TAG,
         status: MPI.Status | None = None,
     ) -> Any:
+        seq, extra = (None, None)
         if dest != _PROC_NULL:
             seq, extra = self._mv_post_send(dest, sendtag, BLOCKING)
-            sendobj = (seq, sendobj) if extra is None else (seq, sendobj, extra)
         if source == _PROC_NULL:
-            return _C.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
+            args = (self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
+            return _call(seq, extra, False, _C.sendrecv, *args)
         rseq, source, recvtag = self._mv_post_recv(source, recvtag, True)
         st = _Status() if status is None else status
-        msg = _C.sendrecv(self, sendobj, dest, sendtag, recvbuf, source, recvtag, st)
+        args = (self, sendobj, dest, sendtag, recvbuf, source, recvtag, st)
+        msg = _call(seq, extra, True, _C.sendrecv, *args)
         return self._mv_unwrap(rseq, msg, st)
 
     def mprobe(
@@ -396,9 +402,7 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
     def Irsend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
         return self._mv_buf_send(_C.Irsend, buf, dest, tag, 0)
 
-    def _mv_Recv_slow(
-        self, buf: Any, source: int, tag: int, status: MPI.Status | None
-    ) -> None:
+    def _mv_Recv_slow(self, buf: Any, source: int, tag: int, status: MPI.Status | None) -> None:
         """``Recv`` outside the C fast path."""
         if source == _PROC_NULL:
             _C.Recv(self, buf, source, tag, status)
@@ -536,7 +540,7 @@ class TracedMessage(MPI.Message):
         c = self._mv_comm
         rseq = _rrecv(c._mv_id, self._mv_wsrc(), _t(self._mv_tag), True)
         st = _Status() if status is None else status
-        return c._mv_unwrap(rseq, MPI.Message.recv(self, st), st)
+        return c._mv_unwrap(rseq, _call(None, None, True, MPI.Message.recv, self, st), st)
 
     def Recv(self, buf: Any, status: MPI.Status | None = None) -> None:
         c = self._mv_comm
@@ -566,8 +570,19 @@ def bind_world(recorder: Recorder) -> TracedIntracomm:
         recorder.unwrap,
         recorder.consume_chan,
     )
-    configure(recorder, _C.send, _C.recv, _HOOKS, _PROC_NULL, _ANY_SOURCE, _ANY_TAG, _Status(),
-              _C.Send, _C.Recv)
+    configure(
+        recorder,
+        _C.send,
+        _C.recv,
+        _HOOKS,
+        _PROC_NULL,
+        _ANY_SOURCE,
+        _ANY_TAG,
+        _Status(),
+        _C.Send,
+        _C.Recv,
+    )
+    _install_piggyback()
     TracedIntracomm._mv_rec = recorder
     TracedRequest._mv_rec = recorder
     world = _C(MPI.COMM_WORLD)

@@ -29,13 +29,14 @@ from typing import Any, ClassVar, Literal
 
 from mpi4py import MPI
 
+from mpvis.instrument.piggyback import call as _call
 from mpvis.instrument.recorder import Recorder
 
 __all__ = ["RECV_BUF", "RECV_OBJ", "SEND", "TracedRequest"]
 
 #: Values of ``TracedRequest._mv_kind``.
 SEND = 0
-RECV_OBJ = 1  # lower-case irecv: the message is (send seq, obj[, extra])
+RECV_OBJ = 1  # lower-case irecv: loaded as (send seq or None, obj[, extra]) (piggyback.call)
 RECV_BUF = 2  # upper-case Irecv: the consume is matched by its channel (traced_comm)
 
 _Base = MPI.Request
@@ -107,7 +108,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         if not _is_live(self):  # completed, or not traced (``MPI.Request.Wait(r)``)
             return _Base.wait(self, status)
         st = self._mv_status(status)
-        return self._mv_one(st, _Base.wait(self, st))
+        return self._mv_one(st, _call(None, None, True, _Base.wait, self, st))
 
     def Test(self, status: MPI.Status | None = None) -> bool:
         if not _is_live(self):  # completed, or not traced (``MPI.Request.Wait(r)``)
@@ -122,7 +123,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         if not _is_live(self):  # completed, or not traced (``MPI.Request.Wait(r)``)
             return _Base.test(self, status)
         st = self._mv_status(status)
-        flag, msg = _Base.test(self, st)
+        flag, msg = _call(None, None, True, _Base.test, self, st)
         if flag:
             msg = self._mv_one(st, msg)
         return flag, msg
@@ -149,7 +150,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         if not live:
             return _Base.waitall(requests, statuses)
         sts = _statuses(requests, statuses)
-        objs = _Base.waitall(requests, sts)
+        objs = _call(None, None, True, _Base.waitall, requests, sts)
         _finish(requests, live, sts, objs)
         return objs
 
@@ -174,7 +175,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         if not live:
             return _Base.testall(requests, statuses)
         sts = _statuses(requests, statuses)
-        flag, objs = _Base.testall(requests, sts)
+        flag, objs = _call(None, None, True, _Base.testall, requests, sts)
         if flag and objs is not None:
             _finish(requests, live, sts, objs)
         return flag, objs
@@ -192,10 +193,8 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         cls, requests: Sequence[MPI.Request], status: MPI.Status | None = None
     ) -> tuple[int, Any]:
         st = _Status() if status is None else status
-        index, msg = _Base.waitany(requests, st)
-        if index != _UNDEFINED and type(requests[index]) is TracedRequest:
-            msg = requests[index]._mv_one(st, msg)  # type: ignore[attr-defined]
-        return index, msg
+        index, msg = _call(None, None, True, _Base.waitany, requests, st)
+        return index, _finish_any(requests, index, st, msg)
 
     @classmethod
     def Testany(
@@ -212,10 +211,8 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         cls, requests: Sequence[MPI.Request], status: MPI.Status | None = None
     ) -> tuple[int, bool, Any]:
         st = _Status() if status is None else status
-        index, flag, msg = _Base.testany(requests, st)
-        if flag and index != _UNDEFINED and type(requests[index]) is TracedRequest:
-            msg = requests[index]._mv_one(st, msg)  # type: ignore[attr-defined]
-        return index, flag, msg
+        index, flag, msg = _call(None, None, True, _Base.testany, requests, st)
+        return index, flag, _finish_any(requests, index, st, msg) if flag else msg
 
     @classmethod
     def Waitsome(
@@ -231,7 +228,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         cls, requests: Sequence[MPI.Request], statuses: list[MPI.Status] | None = None
     ) -> tuple[list[int] | None, list[Any] | None]:
         sts = _statuses(requests, statuses)
-        indices, objs = _Base.waitsome(requests, sts)
+        indices, objs = _call(None, None, True, _Base.waitsome, requests, sts)
         _finish_some(requests, indices, sts, objs)
         return indices, objs
 
@@ -249,7 +246,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         cls, requests: Sequence[MPI.Request], statuses: list[MPI.Status] | None = None
     ) -> tuple[list[int] | None, list[Any] | None]:
         sts = _statuses(requests, statuses)
-        indices, objs = _Base.testsome(requests, sts)
+        indices, objs = _call(None, None, True, _Base.testsome, requests, sts)
         _finish_some(requests, indices, sts, objs)
         return indices, objs
 
@@ -265,10 +262,30 @@ def _statuses(
     return statuses
 
 
+def _plain(msg: Any) -> Any:
+    """The program's object from a message loaded in wrap mode by a request that is
+    not traced (``(seq or None, obj[, extra])``; ``None`` if nothing was loaded)."""
+    return msg[1] if type(msg) is tuple else msg
+
+
+def _finish_any(requests: Sequence[MPI.Request], index: int, st: MPI.Status, msg: Any) -> Any:
+    """Waitany/testany: record the completion of ``requests[index]``; return its object."""
+    if index == _UNDEFINED:
+        return msg
+    if type(requests[index]) is TracedRequest:
+        return requests[index]._mv_one(st, msg)  # type: ignore[attr-defined]
+    return _plain(msg)
+
+
 def _finish(
     requests: Sequence[MPI.Request], done: list[int], sts: list[MPI.Status], objs: list[Any] | None
 ) -> None:
     """Record the completion of ``requests[i]`` for ``i`` in ``done`` (all traced)."""
+    if objs is not None:
+        traced = set(done)
+        for i, msg in enumerate(objs):
+            if i not in traced:
+                objs[i] = _plain(msg)
     rec = TracedRequest._mv_rec
     reqs: list[TracedRequest] = [requests[i] for i in done]  # type: ignore[misc]
     # Receives in posting order: that is the order in which MPI matched them.
@@ -291,6 +308,9 @@ def _finish_some(
     if not indices:
         return
     traced = [k for k, i in enumerate(indices) if type(requests[i]) is TracedRequest]
+    if objs is not None and len(traced) < len(indices):
+        for k in set(range(len(indices))) - set(traced):
+            objs[k] = _plain(objs[k])
     if not traced:
         return
     rec = TracedRequest._mv_rec

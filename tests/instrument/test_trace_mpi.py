@@ -466,3 +466,58 @@ def test_mpvis_run_prints_the_race_and_writes_a_valid_trace(tmp_path: Path) -> N
     validate(lines, EXAMPLES / "race_wildcard.py")
     report = mpvis_check(lines, tmp_path)
     assert any(x["verdict"] == "legitimate" for x in report["races"])
+
+
+PICKLES = textwrap.dedent("""
+    import pickle
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    plain = MPI.Intracomm(world)                         # the same communicator, untraced
+    assert isinstance(MPI.pickle, MPI.Pickle) and MPI.pickle.PROTOCOL == pickle.HIGHEST_PROTOCOL
+    assert MPI.pickle.loads(MPI.pickle.dumps({"k": 1})) == {"k": 1}
+    calls = []
+
+    def my_dumps(obj, *args):                            # as a program using dill would
+        calls.append("dumps")
+        return pickle.dumps(obj, *args)
+
+    def my_loads(data):
+        calls.append("loads")
+        assert bytes(data).endswith(b".")                # exactly its own pickle, no trailer
+        return pickle.loads(bytes(data))
+
+    MPI.pickle.__init__(my_dumps, my_loads)
+    if rank == 0:
+        world.send(("a", 1), 1, 3)                       # C fast path
+        world.isend(("b", 2), 1, 4).wait()               # Python path
+        plain.send("untraced", 1, 5)                     # no trailer: the send is unknown
+        world.send("c", 1, 6)
+        world.send("d", 1, 7)
+    else:
+        assert world.recv(source=0, tag=3) == ("a", 1)
+        assert world.irecv(source=0, tag=4).wait() == ("b", 2)
+        assert world.recv(source=0, tag=5) == "untraced"
+        reqs = [world.irecv(source=0, tag=6), plain.irecv(source=0, tag=7)]
+        assert MPI.Request.waitall(reqs) == ["c", "d"]   # traced and untraced in one call
+    assert set(calls) == ({"dumps"} if rank == 0 else {"loads"}), calls  # the program's own
+    MPI.pickle.__init__()                                # back to mpi4py's defaults
+    assert MPI.pickle.PROTOCOL == pickle.HIGHEST_PROTOCOL
+    if rank == 0:
+        world.send("e", 1, 8)
+    else:
+        assert world.recv(source=0, tag=8) == "e"
+        print("PICKLES OK")
+""")
+
+
+def test_the_piggyback_survives_the_program_replacing_mpi4pys_pickle(tmp_path: Path) -> None:
+    _, events = run_inline(tmp_path, "pickles", PICKLES, 2, "PICKLES OK")
+    consumes = {c["tag"]: c for c in events if c["kind"] == "consume"}
+    sends = {(s["rank"], s["seq"]): s["tag"] for s in events if s["kind"] == "send"}
+    # every traced send is named by its consume, through the program's own pickle
+    for tag in (3, 4, 6, 8):
+        assert sends[tuple(consumes[tag]["send"])] == tag
+    assert "send" not in consumes[5]  # the untraced sender: left to the reader's rule
+    assert 7 not in consumes  # received by the untraced communicator: no record
