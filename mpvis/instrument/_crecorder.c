@@ -36,7 +36,7 @@
 #endif
 
 enum { K_SEND = 1, K_RECV = 2, K_CONSUME = 3, K_WAIT = 4, K_COLL = 5, K_COLL_EXIT = 6,
-       K_STATE = 7, K_FINAL = 8 };
+       K_STATE = 7, K_FINAL = 8, K_RECV_CONSUME = 9 };
 enum { F_BLOCKING = 1, F_SYNC = 2, F_SEND = 4, F_CHAN = 8, F_BUF = 16 };
 
 typedef struct {
@@ -69,6 +69,7 @@ typedef struct {
     Py_ssize_t len, cap;
     PyObject *extras;      /* list: payloads of variable-size records not drained yet */
     int64_t extras_base;   /* the (absolute) index of extras[0] */
+    uint64_t drains;       /* drains that took records (a record's offset is stale after one) */
     PyObject *new_sites;   /* list: site strings interned since the last drain */
     PyObject *site_ids;    /* dict: site string -> id */
     PyObject *site_list;   /* list: id - 1 -> site string */
@@ -397,9 +398,9 @@ static int chans_grow(Recorder *self) {
  * With exact false (completion order unknown) the ordinal is counted, not recorded. */
 /* The consume of a buffer message (see consume_chan below); ``site`` as for
  * unwrap_msg.  Returns the record or NULL. */
-static rec_t *chan_consume(Recorder *self, int64_t comm, int64_t recv, int32_t src, int32_t tag,
-                           int exact, uint32_t site) {
-    if ((self->nchans + 1) * 2 > self->capchans && chans_grow(self) < 0) return NULL;
+/* The next ordinal of channel (comm, src, tag) (counted from 0), or -1 (no memory). */
+static int64_t chan_next(Recorder *self, int64_t comm, int32_t src, int32_t tag) {
+    if ((self->nchans + 1) * 2 > self->capchans && chans_grow(self) < 0) return -1;
     size_t j = hash_chan(comm, src, tag) & (self->capchans - 1);
     while (self->chans[j].used &&
            !(self->chans[j].comm == comm && self->chans[j].src == src && self->chans[j].tag == tag))
@@ -409,11 +410,18 @@ static rec_t *chan_consume(Recorder *self, int64_t comm, int64_t recv, int32_t s
         s->used = 1; s->comm = comm; s->src = src; s->tag = tag; s->count = 0;
         self->nchans++;
     }
+    return s->count++;
+}
+
+static rec_t *chan_consume(Recorder *self, int64_t comm, int64_t recv, int32_t src, int32_t tag,
+                           int exact, uint32_t site) {
+    int64_t ordinal = chan_next(self, comm, src, tag);
+    if (ordinal < 0) return NULL;
     rec_t *r = append(self, K_CONSUME, site == 0);
     if (!r) return NULL;
     if (site) r->site = site;
     r->flags = exact ? F_CHAN : 0;
-    r->comm = comm; r->a = src; r->b = tag; r->c = recv; r->d = s->count++;
+    r->comm = comm; r->a = src; r->b = tag; r->c = recv; r->d = ordinal;
     return r;
 }
 
@@ -519,6 +527,7 @@ static PyObject *R_drain(Recorder *self, PyObject *arg) {
     self->extras_base += upto;
     memmove(self->buf, self->buf + nbytes, (size_t)(self->len - nbytes));
     self->len -= nbytes;
+    if (n) self->drains++;
     return out;
 }
 
@@ -938,6 +947,8 @@ typedef struct {
     int64_t cid, rseq;
     uint32_t site;
     int32_t source, tag;
+    Py_ssize_t roff;          /* the recv record's offset in the buffer ... */
+    uint64_t repoch;          /* ... valid while the recorder's drains are this */
 } recv_call;
 
 /* Bind (buf, source, tag, status) and decide the path; 0 or -1 (error). */
@@ -979,6 +990,8 @@ static int recv_record(recv_call *rc) {
     r->b = rc->tag == g_any_tag ? -1 : rc->tag;
     rc->rseq = r->seq;
     rc->site = r->site;  /* the consume's too: same call */
+    rc->roff = (char *)r - g_rec->buf;
+    rc->repoch = g_rec->drains;
     if (rc->wild && rc->call[4] == Py_None) rc->call[4] = g_status;
     return 0;
 }
@@ -986,6 +999,36 @@ static int recv_record(recv_call *rc) {
 /* After the receive: the message's real source and tag; 0 or -1. */
 static int recv_matched(recv_call *rc) {
     return rc->wild ? status_source_tag(rc->call[4], &rc->source, &rc->tag) : 0;
+}
+
+/* The consume of the fast path's receive ``rc`` from ``src`` with ``tag``; ``flags``
+ * F_SEND (``d`` is the send's seq), F_CHAN (``d`` is the channel ordinal) or 0.
+ * While the recv record is still the buffer's last record (the receive did not
+ * block past a flush, and no other thread recorded meanwhile), the consume is
+ * merged into it: kind K_RECV_CONSUME (mpvis.protocol.compact), one record
+ * instead of two.  0 or -1. */
+static int recv_consumed(recv_call *rc, int32_t src, int32_t tag, int flags, int64_t d) {
+    Recorder *self = g_rec;
+    rec_t *r = (rec_t *)(self->buf + rc->roff);
+    if (self->drains == rc->repoch && self->seq == rc->rseq + 1 &&
+        rc->roff + (Py_ssize_t)sizeof(rec_t) == self->len && r->comm == (int32_t)r->comm) {
+        double ns = (now() - self->t0 - r->t) * 1e9 + 0.5;
+        if (ns >= 0 && ns < 4294967295.0) {
+            r->kind = K_RECV_CONSUME;
+            r->flags |= (uint8_t)flags;
+            r->comm = (int64_t)(((uint64_t)(uint32_t)ns << 32) | (uint32_t)(int32_t)r->comm);
+            r->c = (int64_t)(((uint64_t)(uint32_t)tag << 32) | (uint32_t)src);
+            r->d = d;
+            self->seq++;
+            return 0;
+        }
+    }
+    r = append(self, K_CONSUME, 0);
+    if (!r) return -1;
+    r->site = rc->site;
+    r->flags = (uint8_t)flags;
+    r->comm = rc->cid; r->a = src; r->b = tag; r->c = rc->rseq; r->d = d;
+    return 0;
 }
 
 static PyObject *recv_done(recv_call *rc, PyObject *res) {
@@ -1007,15 +1050,11 @@ static PyObject *F_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         rx_seen = 0;
         res = PyObject_Vectorcall(g_orig_recv, rc.call, 5, NULL);
         rx_mode = saved_mode;
-        rec_t *r = res && recv_matched(&rc) == 0 ? append(g_rec, K_CONSUME, 0) : NULL;
-        if (r) {  /* no trailer (an untraced sender): the reader infers the send */
-            r->site = rc.site;
-            r->flags = rx_seen && rx_has ? F_SEND : 0;
-            r->comm = rc.cid; r->a = rc.source; r->b = rc.tag; r->c = rc.rseq;
-            r->d = rx_seen && rx_has ? rx_seq : 0;
-        } else {
+        int known = rx_seen && rx_has;  /* else an untraced sender: the reader infers the send */
+        if (res && (recv_matched(&rc) < 0 ||
+                    recv_consumed(&rc, rc.source, rc.tag, known ? F_SEND : 0,
+                                  known ? rx_seq : 0) < 0))
             Py_CLEAR(res);
-        }
     }
     return recv_done(&rc, res);
 }
@@ -1061,8 +1100,10 @@ static PyObject *F_Recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     PyObject *res = NULL;
     if (recv_record(&rc) == 0) {
         res = PyObject_Vectorcall(g_orig_Recv, rc.call, 5, NULL);
+        int64_t ordinal = -1;
         if (res && (recv_matched(&rc) < 0 ||
-                    !chan_consume(g_rec, rc.cid, rc.rseq, rc.source, rc.tag, 1, rc.site)))
+                    (ordinal = chan_next(g_rec, rc.cid, rc.source, rc.tag)) < 0 ||
+                    recv_consumed(&rc, rc.source, rc.tag, F_CHAN, ordinal) < 0))
             Py_CLEAR(res);
     }
     return recv_done(&rc, res);

@@ -46,7 +46,7 @@ from typing import Any, Protocol
 
 from mpvis.instrument.recorder import Drained, Recorder
 from mpvis.protocol.compact import CompactDecoder, compact_body
-from mpvis.protocol.framing import MsgType, encode_frame
+from mpvis.protocol.framing import MsgType, encode_frame_parts
 
 __all__ = ["FileSink", "Flusher", "NullSink", "Sink", "SocketSink", "open_sink"]
 
@@ -128,7 +128,15 @@ class SocketSink:
         )
 
     def _send(self, msg_type: MsgType, body: dict[str, Any]) -> None:
-        self._sock.sendall(encode_frame(msg_type, body))
+        """Send one frame; its large pieces (the records) go without a copy."""
+        parts = [memoryview(b) for b in encode_frame_parts(msg_type, body)]
+        while parts:
+            sent = self._sock.sendmsg(parts)
+            while parts and sent >= len(parts[0]):
+                sent -= len(parts[0])
+                del parts[0]
+            if parts:
+                parts[0] = parts[0][sent:]
 
     def header(self, header: Record) -> None:
         self._send(MsgType.HEADER, header)

@@ -8,9 +8,9 @@ disturb the program as little as possible).  They travel to the collector as
 there, by :class:`CompactDecoder`, into the records of
 ``shared/spec/trace-format.md``.
 
-Body of a ``COMPACT`` message (a msgpack map), version 1::
+Body of a ``COMPACT`` message (a msgpack map), version 2::
 
-    {"v": 1, "batch": n,           # numbered per rank connection from 0
+    {"v": 2, "batch": n,           # numbered per rank connection from 0
      "recs": <bytes>,              # RECORD_SIZE bytes per record, seq order
      "site0": k, "sites": [...],   # site strings interned since the last batch: ids k, k+1, ...
      "extra0": j, "extras": [...]} # payloads of this batch's variable-size records: j, j+1, ...
@@ -32,6 +32,13 @@ kind       fields
 6 coll_exit c=index of ``op``
 7 state    c=index of the variables map
 8 final    (no site)
+9 recv +   a blocking receive and its consume in one record (the trace library
+  consume  merges them when the receive did not block past a flush): the recv
+           is ``seq`` (a=src, b=tag as posted, flags 1), the consume ``seq + 1``
+           at ``t`` + (``comm`` >> 32) nanoseconds, with the same site;
+           ``comm`` & 0xffffffff is the (32-bit) communicator, ``c`` packs the
+           message's src (low 32 bits) and tag (high 32 bits), flags 4/8 and
+           ``d`` are the consume's as in kind 3.  Version 2 added this kind.
 ========== ===================================================================
 
 ``chan``: a buffer message carries no piggyback; its consume records that it
@@ -64,11 +71,13 @@ __all__ = [
     "compact_body",
 ]
 
-COMPACT_VERSION: Final = 1
+COMPACT_VERSION: Final = 2
 RECORD: Final = struct.Struct("<BBHIqdqiiqq")
 RECORD_SIZE: Final = RECORD.size
 
-K_SEND, K_RECV, K_CONSUME, K_WAIT, K_COLL, K_COLL_EXIT, K_STATE, K_FINAL = range(1, 9)
+K_SEND, K_RECV, K_CONSUME, K_WAIT, K_COLL, K_COLL_EXIT, K_STATE, K_FINAL, K_RECV_CONSUME = range(
+    1, 10
+)
 F_BLOCKING, F_SYNC, F_SEND, F_CHAN, F_BUF = 1, 2, 4, 8, 16
 
 Record = dict[str, Any]
@@ -122,7 +131,10 @@ class CompactDecoder:
         out: list[Record] = []
         for fields in RECORD.iter_unpack(memoryview(recs)[:whole]):
             try:
-                out.append(self._expand(fields, extra0, extras))
+                if fields[0] == K_RECV_CONSUME:
+                    out += self._merged(fields)
+                else:
+                    out.append(self._expand(fields, extra0, extras))
             except _BadRecord as exc:
                 return out, _join(error, f"record seq {fields[4]}: {exc}")
         if whole != len(recs):
@@ -130,11 +142,31 @@ class CompactDecoder:
             return out, _join(error, partial)
         return out, error
 
-    def _expand(self, f: tuple[Any, ...], extra0: int, extras: list[Any]) -> Record:
-        kind, flags, _, site_id, seq, t, comm, a, b, c, d = f
+    def _site(self, site_id: int) -> str | None:
         if not 0 <= site_id < len(self._sites):
             raise _BadRecord(f"unknown site id {site_id}")
-        site = self._sites[site_id]
+        return self._sites[site_id]
+
+    def _merged(self, f: tuple[Any, ...]) -> tuple[Record, Record]:
+        """A kind-9 record: the blocking recv and its consume."""
+        _, flags, _, site_id, seq, t, comm, a, b, c, d = f
+        site = self._site(site_id)
+        comm, ns = _split(comm)
+        src, tag = _split(c)
+        recv = {"rank": self.rank, "seq": seq, "kind": "recv", "t": t, "site": site, "comm": comm}
+        recv.update(src=a, tag=b, blocking=True)
+        consume: Record = {"rank": self.rank, "seq": seq + 1, "kind": "consume"}
+        consume.update(t=t + (ns & 0xFFFFFFFF) * 1e-9, site=site, comm=comm, recv=seq)
+        consume.update(src=src, tag=tag)
+        if flags & F_SEND:
+            consume["send"] = [src, d]
+        elif flags & F_CHAN:
+            consume["chan"] = d
+        return recv, consume
+
+    def _expand(self, f: tuple[Any, ...], extra0: int, extras: list[Any]) -> Record:
+        kind, flags, _, site_id, seq, t, comm, a, b, c, d = f
+        site = self._site(site_id)
         rec: Record = {"rank": self.rank, "seq": seq}
         if kind == K_SEND:
             rec.update(kind="send", t=t, site=site, comm=comm, dest=a, tag=b)
@@ -184,6 +216,12 @@ class CompactDecoder:
                 raise _BadRecord("a coll's payload must be [op, fields]")
             rec.update(kind="coll", t=t, site=site, comm=comm, op=x[0])
             rec.update(x[1])
+
+
+def _split(v: int) -> tuple[int, int]:
+    """The signed low and high 32-bit halves of the 64-bit field ``v``."""
+    lo = v & 0xFFFFFFFF
+    return lo - (1 << 32) if lo >= 1 << 31 else lo, v >> 32
 
 
 def _join(first: str | None, second: str) -> str:

@@ -39,12 +39,14 @@ __all__ = [
     "MAGIC",
     "MAX_PAYLOAD",
     "NEED_DATA",
+    "OUT_OF_LINE",
     "PROTOCOL_VERSION",
     "FrameDecoder",
     "Message",
     "MsgType",
     "ProtocolError",
     "encode_frame",
+    "encode_frame_parts",
 ]
 
 MAGIC: Final = b"MV"
@@ -53,6 +55,7 @@ HEADER_SIZE: Final = 8
 MAX_PAYLOAD: Final = 16 * 1024 * 1024
 
 _HEADER = struct.Struct(">2sBBI")
+_BIN32 = struct.Struct(">BI")  # msgpack's bin 32 header
 
 
 class MsgType(enum.IntEnum):
@@ -97,20 +100,44 @@ EOF: Final = _Signal.EOF
 _TYPES: Final = frozenset(int(t) for t in MsgType)
 
 
-def encode_frame(msg_type: int, obj: Any) -> bytes:
-    """The frame carrying ``obj`` (a dict) as a message of type ``msg_type``.
+#: Top-level ``bytes`` values from this size on are left out of line by
+#: :func:`encode_frame_parts` (a rank's ``COMPACT`` records: no copy of them).
+OUT_OF_LINE: Final = 1 << 16
 
-    Raises :class:`ProtocolError` if the type is unknown or the payload would
-    exceed :data:`MAX_PAYLOAD` (the sender must split its batch).
+
+def encode_frame_parts(msg_type: int, obj: Any) -> list[bytes]:
+    """The frame carrying ``obj`` (a dict) as a message of type ``msg_type``, in pieces.
+
+    Their concatenation is the frame; ``bytes`` values of the map of at least
+    :data:`OUT_OF_LINE` bytes are pieces of their own, not copies, so that a
+    sender can hand them to ``socket.sendmsg`` as they are.  Raises
+    :class:`ProtocolError` if the type is unknown or the payload would exceed
+    :data:`MAX_PAYLOAD` (the sender must split its batch).
     """
     if int(msg_type) not in _TYPES:
         raise ProtocolError(f"unknown message type {msg_type}")
     if not isinstance(obj, dict):
         raise ProtocolError(f"a payload must be a map, got {type(obj).__name__}")
-    payload = msgpack.packb(obj, use_bin_type=True)
-    if len(payload) > MAX_PAYLOAD:
-        raise ProtocolError(f"oversized frame: {len(payload)} bytes > {MAX_PAYLOAD}")
-    return _HEADER.pack(MAGIC, PROTOCOL_VERSION, int(msg_type), len(payload)) + payload
+    if not any(type(v) is bytes and len(v) >= OUT_OF_LINE for v in obj.values()):
+        payload = [msgpack.packb(obj, use_bin_type=True)]
+    else:
+        packer = msgpack.Packer(use_bin_type=True)
+        payload = [packer.pack_map_header(len(obj))]
+        for key, value in obj.items():
+            if type(value) is bytes and len(value) >= OUT_OF_LINE:
+                payload += [packer.pack(key) + _BIN32.pack(0xC6, len(value)), value]
+            else:
+                payload.append(packer.pack(key) + packer.pack(value))
+    size = sum(len(b) for b in payload)
+    if size > MAX_PAYLOAD:
+        raise ProtocolError(f"oversized frame: {size} bytes > {MAX_PAYLOAD}")
+    return [_HEADER.pack(MAGIC, PROTOCOL_VERSION, int(msg_type), size), *payload]
+
+
+def encode_frame(msg_type: int, obj: Any) -> bytes:
+    """The frame carrying ``obj`` (a dict) as a message of type ``msg_type``
+    (:func:`encode_frame_parts`, joined)."""
+    return b"".join(encode_frame_parts(msg_type, obj))
 
 
 def _refuse_ext(code: int, data: bytes) -> Any:

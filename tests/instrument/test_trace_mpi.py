@@ -337,13 +337,13 @@ def test_object_send_recv_in_c_accept_mpi4py_call_forms(tmp_path: Path) -> None:
     sends = [r for r in events if r["kind"] == "send"]
     assert [(r["dest"], r["tag"]) for r in sends] == [(1, 0), (1, 5), (1, 6), (1, 0), (1, 7)]
     recvs = [r for r in events if r["kind"] == "recv"]
-    assert [(r["src"], r["tag"]) for r in recvs] == [(-1, -1), (-1, -1), (0, 6), (-1, -1),
-                                                     (-1, 7)]
+    assert [(r["src"], r["tag"]) for r in recvs] == [(-1, -1), (-1, -1), (0, 6), (-1, -1), (-1, 7)]
     consumes = [r for r in events if r["kind"] == "consume"]
     # the real source and tag of a wildcard receive, and the very send, with or
     # without the caller's Status (objects by piggyback, buffers by channel)
     assert [(c["src"], c["tag"], c["send"]) for c in consumes] == [
-        (0, t, [0, s["seq"]]) for t, s in zip((0, 5, 6, 0, 7), sends, strict=True)]
+        (0, t, [0, s["seq"]]) for t, s in zip((0, 5, 6, 0, 7), sends, strict=True)
+    ]
     lines_of = FAST_PATH.splitlines()
     for r in sends + recvs + consumes:
         line = int(r["site"].rsplit(":", 1)[1])
@@ -521,3 +521,60 @@ def test_the_piggyback_survives_the_program_replacing_mpi4pys_pickle(tmp_path: P
         assert sends[tuple(consumes[tag]["send"])] == tag
     assert "send" not in consumes[5]  # the untraced sender: left to the reader's rule
     assert 7 not in consumes  # received by the untraced communicator: no record
+
+
+MERGED = textwrap.dedent("""
+    import sys, time
+    from mpi4py import MPI
+    from mpvis.instrument.traced_comm import TracedIntracomm
+
+    world = MPI.COMM_WORLD
+    rank = world.Get_rank()
+    rec = TracedIntracomm._mv_rec
+    buf = bytearray(2)
+    if rank == 0:
+        world.send("a", 1, 1)
+        world.Send(b"bb", 1, 2)
+        world.Barrier()
+        time.sleep(float(sys.argv[1]))
+        world.send("late", 1, 3)
+    else:
+        world.Barrier()                                  # both messages are here
+        pending, seq = rec.pending(), rec.seq
+        assert world.recv(source=0, tag=1) == "a"
+        world.Recv(buf, 0, 2)
+        print("RECORDS", rec.pending() - pending, "EVENTS", rec.seq - seq)
+        assert world.recv(source=0, tag=3) == "late"     # blocks past flushes
+        print("MERGED OK")
+""")
+
+
+@pytest.mark.parametrize("flush_ms", ["100000", "5"])
+def test_a_receive_and_its_consume_share_a_record_unless_a_flush_came_between(
+    tmp_path: Path, flush_ms: str
+) -> None:
+    """The fast path merges a blocking receive's records (compact kind 9) while
+    the recv record is still in the rank's buffer; the trace is the same."""
+    prog = tmp_path / "merged.py"
+    prog.write_text(MERGED)
+    proc, lines = run_traced(prog, 2, tmp_path, "0.2", env={"MPVIS_FLUSH_MS": flush_ms})
+    assert proc.returncode == 0 and "MERGED OK" in proc.stdout, proc.stderr
+    events = validate(lines, prog)[1]
+    if flush_ms == "100000":  # no flush: the two quick receives took one record each
+        assert "RECORDS 2 EVENTS 4" in proc.stdout
+    mine = [r for r in events if r["rank"] == 1 and r["kind"] in ("recv", "consume")]
+    assert [(r["kind"], r["tag"]) for r in mine] == [
+        ("recv", 1),
+        ("consume", 1),
+        ("recv", 2),
+        ("consume", 2),
+        ("recv", 3),
+        ("consume", 3),
+    ]
+    for recv, consume in zip(mine[::2], mine[1::2], strict=True):
+        assert consume["recv"] == recv["seq"] == consume["seq"] - 1
+        assert consume["site"] == recv["site"] and consume["src"] == 0
+        assert 0 <= consume["t"] - recv["t"] < 5
+    late_recv, late_consume = mine[4:]
+    assert late_consume["t"] - late_recv["t"] > 0.1  # the wait, with or without a flush
+    assert "send" in mine[1] and "send" in mine[5] and "send" in mine[3]  # buffer: by channel

@@ -71,6 +71,54 @@ def test_bad_references_are_named(field: str, value: int, message: str) -> None:
     assert len(out) == 1 and error is not None and message in error
 
 
+@pytest.mark.parametrize(
+    ("flags", "d", "field"),
+    [(1 | 4, 41, {"send": ["src", 41]}), (1 | 8, 2, {"chan": 2}), (1, 0, {})],
+)
+@pytest.mark.parametrize(
+    ("comm", "src", "tag", "ns"), [(0, 3, 7, 1500), (2**31 - 1, 7, 2**31 - 1, 2**32 - 1)]
+)
+def test_a_merged_receive_expands_into_its_recv_and_consume(  # noqa: PLR0917
+    flags: int, d: int, field: Record, comm: int, src: int, tag: int, ns: int
+) -> None:
+    """Kind 9: a blocking receive and its consume in one record (compact docstring)."""
+    field = {"send": [src, d]} if "send" in field else field
+    body = _batch()
+    packed_comm = (ns << 32 | comm) - (1 << 64 if ns >= 1 << 31 else 0)
+    packed_c = ((tag & 0xFFFFFFFF) << 32 | src) - (1 << 64 if tag < 0 else 0)
+    merged = (9, flags, 0, 1, 4, 2.5, packed_comm, -1, -1, packed_c, d)
+    body["recs"] = body["recs"][: 3 * RECORD_SIZE] + RECORD.pack(*merged)
+    out, error = CompactDecoder(0).decode(body)
+    assert error is None
+    recv, consume = out[3:]
+    site = out[0]["site"]
+    assert recv == {
+        "rank": 0,
+        "seq": 4,
+        "kind": "recv",
+        "t": 2.5,
+        "site": site,
+        "comm": comm,
+        "src": -1,
+        "tag": -1,
+        "blocking": True,
+    }
+    assert consume == {
+        "rank": 0,
+        "seq": 5,
+        "kind": "consume",
+        "t": pytest.approx(2.5 + ns * 1e-9),
+        "site": site,
+        "comm": comm,
+        "recv": 4,
+        "src": src,
+        "tag": tag,
+        **field,
+    }
+    for r in (recv, consume):
+        check_record({k: v for k, v in r.items() if k != "chan"}, nprocs=8)
+
+
 def test_a_site_table_out_of_step_is_reported() -> None:
     dec = CompactDecoder(0)
     body = _batch()
@@ -82,7 +130,7 @@ def test_a_site_table_out_of_step_is_reported() -> None:
 
 @pytest.mark.parametrize(
     "change",
-    [{"v": 2}, {"recs": "text"}, {"sites": None}, {"extra0": "0"}, {"batch": None}],
+    [{"v": 1}, {"recs": "text"}, {"sites": None}, {"extra0": "0"}, {"batch": None}],
 )
 def test_a_body_of_the_wrong_shape_is_a_protocol_error(change: dict[str, Any]) -> None:
     with pytest.raises(ProtocolError):

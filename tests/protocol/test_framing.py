@@ -14,11 +14,13 @@ from mpvis.protocol.framing import (
     HEADER_SIZE,
     MAX_PAYLOAD,
     NEED_DATA,
+    OUT_OF_LINE,
     FrameDecoder,
     Message,
     MsgType,
     ProtocolError,
     encode_frame,
+    encode_frame_parts,
 )
 
 
@@ -162,3 +164,34 @@ def test_clean_eof_between_frames() -> None:
     assert dec.next_event() is EOF
     with pytest.raises(RuntimeError):
         dec.receive_data(b"more")
+
+
+_values = st.one_of(
+    st.integers(-(2**63), 2**64 - 1),
+    st.text(max_size=8),
+    st.binary(max_size=300),
+    st.integers(OUT_OF_LINE - 2, OUT_OF_LINE + 70_000).map(lambda n: bytes([n % 251]) * n),
+    st.lists(st.integers(0, 9), max_size=4),
+)
+
+
+@settings(max_examples=60)
+@given(st.integers(1, 8), st.dictionaries(st.text(max_size=6), _values, max_size=5))
+def test_frame_parts_join_into_the_frame_and_leave_large_bytes_uncopied(
+    msg_type: int, body: dict[str, object]
+) -> None:
+    parts = encode_frame_parts(msg_type, body)
+    payload = msgpack.packb(body, use_bin_type=True)
+    assert b"".join(parts) == struct.pack(">2sBBI", b"MV", 1, msg_type, len(payload)) + payload
+    assert encode_frame(msg_type, body) == b"".join(parts)
+    large = [v for v in body.values() if type(v) is bytes and len(v) >= OUT_OF_LINE]
+    assert sum(any(p is v for p in parts) for v in large) == len(large)
+    dec = FrameDecoder()
+    dec.receive_data(b"".join(parts))
+    msg = dec.next_event()
+    assert isinstance(msg, Message) and msg.body == body
+
+
+def test_frame_parts_refuse_oversized_payloads() -> None:
+    with pytest.raises(ProtocolError, match="oversized"):
+        encode_frame_parts(MsgType.COMPACT, {"recs": b"x" * (MAX_PAYLOAD + 1)})
