@@ -9,8 +9,8 @@ a collector stand-in in this process (which reads and discards them, so the
 records really are encoded and sent).  Inside the run, rounds on the traced
 ``MPI.COMM_WORLD`` alternate with rounds on an untraced copy of it
 (``MPI.Intracomm(MPI.COMM_WORLD)``, plain mpi4py, with mpi4py's own pickle
-functions: :func:`mpvis.instrument.piggyback.stock_pickle`).  Prints, per API and
-message size, the best round of each kind (time per message) and two
+functions and the flusher thread paused: :func:`mpvis.instrument.baseline.untraced`).
+Prints, per API and message size, the best round of each kind (time per message) and two
 overheads: of the best rounds, and the median over adjacent (untraced, traced)
 pairs of rounds, which share the machine's state of the moment.  On a shared
 machine whose speed drifts by several percent, the paired median is the
@@ -52,7 +52,7 @@ def worker(pattern: str, reps: int, sizes: tuple[int, ...], apis: tuple[str, ...
     """The MPI program: prints ``RESULT api size plain traced`` (seconds per message) on rank 0."""
     from mpi4py import MPI
 
-    from mpvis.instrument.piggyback import stock_pickle
+    from mpvis.instrument.baseline import untraced
 
     traced = MPI.COMM_WORLD
     plain = MPI.Intracomm(traced)  # the same communicator, untraced
@@ -67,7 +67,7 @@ def worker(pattern: str, reps: int, sizes: tuple[int, ...], apis: tuple[str, ...
             for rep in range(2 * reps + 2):  # the first round of each kind warms up
                 kind = ("plain", "traced")[rep % 2]
                 comm = plain if kind == "plain" else traced
-                with stock_pickle() if kind == "plain" else nullcontext():
+                with untraced() if kind == "plain" else nullcontext():
                     plain.Barrier()
                     t0 = time.perf_counter()
                     if pattern == "pingpong":

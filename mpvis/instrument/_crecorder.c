@@ -70,6 +70,7 @@ typedef struct {
     PyObject *extras;      /* list: payloads of variable-size records not drained yet */
     int64_t extras_base;   /* the (absolute) index of extras[0] */
     uint64_t drains;       /* drains that took records (a record's offset is stale after one) */
+    int wake;              /* idle_wait() should return now (set by wake()) */
     PyObject *new_sites;   /* list: site strings interned since the last drain */
     PyObject *site_ids;    /* dict: site string -> id */
     PyObject *site_list;   /* list: id - 1 -> site string */
@@ -79,6 +80,11 @@ typedef struct {
     site_slot *sites; size_t nsitekeys, capsites;
     chan_slot *chans; size_t nchans, capchans;
 } Recorder;
+
+/* seq, len and wake are read by idle_wait() without the GIL (relaxed atomics: a
+ * stale value only delays a flush by one poll). */
+#define STORE(field, value) __atomic_store_n(&(field), (value), __ATOMIC_RELAXED)
+#define LOAD(field) __atomic_load_n(&(field), __ATOMIC_RELAXED)
 
 static double now(void) {
     struct timespec ts;
@@ -258,11 +264,12 @@ static rec_t *append(Recorder *self, int kind, int with_site) {
         self->cap = cap;
     }
     rec_t *r = (rec_t *)(self->buf + self->len);
-    self->len += sizeof(rec_t);
+    STORE(self->len, self->len + (Py_ssize_t)sizeof(rec_t));
     memset(r, 0, sizeof(rec_t));
     r->kind = (uint8_t)kind;
     r->site = site;
-    r->seq = self->seq++;
+    r->seq = self->seq;
+    STORE(self->seq, self->seq + 1);
     r->t = now() - self->t0;
     return r;
 }
@@ -526,9 +533,44 @@ static PyObject *R_drain(Recorder *self, PyObject *arg) {
     Py_SETREF(self->extras, rest);
     self->extras_base += upto;
     memmove(self->buf, self->buf + nbytes, (size_t)(self->len - nbytes));
-    self->len -= nbytes;
+    STORE(self->len, self->len - nbytes);
     if (n) self->drains++;
     return out;
+}
+
+/* idle_wait(quiet, longest): sleep, without the GIL, until records are pending and
+ * either the rank has recorded nothing for ``quiet`` seconds (it is blocked, or
+ * computing: its view should be current) or ``longest`` seconds have passed since
+ * the call; or until wake().  Polls every ``quiet`` (0.5 to 10 ms), so a blocked
+ * rank is flushed within two: a busy rank pays a wake-up of this thread per
+ * poll (no GIL) and a GIL hand-over per flush. */
+static PyObject *R_idle_wait(Recorder *self, PyObject *const *args, Py_ssize_t n) {
+    if (!nargs_ok("idle_wait", n, 2)) return NULL;
+    double quiet = PyFloat_AsDouble(args[0]), longest = PyFloat_AsDouble(args[1]);
+    if (PyErr_Occurred()) return NULL;
+    double poll = quiet < 0.0005 ? 0.0005 : quiet > 0.01 ? 0.01 : quiet;
+    struct timespec nap = {0, (long)(poll * 1e9)};
+    Py_BEGIN_ALLOW_THREADS
+    double start = now(), changed = start;
+    int64_t seq = LOAD(self->seq);
+    while (!__atomic_exchange_n(&self->wake, 0, __ATOMIC_RELAXED)) {
+        nanosleep(&nap, NULL);
+        double t = now();
+        int64_t s = LOAD(self->seq);
+        if (s != seq) {
+            seq = s;
+            changed = t;
+        }
+        if (LOAD(self->len) > 0 && (t - changed >= quiet || t - start >= longest)) break;
+    }
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+/* wake(): make a current or the next idle_wait() return at once. */
+static PyObject *R_wake(Recorder *self, PyObject *unused) {
+    __atomic_store_n(&self->wake, 1, __ATOMIC_RELAXED);
+    Py_RETURN_NONE;
 }
 
 static PyObject *R_pending(Recorder *self, PyObject *unused) {
@@ -601,6 +643,8 @@ static PyMethodDef R_methods[] = {
     {"drain", (PyCFunction)R_drain, METH_O,
      "drain(max) -> (records, first new site id, new sites, first extra's index, extras)"},
     {"pending", (PyCFunction)R_pending, METH_NOARGS, "pending() -> records not drained yet"},
+    FAST(idle_wait, "idle_wait(quiet, longest): sleep (no GIL) until a flush is due or wake()"),
+    {"wake", (PyCFunction)R_wake, METH_NOARGS, "wake(): end the current or next idle_wait()"},
     {NULL},
 };
 
@@ -1019,7 +1063,7 @@ static int recv_consumed(recv_call *rc, int32_t src, int32_t tag, int flags, int
             r->comm = (int64_t)(((uint64_t)(uint32_t)ns << 32) | (uint32_t)(int32_t)r->comm);
             r->c = (int64_t)(((uint64_t)(uint32_t)tag << 32) | (uint32_t)src);
             r->d = d;
-            self->seq++;
+            STORE(self->seq, self->seq + 1);
             return 0;
         }
     }

@@ -24,14 +24,17 @@ Methods (positional arguments; each returns the event's ``seq``):
   see :mod:`mpvis.protocol.chansend`); a nonblocking send's ``req`` is its seq;
 * ``recv(comm, src, tag, blocking)`` (wildcards already ``-1``);
 * ``consume(comm, recv, src, tag, send_seq | None)``;
-* ``unwrap(comm, recv, msg)``: the consume of an object message ``msg`` =
-  ``(send seq, world source, tag, obj, ...)``; returns ``obj`` (not a seq);
+* ``unwrap(comm, recv, msg, src, tag)``: the consume of an object message
+  ``msg`` = ``(send seq or None, obj[, extra])`` (as loaded by
+  :mod:`mpvis.instrument.piggyback`); returns ``obj`` (not a seq);
 * ``consume_chan(comm, recv, src, tag, exact)``: the consume of a buffer
   message; the recorder counts the messages consumed per channel and records
   the count as ``chan`` when ``exact`` (completions seen in posting order);
 * ``wait(reqs)``, ``coll(comm, op, fields)``, ``coll_exit(comm, op)``,
   ``state(variables)``, ``final()``;
 * ``site()``: ``"file:line"`` of the caller; ``drain(max)``; ``pending()``;
+  ``idle_wait(quiet, longest)`` and ``wake()`` (the flusher's wait, without
+  the GIL: :class:`mpvis.instrument.transport.Flusher`);
   attributes ``rank``, ``seq`` (the next event's), ``t0``.
 
 Call sites are the first frame whose file is outside ``internal_dirs`` (the

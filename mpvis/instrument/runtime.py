@@ -14,8 +14,10 @@ environment (:func:`mpvis.instrument.transport.open_sink`), sends the header
   collective unless ``MPVIS_RINGCHECK=0``.
 
 Environment: ``MPVIS_COLLECTOR``, ``MPVIS_TOKEN``, ``MPVIS_TRACE_DIR`` (see
-:mod:`~mpvis.instrument.transport`), ``MPVIS_FLUSH_MS`` (flush period,
-default 10), ``MPVIS_RINGCHECK`` (``0`` or ``1``, default 1).
+:mod:`~mpvis.instrument.transport`), ``MPVIS_FLUSH_QUIET_MS`` and
+``MPVIS_FLUSH_MS`` (when the flusher ships: after that long without a record,
+default 5, and at the latest after that long, default 50), ``MPVIS_RINGCHECK``
+(``0`` or ``1``, default 1).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from mpvis.instrument.recorder import Recorder
 from mpvis.instrument.transport import Flusher, open_sink
 from mpvis.protocol.records import make_header
 
-__all__ = ["ABORT_GRACE", "Runtime", "start"]
+__all__ = ["ABORT_GRACE", "Runtime", "current", "start"]
 
 #: Seconds a crashing rank waits before aborting the job (other ranks flush).
 ABORT_GRACE = 0.1
@@ -65,9 +67,11 @@ class Runtime:
         setattr(MPI, "COMM_WORLD", self.world)  # noqa: B010 (a Final name in the stubs)
         setattr(MPI, "Request", traced_request.TracedRequest)  # noqa: B010
         _public._recorder[0] = self.recorder
-        period = float(env.get("MPVIS_FLUSH_MS", "10")) / 1000.0
-        self.flusher = Flusher(self.recorder, sink, max(period, 0.001))
+        quiet = float(env.get("MPVIS_FLUSH_QUIET_MS", "5")) / 1000.0
+        longest = float(env.get("MPVIS_FLUSH_MS", "50")) / 1000.0
+        self.flusher = Flusher(self.recorder, sink, max(quiet, 0.0005), max(longest, 0.001))
         self._closed = False
+        _CURRENT[0] = self
 
     def _ring(self, comm: Any) -> Any:
         """A ring checker for a new traced communicator (collective over it)."""
@@ -118,6 +122,14 @@ def _ring_precheck(comm: Any, op: str, fields: dict[str, Any], site: str) -> Non
             redop=fields.get("redop"),
             site=site,
         )
+
+
+_CURRENT: list[Runtime | None] = [None]
+
+
+def current() -> Runtime | None:
+    """The trace library installed in this process by :func:`start`, if any."""
+    return _CURRENT[0]
 
 
 def start(program: str, env: dict[str, str] | None = None) -> Runtime:

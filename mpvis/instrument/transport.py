@@ -22,14 +22,22 @@ Sinks (chosen by :func:`open_sink` from the environment that ``mpvis run`` sets)
   the wrappers, so its behaviour does not depend on being watched).
 
 Flushing (:class:`Flusher`): the program's thread never encodes or writes.  A
-daemon thread wakes every ``MPVIS_FLUSH_MS`` milliseconds (default 10) and
-ships whatever is pending: one ``drain`` (bytes, no per-record work) and one
-frame per :data:`BATCH_RECORDS` records.  mpi4py releases the GIL inside every blocking MPI
-call, so a rank that blocks (in a receive, a wait, a collective, a probe) has
-all its records at the collector at most one period later: the live view
-never lags behind a blocked rank by more than that.  A synchronous flush
-before each blocking call would cost a syscall per message, several times the
-latency of a small mpi4py message (see ``benchmarks/overhead_pingpong.py``).
+daemon thread waits without the GIL (``Recorder.idle_wait``, polling the
+recorder's counters) and ships the pending records,
+one ``drain`` (bytes, no per-record work) and one frame per
+:data:`BATCH_RECORDS` records, as soon as either
+
+* the rank has recorded nothing for ``MPVIS_FLUSH_QUIET_MS`` (default 5,
+  checked every as many milliseconds): it is blocked (mpi4py releases the GIL
+  inside every blocking MPI call) or computing, so the live view shows where
+  it stands within about 10 ms of it blocking; or
+* ``MPVIS_FLUSH_MS`` (default 50) have passed while the rank keeps recording:
+  a busy rank's view is at most that far behind.
+
+A busy rank thus pays a flush (a GIL hand-over and a copy) twenty times a
+second, not at every blocking call: a synchronous flush before each blocking
+call would cost a syscall per message, several times the latency of a small
+mpi4py message (see ``benchmarks/overhead_pingpong.py``).
 :meth:`Flusher.close` drains everything synchronously (normal end and crash).
 """
 
@@ -40,7 +48,8 @@ import os
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -179,19 +188,38 @@ class Flusher:
     :class:`NullSink` after one message on stderr: the program keeps running.
     """
 
-    def __init__(self, recorder: Recorder, sink: Sink, period: float) -> None:
+    def __init__(self, recorder: Recorder, sink: Sink, quiet: float, longest: float) -> None:
+        """Flush after ``quiet`` seconds without a record, or ``longest`` seconds at most."""
         self._recorder = recorder
         self._sink = sink
-        self._period = period
+        self._quiet = quiet
+        self._longest = longest
         self._lock = threading.Lock()  # serialises flushes (thread vs close)
         self._stop = threading.Event()
+        self._running = threading.Event()
+        self._running.set()
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="mpvis-flusher", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
-        while not self._stop.wait(self._period):
+        while True:
+            self._running.wait()
+            self._recorder.idle_wait(self._quiet, self._longest)
+            if self._stop.is_set():
+                return
             self.flush()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """No flushing (not even polling) for the duration: records wait.  For
+        measurements: the untraced baseline of ``benchmarks/overhead_pingpong.py``."""
+        self._running.clear()
+        self._recorder.wake()
+        try:
+            yield
+        finally:
+            self._running.set()
 
     def flush(self) -> None:
         """Ship every pending record now."""
@@ -215,6 +243,8 @@ class Flusher:
     def close(self, status: str, detail: str = "") -> None:
         """Stop the thread, ship the rest, say goodbye with ``status`` (once)."""
         self._stop.set()
+        self._running.set()
+        self._recorder.wake()
         if threading.current_thread() is not self._thread:
             self._thread.join(timeout=5)
         self.flush()

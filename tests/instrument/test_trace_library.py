@@ -7,6 +7,8 @@ import socket
 import subprocess
 import sys
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -100,8 +102,14 @@ def _apply(rec: Recorder, call: tuple[Any, ...]) -> dict[str, Any]:
         return {"op": op, "root": root}
     rec.state(clean_state(call[1]))
     # lists, and integers beyond 64 bits (msgpack cannot carry them), become their repr
-    return {"vars": {k: repr(v) if isinstance(v, list) or (
-        type(v) is int and not -(2**63) <= v < 2**64) else v for k, v in call[1].items()}}
+    return {
+        "vars": {
+            k: repr(v)
+            if isinstance(v, list) or (type(v) is int and not -(2**63) <= v < 2**64)
+            else v
+            for k, v in call[1].items()
+        }
+    }
 
 
 @settings(max_examples=60, deadline=None)
@@ -253,7 +261,7 @@ def test_socket_sink_and_flusher_speak_the_wire_protocol() -> None:
     sink = SocketSink(coll.address, "secret", 0)
     sink.header(make_header(1, program="p"))
     rec = _recorder(rank=0)
-    flusher = Flusher(rec, sink, period=0.005)
+    flusher = Flusher(rec, sink, quiet=0.002, longest=0.005)
     for i in range(5):
         rec.send(0, 0, i, BLOCKING)
     rec.final()
@@ -270,22 +278,46 @@ def test_socket_sink_and_flusher_speak_the_wire_protocol() -> None:
     assert coll.messages[-1].body == {"rank": 0, "status": "final", "detail": ""}
 
 
-def test_flusher_ships_without_being_asked(tmp_path: Path) -> None:
-    """A rank blocked in MPI holds no GIL: the thread alone must deliver its records."""
-    sink = FileSink(tmp_path, 0)
+def _shipped(path: Path, record: Callable[[], object] | None = None) -> bool:
+    """Whether ``path`` gets content within 10 s (calling ``record`` every millisecond)."""
+    for _ in range(10_000):
+        if path.exists() and path.read_text():
+            return True
+        if record is not None:
+            record()
+        time.sleep(0.001)
+    return False
+
+
+def test_flusher_ships_a_quiet_ranks_records_without_being_asked(tmp_path: Path) -> None:
+    """A rank blocked in MPI holds no GIL and records nothing: the thread alone
+    must deliver its records, after the quiet delay (the longest is far off)."""
     rec = _recorder(rank=0)
-    flusher = Flusher(rec, sink, period=0.005)
+    flusher = Flusher(rec, FileSink(tmp_path, 0), quiet=0.002, longest=1000.0)
     rec.recv(0, -1, -1, True)
-    path = tmp_path / "rank-0.jsonl"
-    done = threading.Event()
-    for _ in range(400):
-        if path.read_text():
-            done.set()
-            break
-        done.wait(0.01)
+    assert _shipped(tmp_path / "rank-0.jsonl")
     flusher.close("final")
-    assert done.is_set()
-    assert json.loads(path.read_text().splitlines()[0])["kind"] == "recv"
+    assert json.loads((tmp_path / "rank-0.jsonl").read_text().splitlines()[0])["kind"] == "recv"
+
+
+def test_flusher_ships_a_busy_ranks_records_at_the_latest_after_the_longest_delay(
+    tmp_path: Path,
+) -> None:
+    rec = _recorder(rank=0)
+    flusher = Flusher(rec, FileSink(tmp_path, 0), quiet=1000.0, longest=0.01)
+    assert _shipped(tmp_path / "rank-0.jsonl", lambda: rec.send(0, 1, 0, BLOCKING))
+    flusher.close("final")
+
+
+def test_closing_the_flusher_does_not_wait_for_a_due_flush(tmp_path: Path) -> None:
+    rec = _recorder(rank=0)
+    flusher = Flusher(rec, FileSink(tmp_path, 0), quiet=1000.0, longest=1000.0)
+    rec.send(0, 1, 0, BLOCKING)
+    flusher.close("final")
+    assert not flusher._thread.is_alive()  # woken, not timed out
+    assert [
+        json.loads(x)["kind"] for x in (tmp_path / "rank-0.jsonl").read_text().splitlines()
+    ] == ["send"]
 
 
 _BUFFERS = [

@@ -557,7 +557,8 @@ def test_a_receive_and_its_consume_share_a_record_unless_a_flush_came_between(
     the recv record is still in the rank's buffer; the trace is the same."""
     prog = tmp_path / "merged.py"
     prog.write_text(MERGED)
-    proc, lines = run_traced(prog, 2, tmp_path, "0.2", env={"MPVIS_FLUSH_MS": flush_ms})
+    env = {"MPVIS_FLUSH_MS": flush_ms, "MPVIS_FLUSH_QUIET_MS": flush_ms}
+    proc, lines = run_traced(prog, 2, tmp_path, "0.2", env=env)
     assert proc.returncode == 0 and "MERGED OK" in proc.stdout, proc.stderr
     events = validate(lines, prog)[1]
     if flush_ms == "100000":  # no flush: the two quick receives took one record each
