@@ -713,7 +713,11 @@ static PyObject *P_dumps(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
         for (Py_ssize_t i = 1; i < total; i++) buf[i] = args[i];
         call = buf;
     }
+    PyObject *extra = tx_extra;
+    tx_seq = -1;  /* a pickle made while pickling this one (a __reduce__) gets no trailer */
     PyObject *data = PyObject_Vectorcall(g_dumps, call, nargs, kwnames);
+    tx_seq = seq;
+    tx_extra = extra;
     Py_XDECREF(pair);
     if (!data) return NULL;
     if (!PyBytes_CheckExact(data)) {

@@ -128,3 +128,19 @@ def test_errors_are_reported() -> None:
         loads(bad)
     with pytest.raises(TypeError):
         call(None, None)  # type: ignore[call-arg]
+
+
+class _PicklesAnother:
+    """Pickles, while being pickled, another object with the same dumps."""
+
+    inner: bytes = b""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        _PicklesAnother.inner = dumps("inner", P)
+        return (str, ("outer",))
+
+
+def test_a_pickle_made_while_pickling_the_message_gets_no_trailer() -> None:
+    data = send(_PicklesAnother(), 21)
+    assert _PicklesAnother.inner == pickle.dumps("inner", P)
+    assert call(None, None, True, loads, data) == (21, "outer")
