@@ -70,6 +70,7 @@ class Runtime:
         quiet = float(env.get("MPVIS_FLUSH_QUIET_MS", "5")) / 1000.0
         longest = float(env.get("MPVIS_FLUSH_MS", "50")) / 1000.0
         self.flusher = Flusher(self.recorder, sink, max(quiet, 0.0005), max(longest, 0.001))
+        self._grace = max(ABORT_GRACE, 2 * longest)  # a busy rank's longest delay, twice
         self._closed = False
         _CURRENT[0] = self
 
@@ -101,14 +102,16 @@ class Runtime:
     def crash(self, detail: str) -> None:
         """Abnormal end: flush what was recorded and say ``BYE crashed``.
 
-        Then waits a few flush periods, so that the other ranks' flushers ship
-        their last records before the caller aborts the job.
+        Then waits :data:`ABORT_GRACE` (or twice ``MPVIS_FLUSH_MS`` if longer),
+        so that the other ranks' flushers ship their last records before the
+        caller aborts the job (a blocked rank ships within about 10 ms, a busy
+        one within ``MPVIS_FLUSH_MS``).
         """
         if self._closed:
             return
         self._closed = True
         self.flusher.close("crashed", detail)
-        time.sleep(ABORT_GRACE)
+        time.sleep(self._grace)
 
 
 def _ring_precheck(comm: Any, op: str, fields: dict[str, Any], site: str) -> None:
