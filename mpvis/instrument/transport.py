@@ -196,15 +196,19 @@ class Flusher:
         self._longest = longest
         self._lock = threading.Lock()  # serialises flushes (thread vs close)
         self._stop = threading.Event()
-        self._running = threading.Event()
+        self._running = threading.Event()  # cleared: park the thread (paused)
         self._running.set()
+        self._parked = threading.Event()  # the thread is parked
         self._closed = False
         self._thread = threading.Thread(target=self._run, name="mpvis-flusher", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while True:
-            self._running.wait()
+            if not self._running.is_set():
+                self._parked.set()
+                self._running.wait()
+                self._parked.clear()
             self._recorder.idle_wait(self._quiet, self._longest)
             if self._stop.is_set():
                 return
@@ -213,9 +217,15 @@ class Flusher:
     @contextmanager
     def paused(self) -> Iterator[None]:
         """No flushing (not even polling) for the duration: records wait.  For
-        measurements: the untraced baseline of ``benchmarks/overhead_pingpong.py``."""
+        measurements: the untraced baseline of ``benchmarks/overhead_pingpong.py``.
+
+        Returns once the pending records are shipped and the thread is parked,
+        so that none of its work falls into the duration.
+        """
         self._running.clear()
         self._recorder.wake()
+        self.flush()
+        self._parked.wait(timeout=5)
         try:
             yield
         finally:

@@ -278,10 +278,10 @@ def test_socket_sink_and_flusher_speak_the_wire_protocol() -> None:
     assert coll.messages[-1].body == {"rank": 0, "status": "final", "detail": ""}
 
 
-def _shipped(path: Path, record: Callable[[], object] | None = None) -> bool:
-    """Whether ``path`` gets content within 10 s (calling ``record`` every millisecond)."""
+def _shipped(path: Path, record: Callable[[], object] | None = None, lines: int = 1) -> bool:
+    """Whether ``path`` gets ``lines`` lines within 10 s (calling ``record`` every millisecond)."""
     for _ in range(10_000):
-        if path.exists() and path.read_text():
+        if path.exists() and len(path.read_text().splitlines()) >= lines:
             return True
         if record is not None:
             record()
@@ -348,3 +348,17 @@ def test_buffer_info_and_redop_names() -> None:
     ).stdout.splitlines()
     assert out[0] == repr([expected for _, expected in _BUFFERS])
     assert out[1] == "sum max user"
+
+
+def test_a_paused_flusher_ships_first_then_waits_for_the_end_of_the_pause(tmp_path: Path) -> None:
+    rec = _recorder(rank=0)
+    path = tmp_path / "rank-0.jsonl"
+    flusher = Flusher(rec, FileSink(tmp_path, 0), quiet=0.001, longest=0.002)
+    rec.send(0, 1, 0, BLOCKING)
+    with flusher.paused():
+        assert len(path.read_text().splitlines()) == 1  # shipped before the pause began
+        rec.send(0, 1, 1, BLOCKING)
+        time.sleep(0.05)  # many quiet delays: nothing moves while paused
+        assert len(path.read_text().splitlines()) == 1 and rec.pending() == 1
+    assert _shipped(path, lines=2)
+    flusher.close("final")
