@@ -45,7 +45,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _iterations(size: int) -> int:
-    return 5_000 if size <= 1024 else 100
+    """Messages per round: a round lasts a few tenths of a second, several times
+    the flusher's longest delay (50 ms), so traced rounds pay their flushes."""
+    return 50_000 if size <= 1024 else 100
 
 
 def worker(pattern: str, reps: int, sizes: tuple[int, ...], apis: tuple[str, ...]) -> None:

@@ -686,38 +686,52 @@ static const char MAGIC_PLAIN[4] = {'\0', 'M', 'V', '1'};
 static const char MAGIC_EXTRA[4] = {'\0', 'M', 'V', '2'};
 enum { RX_PLAIN = 0, RX_PAIR = 1, RX_STASH = 2 };
 
-static _Thread_local int64_t tx_seq = -1;   /* the armed send's number, -1: none */
-static _Thread_local PyObject *tx_extra;    /* its hooks' data (borrowed) or NULL */
-static _Thread_local int rx_mode;
-static _Thread_local int rx_seen;           /* loads() ran (stash mode) */
-static _Thread_local int rx_has;            /* ... and found a trailer */
-static _Thread_local int64_t rx_seq;
+/* This thread's piggyback state; one struct, so that a function finds it with one
+ * lookup (a module's thread-local variables cost a __tls_get_addr call each). */
+typedef struct {
+    int64_t tx_seq;      /* the armed send's number, -1: none */
+    PyObject *tx_extra;  /* its hooks' data (borrowed) or NULL */
+    int rx_mode;
+    int rx_seen;         /* loads() ran (stash mode) */
+    int rx_has;          /* ... and found a trailer */
+    int64_t rx_seq;
+} piggy_t;
+static _Thread_local piggy_t piggy = {-1, NULL, RX_PLAIN, 0, 0, 0};
+
+/* &piggy, looked up once per call: the empty asm hides where the pointer comes
+ * from, so the compiler keeps it instead of redoing the lookup after each call. */
+static inline piggy_t *piggy_state(void) {
+    piggy_t *pg = &piggy;
+    __asm__("" : "+r"(pg));
+    return pg;
+}
 static PyObject *g_dumps, *g_loads;         /* the pickle functions wrapped */
 static PyObject *g_pickle_loads;            /* pickle.loads: ignores trailing bytes */
 
 /* dumps(obj, *args, **kwargs): g_dumps's bytes, with the trailer if a send is armed. */
 static PyObject *P_dumps(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
                          PyObject *kwnames) {
+    piggy_t *pg = piggy_state();
     if (!g_dumps) { PyErr_SetString(PyExc_RuntimeError, "mpvis: pickle not bound"); return NULL; }
-    if (tx_seq < 0 || nargs < 1) return PyObject_Vectorcall(g_dumps, args, nargs, kwnames);
-    int64_t seq = tx_seq;
+    if (pg->tx_seq < 0 || nargs < 1) return PyObject_Vectorcall(g_dumps, args, nargs, kwnames);
+    int64_t seq = pg->tx_seq;
     PyObject *pair = NULL;
     PyObject *const *call = args;
     PyObject *buf[8];
     Py_ssize_t total = nargs + (kwnames ? PyTuple_GET_SIZE(kwnames) : 0);
-    if (tx_extra) {
+    if (pg->tx_extra) {
         if (total > 8) { PyErr_SetString(PyExc_TypeError, "dumps(): too many arguments"); return NULL; }
-        pair = PyTuple_Pack(2, args[0], tx_extra);
+        pair = PyTuple_Pack(2, args[0], pg->tx_extra);
         if (!pair) return NULL;
         buf[0] = pair;
         for (Py_ssize_t i = 1; i < total; i++) buf[i] = args[i];
         call = buf;
     }
-    PyObject *extra = tx_extra;
-    tx_seq = -1;  /* a pickle made while pickling this one (a __reduce__) gets no trailer */
+    PyObject *extra = pg->tx_extra;
+    pg->tx_seq = -1;  /* a pickle made while pickling this one (a __reduce__) gets no trailer */
     PyObject *data = PyObject_Vectorcall(g_dumps, call, nargs, kwnames);
-    tx_seq = seq;
-    tx_extra = extra;
+    pg->tx_seq = seq;
+    pg->tx_extra = extra;
     Py_XDECREF(pair);
     if (!data) return NULL;
     if (!PyBytes_CheckExact(data)) {
@@ -736,13 +750,14 @@ static PyObject *P_dumps(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
     }
     char *end = PyBytes_AS_STRING(data) + n;
     memcpy(end, &seq, 8);
-    memcpy(end + 8, tx_extra ? MAGIC_EXTRA : MAGIC_PLAIN, 4);
+    memcpy(end + 8, pg->tx_extra ? MAGIC_EXTRA : MAGIC_PLAIN, 4);
     return data;
 }
 
 /* loads(data, *args, **kwargs): see the section comment for what it returns. */
 static PyObject *P_loads(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
                          PyObject *kwnames) {
+    piggy_t *pg = piggy_state();
     if (!g_loads) { PyErr_SetString(PyExc_RuntimeError, "mpvis: pickle not bound"); return NULL; }
     if (nargs < 1) return PyObject_Vectorcall(g_loads, args, nargs, kwnames);
     Py_buffer view;
@@ -790,11 +805,11 @@ static PyObject *P_loads(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
         Py_INCREF(extra);
         Py_DECREF(pair);
     }
-    if (rx_mode == RX_STASH) {
-        rx_seen = 1;
-        rx_has = has != 0;
-        rx_seq = seq;
-    } else if (rx_mode == RX_PAIR) {
+    if (pg->rx_mode == RX_STASH) {
+        pg->rx_seen = 1;
+        pg->rx_has = has != 0;
+        pg->rx_seq = seq;
+    } else if (pg->rx_mode == RX_PAIR) {
         PyObject *s = has ? PyLong_FromLongLong(seq) : (Py_INCREF(Py_None), Py_None);
         PyObject *out = s ? (extra ? PyTuple_Pack(3, s, obj, extra) : PyTuple_Pack(2, s, obj))
                           : NULL;
@@ -810,6 +825,7 @@ static PyObject *P_loads(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
  * not armed; ``extra``: the hooks' data or None) and, if ``wrap``, every message
  * loaded meanwhile returned as (seq or None, obj[, extra]). */
 static PyObject *P_call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    piggy_t *pg = piggy_state();
     if (nargs < 4) {
         PyErr_SetString(PyExc_TypeError, "call(seq, extra, wrap, fn, *args)");
         return NULL;
@@ -818,16 +834,16 @@ static PyObject *P_call(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) 
     if (args[0] != Py_None && get_i64(args[0], &seq)) return NULL;
     int wrap = PyObject_IsTrue(args[2]);
     if (wrap < 0) return NULL;
-    int64_t saved_seq = tx_seq;
-    PyObject *saved_extra = tx_extra;
-    int saved_mode = rx_mode;
-    tx_seq = seq;
-    tx_extra = args[1] == Py_None ? NULL : args[1];
-    rx_mode = wrap ? RX_PAIR : RX_PLAIN;
+    int64_t saved_seq = pg->tx_seq;
+    PyObject *saved_extra = pg->tx_extra;
+    int saved_mode = pg->rx_mode;
+    pg->tx_seq = seq;
+    pg->tx_extra = args[1] == Py_None ? NULL : args[1];
+    pg->rx_mode = wrap ? RX_PAIR : RX_PLAIN;
     PyObject *res = PyObject_Vectorcall(args[3], args + 4, nargs - 4, NULL);
-    tx_seq = saved_seq;
-    tx_extra = saved_extra;
-    rx_mode = saved_mode;
+    pg->tx_seq = saved_seq;
+    pg->tx_extra = saved_extra;
+    pg->rx_mode = saved_mode;
     return res;
 }
 
@@ -952,6 +968,7 @@ static int fast_comm(PyObject *self, int64_t *cid) {
 
 static PyObject *F_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames) {
+    piggy_t *pg = piggy_state();
     static const char *const names[] = {"obj", "dest", "tag"};
     PyObject *a[3] = {NULL, NULL, NULL};
     if (bind_args("send", names, s_send_names, 3, 2, args, nargs, kwnames, a) < 0) return NULL;
@@ -974,14 +991,14 @@ static PyObject *F_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (r) {
         r->flags = F_BLOCKING;
         r->comm = cid; r->a = dest; r->b = tag;
-        int64_t saved_seq = tx_seq;
-        PyObject *saved_extra = tx_extra;
-        tx_seq = r->seq;
-        tx_extra = NULL;
+        int64_t saved_seq = pg->tx_seq;
+        PyObject *saved_extra = pg->tx_extra;
+        pg->tx_seq = r->seq;
+        pg->tx_extra = NULL;
         PyObject *call[4] = {self, a[0], a[1], tag_obj};
         res = PyObject_Vectorcall(g_orig_send, call, 4, NULL);
-        tx_seq = saved_seq;
-        tx_extra = saved_extra;
+        pg->tx_seq = saved_seq;
+        pg->tx_extra = saved_extra;
     }
     Py_DECREF(tag_obj);
     return res;
@@ -1087,21 +1104,22 @@ static PyObject *recv_done(recv_call *rc, PyObject *res) {
 
 static PyObject *F_recv(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames) {
+    piggy_t *pg = piggy_state();
     recv_call rc;
     if (recv_prepare("recv", 0, self, args, nargs, kwnames, &rc) < 0) return NULL;
     if (!rc.fast)
         return recv_done(&rc, PyObject_VectorcallMethod(s_recv_slow, rc.call, 5, NULL));
     PyObject *res = NULL;
     if (recv_record(&rc) == 0) {
-        int saved_mode = rx_mode;
-        rx_mode = RX_STASH;
-        rx_seen = 0;
+        int saved_mode = pg->rx_mode;
+        pg->rx_mode = RX_STASH;
+        pg->rx_seen = 0;
         res = PyObject_Vectorcall(g_orig_recv, rc.call, 5, NULL);
-        rx_mode = saved_mode;
-        int known = rx_seen && rx_has;  /* else an untraced sender: the reader infers the send */
+        pg->rx_mode = saved_mode;
+        int known = pg->rx_seen && pg->rx_has;  /* else an untraced sender: the reader infers the send */
         if (res && (recv_matched(&rc) < 0 ||
                     recv_consumed(&rc, rc.source, rc.tag, known ? F_SEND : 0,
-                                  known ? rx_seq : 0) < 0))
+                                  known ? pg->rx_seq : 0) < 0))
             Py_CLEAR(res);
     }
     return recv_done(&rc, res);
