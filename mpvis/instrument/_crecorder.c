@@ -619,11 +619,20 @@ static void R_dealloc(Recorder *self) {
 static PyObject *R_get_rank(Recorder *self, void *c) { return PyLong_FromLongLong(self->rank); }
 static PyObject *R_get_seq(Recorder *self, void *c) { return PyLong_FromLongLong(self->seq); }
 static PyObject *R_get_t0(Recorder *self, void *c) { return PyFloat_FromDouble(self->t0); }
+static int R_set_t0(Recorder *self, PyObject *value, void *c) {
+    double t0 = value ? PyFloat_AsDouble(value) : -1.0;
+    if (!value) PyErr_SetString(PyExc_AttributeError, "t0 cannot be deleted");
+    if (PyErr_Occurred()) return -1;
+    self->t0 = t0;
+    return 0;
+}
 
 static PyGetSetDef R_getset[] = {
     {"rank", (getter)R_get_rank, NULL, "This rank (MPI_COMM_WORLD).", NULL},
     {"seq", (getter)R_get_seq, NULL, "The seq the next event will get.", NULL},
-    {"t0", (getter)R_get_t0, NULL, "time.monotonic() at creation; records' t count from it.", NULL},
+    {"t0", (getter)R_get_t0, (setter)R_set_t0,
+     "the monotonic clock's reading at t = 0 (at creation unless set); records' t count from it.",
+     NULL},
     {NULL},
 };
 

@@ -55,6 +55,13 @@ class Runtime:
         mpi4py_dir = str(Path(mpi4py.__file__).resolve().parent) + os.sep
         unresolved = str(Path(__file__).parent) + os.sep  # as in code objects' file names
         self.recorder = Recorder(rank, (here, unresolved, mpi4py_dir))
+        # One time origin for the run: every rank's t counts from rank 0's start
+        # (ranks of a machine share its clock; across machines, as far as their
+        # clocks agree), so a message never seems to arrive before it left
+        # merely because its receiver started later.
+        origin = raw_world.bcast(time.time() if rank == 0 else None, root=0)
+        now_mono, now_wall = time.monotonic(), time.time()
+        self.recorder.t0 = now_mono - max(0.0, now_wall - origin)
         sink = open_sink(rank, env)
         if rank == 0:
             started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
