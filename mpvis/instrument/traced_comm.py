@@ -56,7 +56,8 @@ Piggyback: how a consume learns the ``[rank, seq]`` of the send it matched
 Probes (``probe``, ``iprobe``, ``Probe``, ``Iprobe``) are not records (the spec
 has no kind for them) and need no wrapper.  Matched probes (``mprobe``,
 ``Mprobe``...) are wrapped so that ``Message.recv``/``Message.Recv`` records
-``recv`` + ``consume`` and strips the piggyback.
+``recv`` + ``consume`` and strips the piggyback, and ``Message.irecv``/
+``Message.Irecv`` a nonblocking ``recv`` whose completion records the consume.
 """
 
 from __future__ import annotations
@@ -515,7 +516,7 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
 
 
 class TracedMessage(MPI.Message):
-    """A matched-probe message whose receive is recorded and unwrapped."""
+    """A matched-probe message whose receive (blocking or not) is recorded and unwrapped."""
 
     __slots__ = ("_mv_comm", "_mv_src", "_mv_tag")
 
@@ -548,6 +549,16 @@ class TracedMessage(MPI.Message):
         st = _Status() if status is None else status
         MPI.Message.Recv(self, buf, st)
         c._mv_consume_status(rseq, st, False)
+
+    def irecv(self) -> MPI.Request:
+        c = self._mv_comm
+        rseq = _rrecv(c._mv_id, self._mv_wsrc(), _t(self._mv_tag), False)
+        return TracedRequest.of(MPI.Message.irecv(self), RECV_OBJ, rseq, c)
+
+    def Irecv(self, buf: Any) -> MPI.Request:
+        c = self._mv_comm
+        rseq = _rrecv(c._mv_id, self._mv_wsrc(), _t(self._mv_tag), False)
+        return TracedRequest.of(MPI.Message.Irecv(self, buf), RECV_BUF, rseq, c)
 
 
 def reap_headers() -> int:

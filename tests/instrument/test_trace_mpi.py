@@ -587,3 +587,45 @@ def test_a_receive_and_its_consume_share_a_record_unless_a_flush_came_between(
     late_recv, late_consume = mine[4:]
     assert late_consume["t"] - late_recv["t"] > 0.1  # the wait, with or without a flush
     assert "send" in mine[1] and "send" in mine[5] and "send" in mine[3]  # buffer: by channel
+
+
+MATCHED = textwrap.dedent("""
+    from mpi4py import MPI
+
+    world = MPI.COMM_WORLD
+    if world.Get_rank() == 0:
+        world.send({"x": 1}, 1, 1)
+        world.Send(b"abcd", 1, 2)
+    else:
+        msg = world.mprobe(source=0, tag=1)
+        assert msg.irecv().wait() == {"x": 1}            # object, nonblocking
+        buf = bytearray(4)
+        st = MPI.Status()
+        msg = world.Mprobe(MPI.ANY_SOURCE, MPI.ANY_TAG, st)
+        req = msg.Irecv(buf)
+        MPI.Request.Waitall([req])
+        assert buf == b"abcd" and st.Get_tag() == 2
+        print("MATCHED OK")
+""")
+
+
+def test_nonblocking_receives_of_matched_messages_are_traced(tmp_path: Path) -> None:
+    _, events = run_inline(tmp_path, "matched", MATCHED, 2, "MATCHED OK")
+    mine = [r for r in events if r["rank"] == 1]
+    assert [r["kind"] for r in mine] == [
+        "recv",
+        "consume",
+        "wait",
+        "recv",
+        "consume",
+        "wait",
+        "final",
+    ]
+    recvs, consumes = mine[0::3][:2], mine[1::3][:2]
+    assert [(r["blocking"], r["req"], r["src"], r["tag"]) for r in recvs] == [
+        (False, recvs[0]["seq"], 0, 1),
+        (False, recvs[1]["seq"], -1, -1),
+    ]
+    sends = [r for r in events if r["kind"] == "send"]
+    assert [c["send"] for c in consumes] == [[0, s["seq"]] for s in sends]
+    assert [c["tag"] for c in consumes] == [1, 2]
