@@ -3,15 +3,21 @@
 MPVisualizer's live path (section 2): ranks → a collector on their machine →
 the central process, which journals every record before the model sees it.
 This script runs the collector and a central process in this process, as
-``mpvis run`` does, and 8 sender processes that stream records like
-instrumented ranks (``mpvis.collector.client.RankClient``, batches of 1000).
+``mpvis run`` does, and 8 sender processes that stream records as traced ranks
+do: with ``--wire compact`` (the default) each sender records its events with
+the trace library's C recorder and ships them as ``COMPACT`` frames through
+its socket sink (``mpvis.instrument.transport.SocketSink``, batches of 1000),
+which the collector expands; with ``--wire records`` it sends record dicts
+(``mpvis.collector.client.RankClient``).  The events are a ring: each
+iteration a send to the next rank, a blocking receive from the previous one
+and its consume, naming that rank's send.
 It reports records per second from the first record sent to the last record
 journaled (and acknowledged), over the whole run.  Target: >= 100,000 records/s.
 
 The model is not fed here (the window does that on its own thread); the
 ping-pong overhead of the instrumentation is in ``overhead_pingpong.py``.
 
-Usage: python benchmarks/overhead.py [--senders 8] [--records 100000]
+Usage: python benchmarks/overhead.py [--senders 8] [--records 100000] [--wire compact|records]
 """
 
 from __future__ import annotations
@@ -68,12 +74,37 @@ def sender(  # noqa: PLR0917 - a multiprocessing target takes positional args
     client.bye()
 
 
+def sender_compact(  # noqa: PLR0917 - a multiprocessing target takes positional args
+    address: tuple[str, int], token: str, rank: int, nprocs: int, n: int, batch: int, go: object
+) -> None:
+    """One fake rank on the real path: ``n`` events in C records, shipped as COMPACT frames."""
+    from mpvis.instrument.recorder import BLOCKING, Recorder
+    from mpvis.instrument.transport import SocketSink
+
+    rec = Recorder(rank, ("/nowhere/",))
+    prev = (rank - 1) % nprocs
+    for i in range(n // 3):
+        rec.send(0, (rank + 1) % nprocs, 1, BLOCKING)
+        r = rec.recv(0, prev, 1, True)
+        rec.consume(0, r, prev, 1, 3 * i)
+    while rec.seq < n:
+        rec.send(0, (rank + 1) % nprocs, 2, BLOCKING)
+    rec.final()
+    sink = SocketSink(f"{address[0]}:{address[1]}", token, rank)
+    go.wait()  # type: ignore[attr-defined]
+    while rec.pending():
+        sink.compact(rec.drain(batch))
+    sink.bye("final", "")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--senders", type=int, default=8)
     ap.add_argument("--records", type=int, default=100_000, help="records per sender")
     ap.add_argument("--batch", type=int, default=1000)
+    ap.add_argument("--wire", choices=("compact", "records"), default="compact")
     args = ap.parse_args()
+    target = sender_compact if args.wire == "compact" else sender
     ended = threading.Event()
     infos: list[dict] = []
 
@@ -90,7 +121,7 @@ def main() -> None:
         go = ctx.Event()
         procs = [
             ctx.Process(
-                target=sender,
+                target=target,
                 args=(
                     collector.address,
                     central.token,
@@ -119,7 +150,10 @@ def main() -> None:
         central.stop()
     total = infos[0]["records"]
     expected = args.senders * (args.records + 1)
-    print(f"senders: {args.senders}, records journaled: {total} (expected {expected})")
+    print(
+        f"wire: {args.wire}; senders: {args.senders}, records journaled: {total}"
+        f" (expected {expected})"
+    )
     print(f"elapsed: {elapsed:.2f} s, sustained: {total / elapsed:,.0f} records/s (target 100,000)")
     # On a shared machine the wall-clock rate depends on the load; the CPU time of
     # this process (collector + central process threads) does not.
