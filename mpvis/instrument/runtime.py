@@ -8,7 +8,8 @@ environment (:func:`mpvis.instrument.transport.open_sink`), sends the header
 
 * ``MPI.COMM_WORLD`` becomes a :class:`~mpvis.instrument.traced_comm.TracedIntracomm`;
 * ``MPI.Request`` becomes :class:`~mpvis.instrument.traced_request.TracedRequest`
-  (so ``MPI.Request.Waitall`` and friends are traced);
+  (so ``MPI.Request.Waitall`` and friends are traced), and ``MPI.Prequest``
+  :class:`~mpvis.instrument.traced_request.TracedPrequest` (``Startall``);
 * the collective wrappers are added (:mod:`mpvis.instrument.traced_coll`), with
   Roy et al.'s ring check (:mod:`mpvis.instrument.ringcheck`) before each
   collective unless ``MPVIS_RINGCHECK=0``.
@@ -73,6 +74,7 @@ class Runtime:
         self.world = traced_comm.bind_world(self.recorder)
         setattr(MPI, "COMM_WORLD", self.world)  # noqa: B010 (a Final name in the stubs)
         setattr(MPI, "Request", traced_request.TracedRequest)  # noqa: B010
+        setattr(MPI, "Prequest", traced_request.TracedPrequest)  # noqa: B010
         _public._recorder[0] = self.recorder
         quiet = float(env.get("MPVIS_FLUSH_QUIET_MS", "5")) / 1000.0
         longest = float(env.get("MPVIS_FLUSH_MS", "50")) / 1000.0

@@ -38,8 +38,9 @@ Piggyback: how a consume learns the ``[rank, seq]`` of the send it matched
   are observed in posting order.  The central process names that send in the
   consume's ``send`` field before journaling
   (:mod:`mpvis.protocol.chansend`, which states the exactness caveats: a
-  message from a send this library does not wrap, such as a persistent
-  request or ``Isendrecv``, shifts the count of its channel).
+  message from a send this library does not wrap, ``Isendrecv`` or a
+  partitioned send, shifts the count of its channel; persistent requests are
+  wrapped: each ``Start`` is a send or receive of its own).
   When a receive completes while an earlier-posted, still pending receive of
   the same communicator could match the same channel, the order is unknown:
   the consume then omits ``chan`` (the reader infers ``send`` by the same
@@ -74,7 +75,13 @@ from mpvis.instrument.hooks import MessageHooks
 from mpvis.instrument.piggyback import call as _call
 from mpvis.instrument.piggyback import install as _install_piggyback
 from mpvis.instrument.recorder import BLOCKING, BUF, SYNC, Recorder
-from mpvis.instrument.traced_request import RECV_BUF, RECV_OBJ, SEND, TracedRequest
+from mpvis.instrument.traced_request import (
+    RECV_BUF,
+    RECV_OBJ,
+    SEND,
+    TracedPrequest,
+    TracedRequest,
+)
 
 __all__ = ["TracedIntracomm", "TracedMessage", "bind_world", "reap_headers"]
 
@@ -242,7 +249,7 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
             return
         # The header left the sender before the message; MPICH delivers one
         # sender's messages in order, so it is here -- unless the sender used
-        # a call this library does not wrap (persistent or Isendrecv sends):
+        # a call this library does not wrap (Isendrecv, partitioned sends):
         # then the consume omits ``send`` rather than wait forever.
         header = _C.Improbe(self._mv_shadow, src, tag, _hdr_status)
         sseq: int | None = None
@@ -402,6 +409,47 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
 
     def Irsend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
         return self._mv_buf_send(_C.Irsend, buf, dest, tag, 0)
+
+    def _mv_send_init(self, fn: Any, buf: Any, dest: int, tag: int, flags: int) -> MPI.Prequest:
+        raw = fn(self, buf, dest, tag)
+        if dest == _PROC_NULL:
+            return raw
+        return TracedPrequest.persistent(raw, SEND, self, dest, tag, flags)
+
+    def Send_init(self, buf: Any, dest: int, tag: int = 0) -> MPI.Prequest:
+        return self._mv_send_init(_C.Send_init, buf, dest, tag, 0)
+
+    def Bsend_init(self, buf: Any, dest: int, tag: int = 0) -> MPI.Prequest:
+        return self._mv_send_init(_C.Bsend_init, buf, dest, tag, 0)
+
+    def Ssend_init(self, buf: Any, dest: int, tag: int = 0) -> MPI.Prequest:
+        return self._mv_send_init(_C.Ssend_init, buf, dest, tag, SYNC)
+
+    def Rsend_init(self, buf: Any, dest: int, tag: int = 0) -> MPI.Prequest:
+        return self._mv_send_init(_C.Rsend_init, buf, dest, tag, 0)
+
+    def Recv_init(self, buf: Any, source: int = _ANY_SOURCE, tag: int = _ANY_TAG) -> MPI.Prequest:
+        raw = _C.Recv_init(self, buf, source, tag)
+        if source == _PROC_NULL:
+            return raw
+        return TracedPrequest.persistent(raw, RECV_BUF, self, source, tag, 0)
+
+    def _mv_start(self, req: TracedPrequest) -> None:
+        """A ``Start`` of the persistent request ``req``: its new posting event.
+
+        Record/replay hooks cannot force the source of a persistent receive
+        (it is fixed by ``Recv_init``): replay reproduces it only if it is not
+        a wildcard receive that raced.
+        """
+        peer, tag, flags = req._mv_args
+        if req._mv_kind == SEND:
+            req._mv_req = self._mv_buf_header(peer, tag, flags)
+        else:
+            rseq, _, _ = self._mv_post_recv(peer, tag, False)
+            req._mv_req = rseq
+            req._mv_taint = False
+            self._mv_pending[rseq] = (peer, tag, req)
+        req._mv_active = True
 
     def _mv_Recv_slow(self, buf: Any, source: int, tag: int, status: MPI.Status | None) -> None:
         """``Recv`` outside the C fast path."""

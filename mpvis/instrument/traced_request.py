@@ -32,7 +32,7 @@ from mpi4py import MPI
 from mpvis.instrument.piggyback import call as _call
 from mpvis.instrument.recorder import Recorder
 
-__all__ = ["RECV_BUF", "RECV_OBJ", "SEND", "TracedRequest"]
+__all__ = ["RECV_BUF", "RECV_OBJ", "SEND", "TracedPrequest", "TracedRequest"]
 
 #: Values of ``TracedRequest._mv_kind``.
 SEND = 0
@@ -40,22 +40,33 @@ RECV_OBJ = 1  # lower-case irecv: loaded as (send seq or None, obj[, extra]) (pi
 RECV_BUF = 2  # upper-case Irecv: the consume is matched by its channel (traced_comm)
 
 _Base = MPI.Request
+_PBase = MPI.Prequest  # launch replaces MPI.Prequest by TracedPrequest
 _Status = MPI.Status
 _UNDEFINED = MPI.UNDEFINED
 
 
 class _RequestMeta(type):
-    """``isinstance``/``issubclass`` against the traced class accept any mpi4py request."""
+    """``isinstance``/``issubclass`` against a traced class accept any mpi4py request
+    of the class it stands for (``_mv_base``: ``MPI.Request``, ``MPI.Prequest``)."""
+
+    _mv_base: type
 
     def __instancecheck__(cls, obj: object) -> bool:
-        return isinstance(obj, _Base)
+        return isinstance(obj, cls._mv_base)
 
     def __subclasscheck__(cls, sub: type) -> bool:
-        return issubclass(sub, _Base)
+        return issubclass(sub, cls._mv_base)
+
+
+def _traced(r: object) -> bool:
+    """Whether ``r`` is a traced request whose posting event is not completed yet
+    (a persistent request is so between its ``Start`` and the completion)."""
+    t = type(r)
+    return t is TracedRequest or (t is TracedPrequest and r._mv_active)  # type: ignore[attr-defined]
 
 
 def _is_live(r: object) -> bool:
-    return type(r) is TracedRequest and bool(r)
+    return _traced(r) and bool(r)
 
 
 class TracedRequest(_Base, metaclass=_RequestMeta):
@@ -63,6 +74,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
 
     __slots__ = ("_mv_comm", "_mv_kind", "_mv_req", "_mv_taint")
     _mv_rec: ClassVar[Recorder]
+    _mv_base = _Base
 
     _mv_kind: int
     _mv_req: int
@@ -86,7 +98,11 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         if self._mv_kind != SEND:
             msg = self._mv_comm._mv_finish(self, status, msg)
         self._mv_rec.wait([self._mv_req])
+        self._mv_completed()
         return msg
+
+    def _mv_completed(self) -> None:
+        """The posting event's completion is recorded (a persistent request goes inactive)."""
 
     # -- instance methods ------------------------------------------------------
 
@@ -184,7 +200,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
     def Waitany(cls, requests: Sequence[MPI.Request], status: MPI.Status | None = None) -> int:
         st = _Status() if status is None else status
         index = _Base.Waitany(requests, st)
-        if index != _UNDEFINED and type(requests[index]) is TracedRequest:
+        if index != _UNDEFINED and _traced(requests[index]):
             requests[index]._mv_one(st, None)  # type: ignore[attr-defined]
         return index
 
@@ -202,7 +218,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
     ) -> tuple[int, bool]:
         st = _Status() if status is None else status
         index, flag = _Base.Testany(requests, st)
-        if flag and index != _UNDEFINED and type(requests[index]) is TracedRequest:
+        if flag and index != _UNDEFINED and _traced(requests[index]):
             requests[index]._mv_one(st, None)  # type: ignore[attr-defined]
         return index, flag
 
@@ -272,7 +288,7 @@ def _finish_any(requests: Sequence[MPI.Request], index: int, st: MPI.Status, msg
     """Waitany/testany: record the completion of ``requests[index]``; return its object."""
     if index == _UNDEFINED:
         return msg
-    if type(requests[index]) is TracedRequest:
+    if _traced(requests[index]):
         return requests[index]._mv_one(st, msg)  # type: ignore[attr-defined]
     return _plain(msg)
 
@@ -296,6 +312,8 @@ def _finish(
             if objs is not None:
                 objs[i] = msg
     rec.wait([r._mv_req for r in reqs])
+    for r in reqs:
+        r._mv_completed()
 
 
 def _finish_some(
@@ -307,7 +325,7 @@ def _finish_some(
     """Waitsome/Testsome: ``objs``/``sts`` are indexed by position in ``indices``."""
     if not indices:
         return
-    traced = [k for k, i in enumerate(indices) if type(requests[i]) is TracedRequest]
+    traced = [k for k, i in enumerate(indices) if _traced(requests[i])]
     if objs is not None and len(traced) < len(indices):
         for k in set(range(len(indices))) - set(traced):
             objs[k] = _plain(objs[k])
@@ -321,4 +339,49 @@ def _finish_some(
             msg = r._mv_comm._mv_finish(r, sts[k], None if objs is None else objs[k])
             if objs is not None:
                 objs[k] = msg
-    rec.wait([requests[indices[k]]._mv_req for k in traced])  # type: ignore[attr-defined]
+    done: list[TracedRequest] = [requests[indices[k]] for k in traced]  # type: ignore[misc]
+    rec.wait([r._mv_req for r in done])
+    for r in done:
+        r._mv_completed()
+
+
+class TracedPrequest(TracedRequest, _PBase):
+    """A persistent request of a traced communicator (``Send_init``, ``Recv_init``...).
+
+    Each ``Start`` is a new posting event (a nonblocking ``send`` or ``recv``
+    record, recorded by the communicator's ``_mv_start``) whose completion
+    records the consume and the ``wait`` as for any request; between a
+    completion and the next ``Start`` the request is inactive and completion
+    functions pass over it, as MPI does.  ``launch`` puts this class in place of
+    ``MPI.Prequest`` so that ``MPI.Prequest.Startall(reqs)`` is traced too.
+    """
+
+    __slots__ = ("_mv_active", "_mv_args")
+    _mv_base = _PBase
+
+    _mv_active: bool
+    _mv_args: tuple[int, int, int]  # (peer, tag, send flags) as given to the *_init call
+
+    @classmethod
+    def persistent(  # noqa: PLR0917 (one argument per fact of the request)
+        cls, raw: MPI.Prequest, kind: int, comm: Any, peer: int, tag: int, flags: int
+    ) -> TracedPrequest:
+        """Wrap the inactive persistent request ``raw`` of ``comm``."""
+        r: TracedPrequest = cls.of(raw, kind, -1, comm)  # type: ignore[assignment]
+        r._mv_active = False
+        r._mv_args = (peer, tag, flags)
+        return r
+
+    def _mv_completed(self) -> None:
+        self._mv_active = False
+
+    def Start(self) -> None:
+        self._mv_comm._mv_start(self)
+        _PBase.Start(self)
+
+    @classmethod
+    def Startall(cls, requests: list[MPI.Prequest]) -> None:
+        for r in requests:
+            if type(r) is TracedPrequest:
+                r._mv_comm._mv_start(r)
+        _PBase.Startall(requests)

@@ -19,7 +19,7 @@ were observed in posting order (the trace library checks that no
 earlier-posted receive was still pending that could take the same message;
 otherwise the consume has no ``chan``, and the reader infers ``send`` by the
 same rule, exactly as the spec says).  A message sent by a call the trace
-library does not wrap (persistent requests, ``Isendrecv``) is invisible to the
+library does not wrap (``Isendrecv``, partitioned sends) is invisible to the
 count, so later consumes of its channel would name an earlier send: programs
 mixing those with traced sends on one channel get wrong ``send`` fields on
 that channel.  If the sender ended (or crashed) without the send record, the

@@ -356,39 +356,72 @@ def test_object_send_recv_in_c_accept_mpi4py_call_forms(tmp_path: Path) -> None:
         assert any(f in lines_of[line - 1] for f in ("send(", "recv(", "Send(", "Recv(")), r
 
 
-def test_a_message_from_an_unwrapped_send_never_hangs_the_trace(tmp_path: Path) -> None:
-    """A persistent send is not traced: the run and its trace go on.
+PERSISTENT = textwrap.dedent("""
+    from array import array
+    from mpi4py import MPI
 
-    Its message is invisible to the channel count (``mpvis.protocol.chansend``
-    states the caveat), so one consume of the channel names the one traced
-    send and the other names none.
-    """
-    prog = tmp_path / "persistent.py"
-    prog.write_text(
-        textwrap.dedent("""
-        from array import array
-        from mpi4py import MPI
-        comm = MPI.COMM_WORLD
-        buf = array("i", [comm.Get_rank()])
-        if comm.Get_rank() == 0:
-            req = comm.Send_init(buf, 1, 3)   # persistent: not wrapped, no header
-            req.Start()
-            req.Wait()
-            req.Free()
-            comm.Send(buf, 1, 3)
-        else:
-            comm.Recv(buf, 0, 3)
-            comm.Recv(buf, 0, 3)
-        """)
-    )
-    proc, lines = run_traced(prog, 2, tmp_path, limit=30)
-    assert proc.returncode == 0, proc.stderr
-    # the caveat: the first consume is named after the traced send, which it did
-    # not take (so it may even come before that send in time)
-    _, events = validate(lines, prog, causal_times=False)
+    comm = MPI.COMM_WORLD
+    rank = comm.Get_rank()
+    buf = array("i", [0])
+    if rank == 0:
+        send = comm.Send_init(buf, 1, 3)                 # persistent, started 3 times
+        ssend = comm.Ssend_init(buf, 1, 4)
+        for i in range(3):
+            buf[0] = i
+            send.Start()
+            send.Wait()
+        MPI.Prequest.Startall([ssend])
+        MPI.Request.Waitall([ssend])
+        comm.Send(buf, 1, 3)                             # a plain send on the same channel
+        for r in (send, ssend):
+            r.Free()
+    else:
+        recv = comm.Recv_init(buf, MPI.ANY_SOURCE, 3)
+        got = []
+        for _ in range(3):
+            recv.Start()
+            st = MPI.Status()
+            recv.Wait(st)
+            got.append((buf[0], st.Get_source()))
+        assert recv.Test()                               # inactive: completes at once, no record
+        assert got == [(0, 0), (1, 0), (2, 0)], got
+        other = array("i", [0])
+        sync = comm.Recv_init(other, 0, 4)
+        sync.Start()
+        assert MPI.Request.Waitall([sync]) and other[0] == 2
+        comm.Recv(buf, 0, 3)
+        for r in (recv, sync):
+            r.Free()
+        print("PERSISTENT OK")
+""")
+
+
+def test_persistent_requests_are_traced_at_every_start(tmp_path: Path) -> None:
+    """Each Start is a posting event; its completion the consume and the wait;
+    the channel count includes persistent sends, so every consume names its send."""
+    _, events = run_inline(tmp_path, "persistent", PERSISTENT, 2, "PERSISTENT OK")
+    sends = [r for r in events if r["kind"] == "send"]
+    assert [(r["tag"], r["blocking"], r["sync"]) for r in sends] == [
+        (3, False, False),
+        (3, False, False),
+        (3, False, False),
+        (4, False, True),
+        (3, True, False),
+    ]
+    assert all(r["req"] == r["seq"] for r in sends[:4])
+    recvs = [r for r in events if r["kind"] == "recv"]
+    assert [(r["src"], r["tag"], r["blocking"]) for r in recvs] == [
+        (-1, 3, False),
+        (-1, 3, False),
+        (-1, 3, False),
+        (0, 4, False),
+        (0, 3, True),
+    ]
     consumes = [r for r in events if r["kind"] == "consume"]
-    assert len(consumes) == 2
-    assert sorted(map(str, (c.get("send") for c in consumes))) == ["None", "[0, 0]"]
+    assert [c["send"] for c in consumes] == [[0, s["seq"]] for s in sends]
+    assert [c["recv"] for c in consumes] == [r["seq"] for r in recvs]
+    waits = [r for r in events if r["kind"] == "wait"]
+    assert [w["reqs"] for w in waits if w["rank"] == 1] == [[r["seq"]] for r in recvs[:4]]
 
 
 # -- programs that never end -----------------------------------------------------------------
