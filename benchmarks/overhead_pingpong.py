@@ -196,8 +196,15 @@ def main() -> None:
         f" {'paired median':>14}"
     )
     patterns = {"pingpong": 2, "manytoone": args.ranks}
+    cores = os.cpu_count() or 1
     for pattern in args.patterns.split(","):
         ranks = patterns[pattern]
+        if ranks > cores:
+            print(
+                f"({pattern}: {ranks} ranks on {cores} cores; MPI ranks poll while they wait,"
+                " so these figures measure the scheduler more than the trace library)",
+                flush=True,
+            )
         for api, size, plain, traced, paired in _run(pattern, ranks, options, collector):
             p, t = plain * 1e6, traced * 1e6
             print(
