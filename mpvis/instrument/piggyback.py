@@ -38,7 +38,7 @@ __all__ = ["PickleProxy", "call", "install", "stock_pickle"]
 
 _real: MPI.Pickle = MPI.pickle
 #: mpi4py's default protocol (``MPI4PY_PICKLE_PROTOCOL`` or the highest), read at import.
-_DEFAULT_PROTOCOL = MPI.pickle.PROTOCOL if isinstance(MPI.pickle, MPI.Pickle) else None
+_DEFAULT_PROTOCOL = _real.PROTOCOL
 
 
 class PickleProxy(MPI.Pickle):
