@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mpvis.cli.display import require_display
 from mpvis.cli.errors import UserError
 from mpvis.collector.auth import format_address
 from mpvis.collector.headless import HeadlessSession
@@ -113,6 +114,7 @@ def _say(text: str) -> None:
 
 
 def _gui(name: str, seed: int, speed: float) -> int:
+    require_display()
     try:
         from mpvis.gui.app import run_demo_window
     except ImportError as exc:

@@ -13,6 +13,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
+from mpvis.cli.display import require_display
 from mpvis.cli.errors import UserError
 
 
@@ -30,6 +31,7 @@ def open_trace(args: argparse.Namespace) -> int:
     """Run ``mpvis open`` with parsed ``args``; returns the window's exit status."""
     if args.trace is not None and not args.trace.is_file():
         raise UserError(f"no such trace file: {args.trace}")
+    require_display()
     try:
         app = importlib.import_module("mpvis.gui.app")  # Qt only behind this line
     except ImportError as exc:

@@ -6,15 +6,24 @@ import os
 import sys
 from pathlib import Path
 
-from PySide6 import QtWidgets
+from PySide6 import QtGui, QtWidgets
 
 from mpvis.gui.live import LiveSession
 from mpvis.gui.window import MainWindow
 
+#: Qt platforms that show nothing on a screen: a window there is invisible.
+INVISIBLE_PLATFORMS = frozenset({"offscreen", "minimal", "minimalegl"})
 
-def make_app() -> QtWidgets.QApplication:
-    """The QApplication (created once); offscreen when there is no display."""
-    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) and (
+
+def make_app(*, headless: bool = False) -> QtWidgets.QApplication:
+    """The QApplication (created once).
+
+    ``headless`` (drawing to files, ``mpvis render``) picks the offscreen
+    platform when there is no display.  Window commands check for a display
+    first (:func:`mpvis.cli.display.require_display`), never falling back to an
+    invisible window.
+    """
+    if headless and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) and (
         sys.platform.startswith("linux")
     ):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -26,10 +35,20 @@ def make_app() -> QtWidgets.QApplication:
     return app
 
 
+def is_visible_platform() -> bool:
+    """Does the running QApplication show windows on a screen (not offscreen)?"""
+    return QtGui.QGuiApplication.platformName() not in INVISIBLE_PLATFORMS
+
+
 def open_live_window(live: LiveSession | None = None) -> tuple[MainWindow, LiveSession]:
-    """A window with its own central process started and advertised; queue wired up."""
+    """A window with its own central process started; queue wired up.
+
+    The central process is advertised to ``mpvis run`` / ``mpvis demo``
+    (:mod:`mpvis.collector.rendezvous`) only when the window can be seen: a
+    run must never stream into a window nobody can look at.
+    """
     window = MainWindow()
-    live = (live or LiveSession()).start()
+    live = (live or LiveSession(advertise=is_visible_platform())).start()
     window.inbox = live.inbox
     window.destroyed.connect(live.stop)
     return window, live

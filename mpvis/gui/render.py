@@ -39,7 +39,7 @@ def render_trace(
     path: str | Path, out: str | Path, size: tuple[int, int], *, logical: bool = False
 ) -> None:
     """Draw the whole run of trace ``path`` into ``out`` (.png or .svg) at ``size`` pixels."""
-    app = make_app()
+    app = make_app(headless=True)
     try:
         analyses = Analyses.for_header(read_header(path), exact=False)
         m = load_trace(path, model=analyses.model)

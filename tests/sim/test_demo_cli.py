@@ -51,6 +51,7 @@ def test_unknown_scenario_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
 def test_gui_without_the_window_module_says_so(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")  # a display is there
     monkeypatch.setitem(sys.modules, "mpvis.gui.app", None)  # import fails
     assert main(["demo", "--gui"]) == 2
     assert "window is not available" in capsys.readouterr().err
@@ -61,6 +62,7 @@ def test_no_arguments_open_the_window_on_the_showcase(monkeypatch: pytest.Monkey
     fake = types.ModuleType("mpvis.gui.app")
     fake.run_demo_window = lambda *args: calls.append(args) or 0  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "mpvis.gui.app", fake)
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")  # a display is there
     assert main([]) == 0
     assert main(["demo", "ring", "--gui", "--seed", "3", "--speed", "2"]) == 0
     assert calls == [("showcase", 0, 1.0), ("ring", 3, 2.0)]
