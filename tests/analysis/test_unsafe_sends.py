@@ -1,0 +1,129 @@
+"""Unsafe sends: the zero-buffer re-execution against a brute-force oracle, and small cases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mpvis.analysis.unsafe_sends import potential_deadlocks, send_cycles
+from mpvis.model.manager import ModelManager
+from tests.analysis.exec_generator import generate
+from tests.analysis.zero_buffer_oracle import Oracle, has_send_cycle
+
+Rec = dict[str, Any]
+HEADER: Rec = {"kind": "header", "format": "mpvis-trace", "version": 1}
+
+
+def model(records: list[Rec]) -> ModelManager:
+    m = ModelManager(records[0])
+    m.add_batch([dict(r) for r in records[1:]])
+    m.finish()
+    return m
+
+
+def trace(nprocs: int, *per_rank: list[Rec]) -> list[Rec]:
+    out: list[Rec] = [{**HEADER, "nprocs": nprocs}]
+    for rank, recs in enumerate(per_rank):
+        out.extend({"rank": rank, "seq": i, **r} for i, r in enumerate(recs))
+    return out
+
+
+def send(dest: int, tag: int = 0, **kw: Any) -> Rec:
+    return {"kind": "send", "dest": dest, "tag": tag, "blocking": True, "sync": False, **kw}
+
+
+def recv(src: int, tag: int = 0, **kw: Any) -> Rec:
+    return {"kind": "recv", "src": src, "tag": tag, "blocking": True, **kw}
+
+
+def consume(recv_seq: int, src: int, send_seq: int, tag: int = 0) -> Rec:
+    return {"kind": "consume", "recv": recv_seq, "src": src, "tag": tag, "send": [src, send_seq]}
+
+
+FINAL: Rec = {"kind": "final"}
+
+
+@settings(max_examples=250, deadline=None)
+@given(st.integers(0, 10**9), st.sampled_from([(2, 8), (3, 6), (4, 3)]))
+def test_re_execution_agrees_with_the_brute_force_oracle(seed: int, shape: tuple[int, int]
+                                                         ) -> None:
+    procs, msgs = shape
+    records = generate(seed, max_procs=procs, max_messages=msgs)
+    oracle = Oracle(records)
+    (end,) = oracle.terminal_states()  # the waits only grow: one end state
+    run, cycles = send_cycles(model(records))
+    assert tuple(run.pc) == end
+    edges = oracle.edges(end)
+    assert {r for r, _, _ in edges} == set(run.stuck)
+    assert bool(cycles) == has_send_cycle(edges)
+    known = {(a, b) for a, b, _ in edges}
+    for cyc in cycles:
+        assert cyc[0].kind == "send"
+        assert all((e.src, e.dst) in known for e in cyc)
+        assert [e.dst for e in cyc] == [e.src for e in cyc[1:]] + [cyc[0].src]
+
+
+def test_send_send_cycle_is_a_potential_deadlock() -> None:
+    recs = trace(2,
+                 [send(1, site="a.c:10"), recv(1), consume(1, 1, 0), FINAL],
+                 [send(0, site="a.c:20"), recv(0), consume(1, 0, 0), FINAL])
+    (d,) = potential_deadlocks(model(recs))
+    assert d["kind"] == "p2p" and d["potential"] is True
+    assert d["ranks"] == [0, 1] and d["cycle"] == [0, 1, 0]
+    assert d["sends"] == ["0:0", "1:0"]
+    assert "deadlock if sends are not buffered" in str(d["reason"]).lower()
+    assert "a.c:10" in str(d["reason"])
+
+
+def test_sendrecv_exchange_and_ordered_exchange_are_safe() -> None:
+    sendrecv = trace(2,
+                     [send(1, call=0), recv(1, call=0), consume(1, 1, 0), FINAL],
+                     [send(0, call=0), recv(0, call=0), consume(1, 0, 0), FINAL])
+    ordered = trace(2,
+                    [send(1), recv(1), consume(1, 1, 2), FINAL],
+                    [recv(0), consume(0, 0, 0), send(0), FINAL])
+    assert potential_deadlocks(model(sendrecv)) == []
+    assert potential_deadlocks(model(ordered)) == []
+
+
+def test_buffered_sends_and_nonblocking_ring_are_safe() -> None:
+    bsend = trace(2,
+                  [send(1, mode="buffered"), recv(1), consume(1, 1, 0), FINAL],
+                  [send(0, mode="buffered"), recv(0), consume(1, 0, 0), FINAL])
+    isend: list[list[Rec]] = [
+        [{"kind": "recv", "src": 1 - r, "tag": 0, "blocking": False, "req": 0},
+         {"kind": "send", "dest": 1 - r, "tag": 0, "blocking": False, "sync": False, "req": 1},
+         consume(0, 1 - r, 1), {"kind": "wait", "reqs": [0, 1]}, FINAL]
+        for r in range(2)]
+    assert potential_deadlocks(model(bsend)) == []
+    assert potential_deadlocks(model(trace(2, *isend))) == []
+
+
+def test_isend_waited_before_the_receive_is_unsafe() -> None:
+    ranks: list[list[Rec]] = [
+        [{"kind": "send", "dest": 1 - r, "tag": 0, "blocking": False, "sync": False, "req": 0},
+         {"kind": "wait", "reqs": [0]}, recv(1 - r), consume(2, 1 - r, 0), FINAL]
+        for r in range(2)]
+    (d,) = potential_deadlocks(model(trace(2, *ranks)))
+    assert d["sends"] == ["0:0", "1:0"]
+
+
+def test_send_before_barrier_received_after_it() -> None:
+    enter: Rec = {"kind": "coll", "op": "barrier"}
+    leave: Rec = {"kind": "coll_exit", "op": "barrier"}
+    recs = trace(2, [send(1), enter, leave, FINAL],
+                 [enter, leave, recv(0), consume(2, 0, 0), FINAL])
+    (d,) = potential_deadlocks(model(recs))
+    assert d["cycle"] == [0, 1, 0] and d["sends"] == ["0:0"]
+
+
+def test_a_run_that_hung_in_the_cycle_is_left_to_the_proven_deadlock() -> None:
+    recs = trace(2, [send(1)], [send(0)])
+    assert potential_deadlocks(model(recs)) == []
+
+
+def test_an_unreceived_send_is_no_cycle() -> None:
+    recs = trace(2, [send(1), FINAL], [FINAL])
+    assert potential_deadlocks(model(recs)) == []
