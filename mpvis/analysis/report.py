@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from mpvis.analysis.race_groups import format_groups
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as R
 
@@ -66,8 +67,10 @@ def build_report(
 
 
 def found_races(report: Report) -> list[dict[str, Any]]:
-    """Races a user is shown by default (legitimate or unverified)."""
-    return [r for r in report["races"] if r["verdict"] in SHOWN_VERDICTS]
+    """Races a user is shown by default (legitimate or unverified, not marked
+    intended: ``suppressed``, :mod:`mpvis.analysis.race_suppress`)."""
+    return [r for r in report["races"]
+            if r["verdict"] in SHOWN_VERDICTS and not r.get("suppressed")]
 
 
 def exit_code(report: Report) -> int:
@@ -107,11 +110,21 @@ def _unseen_exact(report: Report) -> list[dict[str, Any]]:
             and (e["rank"], e["recvs"][0], tuple(map(tuple, e["messages"]))) not in seen]
 
 
-def format_report(report: Report, *, source: str | None = None) -> str:
+def _format_groups(report: Report, shown: list[Any], unseen: list[Any]) -> list[str]:
+    """The ``groups`` block: shown races by site pair (see :mod:`race_groups`)."""
+    groups = report.get("groups")
+    if not groups or not (shown or unseen):
+        return []
+    lines = format_groups(groups, [*shown, *unseen])
+    return [f"Races by site pair: {len(lines)} group{'s' * (len(lines) != 1)}", *lines]
+
+
+def format_report(report: Report, *, source: str | None = None, summary: bool = False) -> str:
     """A readable report: classifier races (rank, both receives with sites,
     situation, messages, verdict, and whether the exact test confirms them),
-    the exact races the classifier cannot see, deadlocks, the status of each
-    rank, and a summary."""
+    the exact races the classifier cannot see, the races grouped by site pair
+    (``groups``, when present), deadlocks, the status of each rank, and a
+    summary.  ``summary``: the groups only, not every race."""
     out = []
     title = f"{source}: " if source else ""
     out.append(f"{title}{report['nprocs']} ranks, {report['events']} events")
@@ -121,17 +134,21 @@ def format_report(report: Report, *, source: str | None = None) -> str:
     if not shown and not unseen:
         out.append("No races found." + (f" ({hidden} pairs judged spurious or false)"
                                         if hidden else ""))
-    if shown:
+    if shown and not summary:
         out.append(f"Races (16-case classifier): {len(shown)}")
         for e in shown:
             out.extend(_format_race(e))
-    if unseen:
+    if unseen and not summary:
         out.append(f"Exact races the classifier does not show: {len(unseen)}")
         for e in unseen:
             out.extend(_format_race(e))
+    out.extend(_format_groups(report, shown, unseen))
     if shown and hidden:
         out.append(f"({hidden} more pairs judged spurious or false are not shown; "
                    "use --json to see them)")
+    nsup = sum(1 for e in report["races"] if e.get("suppressed"))
+    if nsup:
+        out.append(f"({nsup} races marked intended are not shown nor counted)")
     if report["deadlocks"]:
         out.append(f"Deadlocks: {len(report['deadlocks'])}")
         for d in report["deadlocks"]:

@@ -1,8 +1,12 @@
-"""``mpvis check TRACE [--json] [--nonadjacent] [--all-conflicts]``.
+"""``mpvis check TRACE [--json] [--summary] [--suppress FILE] [--nonadjacent] [--all-conflicts]``.
 
 Races (the 16-case classifier, and the exact test of Cypher and Leu) and
-deadlocks of a saved trace.  Exit codes (spec): 0 no race and no deadlock,
-1 some found, 2 unreadable input.
+deadlocks of a saved trace.  Races are also grouped by site pair (the JSON's
+``groups``; ``--summary`` prints only the groups).  Races marked *intended*
+in the window (the program's settings file) or listed in ``--suppress FILE``
+are flagged ``suppressed`` and neither shown nor counted.  Exit codes (spec):
+0 no unsuppressed race and no deadlock, 1 some found, 2 unreadable input or
+bad usage.
 """
 
 from __future__ import annotations
@@ -10,10 +14,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 from mpvis.analysis.exact_offline import all_conflicts
 from mpvis.analysis.pipeline import Analyses
+from mpvis.analysis.race_groups import SiteOf, group_races
+from mpvis.analysis.race_suppress import (
+    SuppressFileError,
+    load_intended,
+    mark_suppressed,
+    settings_path,
+)
 from mpvis.analysis.report import exit_code, format_report
 from mpvis.cli.errors import UserError
 from mpvis.tracefile.reader import TraceFileError, iter_records, load_trace, read_header
@@ -25,6 +37,13 @@ def register(sub: Any) -> None:
         description="Check a saved trace for message races and deadlocks.")
     p.add_argument("trace", help="trace file (.jsonl, .jsonl.gz or .jsonl.zst)")
     p.add_argument("--json", action="store_true", help="print the JSON report of the spec")
+    p.add_argument("--summary", action="store_true",
+                   help="print the races grouped by site pair, not each race")
+    p.add_argument("--suppress", type=Path, action="append", default=[], metavar="FILE",
+                   help="races to treat as intended: a window settings file (JSON with "
+                        "'intended') or one race identity per line; repeatable")
+    p.add_argument("--no-settings", action="store_true",
+                   help="ignore the races marked intended in the window for this program")
     p.add_argument("--nonadjacent", action="store_true",
                    help="also pair every recv(-1,-1) with its non-adjacent later receives")
     p.add_argument("--all-conflicts", action="store_true",
@@ -42,11 +61,60 @@ def run(args: argparse.Namespace) -> int:
             conflicts = all_conflicts((rec for _, rec in iter_records(args.trace)),
                                       analyses.model.nprocs)
     except TraceFileError as exc:
-        raise UserError(f"invalid trace: {exc}") from None
+        if not (exc.truncated and exc.model is analyses.model):
+            raise UserError(f"invalid trace: {exc}") from None
+        # An interrupted run's compressed trace: report what was read, then fail.
+        _print(analyses.report(nonadjacent=args.nonadjacent), args)
+        raise UserError(f"incomplete trace, the report above covers the events before "
+                        f"the cut only: {exc}") from None
     report = analyses.report(nonadjacent=args.nonadjacent, conflicts=conflicts)
+    header = read_header(args.trace)
+    mark_suppressed(report["races"], _intended(args, header))
+    report["groups"] = group_races(report["races"], site_of=_site_of(analyses),
+                                   base=_program_dir(header))
+    _print(report, args)
+    return exit_code(report)
+
+
+def _print(report: Any, args: argparse.Namespace) -> None:
     if args.json:
         json.dump(report, sys.stdout)
         sys.stdout.write("\n")
     else:
-        print(format_report(report, source=args.trace))
-    return exit_code(report)
+        print(format_report(report, source=args.trace, summary=args.summary))
+
+
+def _intended(args: argparse.Namespace, header: dict[str, Any]) -> set[str]:
+    """Race identities marked intended: the window's settings for this program
+    (unless ``--no-settings``) and every ``--suppress`` file."""
+    out: set[str] = set()
+    own = settings_path(header)
+    if not args.no_settings and own.is_file():
+        try:
+            out |= load_intended(own)
+        except SuppressFileError as exc:
+            print(f"mpvis: warning: ignoring the window's settings: {exc}", file=sys.stderr)
+    for path in args.suppress:
+        try:
+            out |= load_intended(path)
+        except SuppressFileError as exc:
+            raise UserError(f"--suppress: {exc}") from None
+    return out
+
+
+def _site_of(analyses: Analyses) -> SiteOf:
+    model = analyses.model
+
+    def site(rank: int, seq: int) -> str | None:
+        try:
+            return model.site_of(rank, seq)
+        except (IndexError, KeyError, ValueError):
+            return None
+
+    return site
+
+
+def _program_dir(header: dict[str, Any]) -> str | None:
+    """The program's directory when the header says it (``cwd`` of a recorded run)."""
+    cwd = header.get("cwd")
+    return str(cwd) if isinstance(cwd, str) and cwd else None

@@ -17,39 +17,23 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mpvis.analysis.race_suppress import config_dir, program_key
+from mpvis.analysis.race_suppress import race_identity as _identity
 from mpvis.model.races import Race
+
+__all__ = ["RaceSettings", "config_dir", "program_key", "race_identity"]
 
 #: Verdicts that pop up by default (trace format: shown to a user as races).
 NOTIFY_VERDICTS = frozenset({"legitimate", "unverified"})
 
 
-def config_dir() -> Path:
-    """The directory of per-program settings files."""
-    override = os.environ.get("MPVIS_CONFIG_DIR")
-    if override:
-        return Path(override)
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "mpvis" / "programs"
-
-
-def program_key(header: dict[str, Any]) -> str:
-    """A file-name-safe key for the traced program (its ``program`` or ``demo`` field)."""
-    name = str(header.get("program") or header.get("demo") or "unnamed")
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_.")[:80]
-    return slug or "unnamed"
-
-
 def race_identity(race: Race) -> str:
-    """What makes two races "the same" across runs: rank, communicator and both sites."""
-    s1, s2 = race.sites
-    if s1 is None or s2 is None:
-        return f"rank {race.rank} comm {race.comm} recvs {race.recvs[0]},{race.recvs[1]}"
-    return f"rank {race.rank} comm {race.comm} {s1} / {s2}"
+    """What makes two races "the same" across runs (shared with ``mpvis check``)."""
+    return _identity(race.rank, race.comm, race.recvs, race.sites)
 
 
 @dataclass
