@@ -24,13 +24,26 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["Group", "format_groups", "group_key", "group_races", "relative_site"]
+__all__ = ["Group", "format_groups", "group_key", "group_races", "relative_site", "tolerant"]
 
 Group = dict[str, Any]
 #: Looks up the site of event ``(rank, seq)``; ``None`` when unknown.
 SiteOf = Callable[[int, int], str | None]
 
 UNKNOWN_SITE = "?"
+
+
+def tolerant(site_of: SiteOf) -> SiteOf:
+    """``site_of`` answering ``None`` for an event it does not know (a rank whose
+    records stopped early), instead of raising."""
+
+    def site(rank: int, seq: int) -> str | None:
+        try:
+            return site_of(rank, seq)
+        except (LookupError, ValueError):
+            return None
+
+    return site
 
 
 def relative_site(site: str | None, base: str | None) -> str:

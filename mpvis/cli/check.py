@@ -19,7 +19,7 @@ from typing import Any
 
 from mpvis.analysis.exact_offline import all_conflicts
 from mpvis.analysis.pipeline import Analyses
-from mpvis.analysis.race_groups import SiteOf, group_races
+from mpvis.analysis.race_groups import group_races, tolerant
 from mpvis.analysis.race_suppress import (
     SuppressFileError,
     load_intended,
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     report = analyses.report(nonadjacent=args.nonadjacent, conflicts=conflicts)
     header = read_header(args.trace)
     mark_suppressed(report["races"], _intended(args, header))
-    report["groups"] = group_races(report["races"], site_of=_site_of(analyses),
+    report["groups"] = group_races(report["races"], site_of=tolerant(analyses.model.site_of),
                                    base=_program_dir(header))
     _print(report, args)
     return exit_code(report)
@@ -100,18 +100,6 @@ def _intended(args: argparse.Namespace, header: dict[str, Any]) -> set[str]:
         except SuppressFileError as exc:
             raise UserError(f"--suppress: {exc}") from None
     return out
-
-
-def _site_of(analyses: Analyses) -> SiteOf:
-    model = analyses.model
-
-    def site(rank: int, seq: int) -> str | None:
-        try:
-            return model.site_of(rank, seq)
-        except (IndexError, KeyError, ValueError):
-            return None
-
-    return site
 
 
 def _program_dir(header: dict[str, Any]) -> str | None:

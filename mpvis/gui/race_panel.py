@@ -18,6 +18,8 @@ from typing import Any
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.analysis.exact_events import ExactRace
+from mpvis.analysis.race_groups import SiteOf
+from mpvis.gui.race_group_view import GroupTableModel, group_rows
 from mpvis.model.races import Race
 
 _COLUMNS = (
@@ -157,6 +159,11 @@ class RacePanel(QtWidgets.QWidget):
         self.scope = QtWidgets.QComboBox()
         self.scope.addItems(["adjacent + non-adjacent", "adjacent", "nonadjacent"])
         self.count = QtWidgets.QLabel()
+        self.grouped = QtWidgets.QCheckBox("group by site pair")
+        self.grouped.setToolTip("one row per pair of program sites that race, with counts "
+                                "(what 'mpvis check --summary' prints)")
+        #: Site of event (rank, seq), set by the window; used to group exact races.
+        self.site_of: SiteOf | None = None
         top = QtWidgets.QHBoxLayout()
         for w in (
             QtWidgets.QLabel("Show"),
@@ -166,6 +173,7 @@ class RacePanel(QtWidgets.QWidget):
             self.rank,
             self.situation,
             self.scope,
+            self.grouped,
             self.count,
         ):
             top.addWidget(w)
@@ -178,10 +186,23 @@ class RacePanel(QtWidgets.QWidget):
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.verticalHeader().hide()
         self.table.selectionModel().selectionChanged.connect(self._selection)
+        self.groups = GroupTableModel()
+        self.group_table = QtWidgets.QTableView()
+        self.group_table.setModel(self.groups)
+        self.group_table.setSelectionBehavior(
+            QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
+        self.group_table.setSelectionMode(
+            QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
+        self.group_table.horizontalHeader().setStretchLastSection(True)
+        self.group_table.verticalHeader().hide()
+        self.group_table.selectionModel().selectionChanged.connect(self._group_selection)
+        self.group_table.hide()
         lay = QtWidgets.QVBoxLayout(self)
         lay.setContentsMargins(2, 2, 2, 2)
         lay.addLayout(top)
         lay.addWidget(self.table)
+        lay.addWidget(self.group_table)
+        self.grouped.toggled.connect(self.refilter)
         for combo in (self.method, self.verdict, self.situation, self.scope):
             combo.currentIndexChanged.connect(self.refilter)
         self.rank.textChanged.connect(self.refilter)
@@ -248,7 +269,12 @@ class RacePanel(QtWidgets.QWidget):
             shown += [r for r in self._exact if rank is None or r.rank == rank]
         self.model.set_races(shown)
         total = len(self.all_races()) + len(self._exact)
-        self.count.setText(f"{len(shown)} of {total}")
+        grouped = self.grouped.isChecked()
+        self.table.setVisible(not grouped)
+        self.group_table.setVisible(grouped)
+        self.groups.set_rows(group_rows(shown, self.site_of) if grouped else [])
+        groups = f" in {len(self.groups.rows)} groups" if grouped else ""
+        self.count.setText(f"{len(shown)} of {total}{groups}")
 
     def select_race(self, race: Row) -> bool:
         """Select ``race`` in the table if the filters show it."""
@@ -257,6 +283,11 @@ class RacePanel(QtWidgets.QWidget):
                 self.table.selectRow(i)
                 return True
         return False
+
+    def _group_selection(self, *args: object) -> None:
+        rows = self.group_table.selectionModel().selectedRows()
+        if rows:
+            self.race_selected.emit(self.groups.rows[rows[0].row()][1][0])
 
     def _selection(self, *args: object) -> None:
         rows = self.table.selectionModel().selectedRows()

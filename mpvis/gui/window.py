@@ -20,6 +20,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.exact_offline import conflicting_sends
 from mpvis.analysis.pipeline import Analyses
+from mpvis.analysis.race_groups import tolerant
 from mpvis.gui import (
     actions,
     cones_overlay,
@@ -215,6 +216,7 @@ class MainWindow(QtWidgets.QMainWindow):
                 o for o in self.model.observers if not isinstance(o, _Observer)
             ]
         self.model, self.source = model, source
+        self.races.site_of = tolerant(model.site_of) if model is not None else None
         self.changes.clear()
         self.races.clear()
         header = model.header if model is not None else {}
