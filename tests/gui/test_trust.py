@@ -36,8 +36,8 @@ def _window(qtbot) -> MainWindow:  # type: ignore[no-untyped-def]
 def _open(qtbot, win: MainWindow, path: Path) -> None:  # type: ignore[no-untyped-def]
     win.open_trace(path)
     qtbot.waitUntil(lambda: win.loader is None and win.model is not None, timeout=30000)
-    qtbot.waitUntil(lambda: win.analyses is None or win.analyses.exact is not None
-                    and bool(win.races.exact_races()), timeout=30000)
+    qtbot.waitUntil(lambda: win.analyses is None or (win.analyses.exact is not None
+                    and bool(win.races.exact_races())), timeout=30000)
     win.diagram.redraw()
 
 
