@@ -13,7 +13,9 @@ hung program, until the stream ends: at once by default, or, with
 ``hold_stuck``, until ``stop_event`` is set (the user stops the run).  They
 then leave with BYE ``killed`` and the place they were blocked at.  Setting
 ``stop_event`` earlier interrupts the stream: the ranks still running leave
-as killed and the run's end says ``interrupted``.
+as killed and the run's end says ``interrupted``; so does the end of a run
+that left ranks blocked (they were stopped, not crashed: the report shows them
+suspended, like ``mpvis check`` on the trace).
 """
 
 from __future__ import annotations
@@ -101,7 +103,10 @@ def stream_scenario(  # noqa: PLR0917 (the signature agreed with the GUI)
         end = {
             "nprocs": len(clients),
             "exit_code": 0 if not open_ranks else None,
-            "interrupted": interrupted,
+            # ranks left blocked were stopped, as a user stops a hung run: the
+            # report shows them suspended where they blocked (and the deadlock
+            # that holds them), as `mpvis check` does on the same trace
+            "interrupted": interrupted or bool(open_ranks),
         }
         acknowledged = collector.finish(end)
     finally:
