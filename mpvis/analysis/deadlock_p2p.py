@@ -2,9 +2,15 @@
 
 Semantics (MPI, as MPICH runs it):
 
-* a standard send (``sync`` false, blocking or not) is buffered and never
-  blocks; a synchronous send (``sync`` true) completes only once a receive
-  matches it;
+* a synchronous send (``sync`` true) completes only once a receive matches
+  it; a blocking standard send (``sync`` false, not ``mode: "buffered"``)
+  whose record is the rank's last, whose message nobody consumed and for
+  which the destination has posted no matching receive is blocked in the
+  same way (MPI sends large messages by rendezvous: both ranks of a
+  send/send cycle hang in ``MPI_Send``), unless its ``size`` is known and
+  below :data:`~mpvis.model.entities.EAGER_BYTES` (then it returned at once:
+  MPI buffers such messages); a nonblocking standard send never blocks here
+  (waits do not name what they wait for until they return);
 * a receive completes when a matching message has been sent and not yet
   consumed; otherwise it waits for its source, or, for a wildcard source, for
   any rank of the communicator that could still send (an OR clause);
@@ -31,9 +37,10 @@ from collections.abc import Sequence
 
 from mpvis.analysis.deadlock_report import P2P
 from mpvis.analysis.waitfor import Clause
+from mpvis.model.entities import EAGER_BYTES
 from mpvis.model.stream import Record
 
-__all__ = ["WAITING", "P2PState", "describe_p2p"]
+__all__ = ["WAITING", "P2PState", "describe_p2p", "may_block"]
 
 #: Optional record kind: a rank entered MPI_Wait/Waitall (mode "all") or Waitany/Waitsome ("any").
 WAITING = "waiting"
@@ -59,6 +66,14 @@ def describe_p2p(rec: Record) -> str:
     return f"{name}(dest={rec['dest']}, tag={rec['tag']}{tail})"
 
 
+def may_block(send: Record) -> bool:
+    """Whether a blocking standard send can still be inside ``MPI_Send`` (module docstring)."""
+    if send.get("mode") == "buffered":
+        return False
+    size = send.get("size")
+    return not (type(size) is int and size < EAGER_BYTES)
+
+
 class P2PState:
     """Messages sent and not consumed, and open requests, of every rank."""
 
@@ -68,6 +83,7 @@ class P2PState:
         self._open: list[dict[int, Record]] = [{} for _ in range(nprocs)]
         self._open_recv: list[dict[int, Record]] = [{} for _ in range(nprocs)]
         self._sync_pending: set[tuple[int, int]] = set()
+        self._std_pending: set[tuple[int, int]] = set()  # blocking standard sends
         self._groups: dict[int, tuple[int, ...]] = {}
 
     # -- updates, one per record kind -------------------------------------------------
@@ -85,6 +101,8 @@ class P2PState:
             self._open[rank][rec["req"]] = rec
         if rec["sync"]:
             self._sync_pending.add((rank, rec["seq"]))
+        elif rec["blocking"] and rec.get("mode") != "buffered":
+            self._std_pending.add((rank, rec["seq"]))
 
     def on_recv(self, rec: Record) -> None:
         """A receive; a nonblocking one opens a request."""
@@ -116,6 +134,8 @@ class P2PState:
             del pool[key]
         if msg["sync"]:
             self._sync_pending.discard((src, msg["seq"]))
+        else:
+            self._std_pending.discard((src, msg["seq"]))
 
     def on_wait(self, rec: Record) -> None:
         """Requests completed: they are closed."""
@@ -148,7 +168,7 @@ class P2PState:
         kind = cur["kind"]
         if kind == "recv" and cur["blocking"]:
             return self._recv_clauses(rank, [cur], cur, "")
-        if kind == "send" and cur["blocking"] and cur["sync"]:
+        if kind == "send" and cur["blocking"] and (cur["sync"] or may_block(cur)):
             c = self._ssend_clause(cur, curs, cur, "")
             return [] if c is None else [c]
         if kind == WAITING:
@@ -217,7 +237,8 @@ class P2PState:
         self, send: Record, curs: Sequence[Record | None], at: Record | None, note: str
     ) -> Clause | None:
         rank, dest = send["rank"], send["dest"]
-        if (rank, send["seq"]) not in self._sync_pending:
+        key = (rank, send["seq"])
+        if key not in self._sync_pending and key not in self._std_pending:
             return None
         comm, tag = send.get("comm", 0), send["tag"]
         posted = [*self._open_recv[dest].values()]
