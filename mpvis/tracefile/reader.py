@@ -22,6 +22,8 @@ from mpvis.model.manager import ModelManager
 from mpvis.protocol.records import RecordError, check_header
 from mpvis.tracefile.compression import open_binary_read
 from mpvis.tracefile.lines import chunks, parse_chunk, parse_line
+from mpvis.tracefile.otf2_import import is_otf2
+from mpvis.tracefile.otf2_load import otf2_header, otf2_load, otf2_records
 from mpvis.tracefile.parse_worker import ParallelParser, ParsedBatch
 
 Record = dict[str, Any]
@@ -64,6 +66,8 @@ def _open(path: Path) -> IO[bytes]:
 def read_header(path: str | Path) -> Record:
     """The header of a trace file (its first line), checked."""
     p = Path(path)
+    if is_otf2(p):  # an OTF2 archive (docs/trace-format.md, "OTF2")
+        return otf2_header(p)
     with _open(p) as fh:
         first = fh.readline()
     if not first.strip():
@@ -80,6 +84,9 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Record]]:
     Only JSON syntax is checked here; use :func:`load_trace` for every rule.
     """
     p = Path(path)
+    if is_otf2(p):
+        yield from otf2_records(p)
+        return
     read_header(p)
     with _open(p) as fh:
         fh.readline()
@@ -116,6 +123,8 @@ def load_trace(
     record before it is in the model (``TraceFileError.model``).
     """
     p = Path(path)
+    if is_otf2(p):
+        return otf2_load(p, model, progress, finish=finish)
     header = read_header(p)
     m = model or ModelManager(header)
     if parallel is None:
