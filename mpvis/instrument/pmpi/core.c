@@ -1,0 +1,658 @@
+/* mpvis PMPI trace library: the rank's recorder, its flusher thread and the wire.
+ *
+ * Contract (see mvp.h and docs/c-programs.md):
+ *  - mvp_append numbers a record (`seq`: 0, 1, 2, ... per rank, no gaps) and
+ *    leaves it in a single-producer ring; the program's thread never encodes,
+ *    allocates or writes a socket unless the ring is full (then it ships the
+ *    pending records itself: back-pressure, never loss).
+ *  - The flusher thread ships pending records as RECORDS frames of the wire
+ *    protocol (mpvis/protocol/framing.py: b"MV", version 1, type, big-endian
+ *    length, one msgpack map) when the rank has recorded nothing for
+ *    MPVIS_FLUSH_QUIET_MS (default 5: it is blocked or computing) or at the
+ *    latest every MPVIS_FLUSH_MS (default 50), the policy of the mpi4py path
+ *    (mpvis/instrument/transport.py).
+ *  - The rank talks to its machine's collector (MPVIS_COLLECTOR=host:port,
+ *    MPVIS_TOKEN): HELLO, HEADER (rank 0), RECORDS batches numbered from 0,
+ *    BYE final|crashed.  Without MPVIS_COLLECTOR it runs untraced.
+ *  - If the collector goes away (the socket closes or a write fails), the
+ *    rank writes what it still holds to MPVIS_SPILL_DIR/rank-<r>.jsonl when
+ *    that is set, says so on stderr and leaves (exit status 3), so a killed
+ *    `mpvis run` leaves no rank behind.
+ */
+#define _GNU_SOURCE
+#include "mvp.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <netdb.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+int mvp_on = 0;
+int mvp_rank = 0, mvp_nprocs = 1;
+int mvp_sync_sends = 0;
+
+static const char *KIND_NAMES[] = {"", "send", "recv", "consume", "wait", "coll",
+                                   "coll_exit", "final", "waiting"};
+static const char *MODE_NAMES[] = {"standard", "buffered", "ready", "synchronous"};
+
+/* -- the rings ---------------------------------------------------------------- */
+#define RCAP (1u << 16)          /* records */
+#define XCAP (1u << 22)          /* bytes of extras */
+static mvp_rec *ring;
+static uint8_t *xring;
+static _Atomic uint64_t head, tail;     /* records: produced, shipped */
+static uint64_t xhead;                  /* extras produced (producer only) */
+static _Atomic uint64_t xtail;          /* extras shipped */
+static int64_t next_seq, next_call;
+static int multi;                       /* MPI_THREAD_MULTIPLE: lock the producers */
+static pthread_spinlock_t plock;
+static pthread_mutex_t dlock = PTHREAD_MUTEX_INITIALIZER;  /* one drainer at a time */
+
+/* -- sites -------------------------------------------------------------------- */
+#define MAXSITES 65536
+static void *site_pc[MAXSITES];
+static char *site_name[MAXSITES];
+static _Atomic uint32_t nsites = 1;     /* id 0: no site */
+static uint32_t named = 1;              /* sites named by the flusher so far */
+static struct { void *pc; uint32_t id; } site_tab[2 * MAXSITES];
+
+/* -- the wire ------------------------------------------------------------------ */
+static int sock = -1;
+static int64_t batch_no;
+static int said_bye, lost;
+static double t0;                       /* monotonic time of the run's origin */
+static double quiet_s = 0.005, longest_s = 0.05;
+static pthread_t flusher;
+static _Atomic int stop_flusher;
+static char *spill_dir;
+
+double mvp_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9 - t0;
+}
+
+void mvp_lock(void) { if (multi) pthread_spin_lock(&plock); }
+void mvp_unlock(void) { if (multi) pthread_spin_unlock(&plock); }
+
+int64_t mvp_next_call(void) {
+    mvp_lock();
+    int64_t c = next_call++;
+    mvp_unlock();
+    return c;
+}
+
+/* -- a growable byte buffer and msgpack ----------------------------------------- */
+typedef struct { uint8_t *p; size_t len, cap; } buf_t;
+
+static void need(buf_t *b, size_t n) {
+    if (b->len + n <= b->cap) return;
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->len + n) cap *= 2;
+    uint8_t *p = realloc(b->p, cap);
+    if (!p) { fprintf(stderr, "mpvis: out of memory\n"); _exit(3); }
+    b->p = p;
+    b->cap = cap;
+}
+static void put(buf_t *b, const void *s, size_t n) { need(b, n); memcpy(b->p + b->len, s, n); b->len += n; }
+static void put1(buf_t *b, uint8_t v) { need(b, 1); b->p[b->len++] = v; }
+static void putbe(buf_t *b, uint64_t v, int n) {
+    need(b, n);
+    for (int i = n - 1; i >= 0; i--) b->p[b->len++] = (uint8_t)(v >> (8 * i));
+}
+static void mp_int(buf_t *b, int64_t v) {
+    if (v >= 0) {
+        if (v < 128) put1(b, (uint8_t)v);
+        else if (v < 256) { put1(b, 0xcc); putbe(b, v, 1); }
+        else if (v < 65536) { put1(b, 0xcd); putbe(b, v, 2); }
+        else if (v <= 0xffffffffLL) { put1(b, 0xce); putbe(b, v, 4); }
+        else { put1(b, 0xcf); putbe(b, (uint64_t)v, 8); }
+    } else {
+        if (v >= -32) put1(b, (uint8_t)(int8_t)v);
+        else if (v >= -128) { put1(b, 0xd0); putbe(b, (uint8_t)(int8_t)v, 1); }
+        else if (v >= -32768) { put1(b, 0xd1); putbe(b, (uint16_t)(int16_t)v, 2); }
+        else if (v >= INT32_MIN) { put1(b, 0xd2); putbe(b, (uint32_t)(int32_t)v, 4); }
+        else { put1(b, 0xd3); putbe(b, (uint64_t)v, 8); }
+    }
+}
+static void mp_str(buf_t *b, const char *s) {
+    size_t n = strlen(s);
+    if (n < 32) put1(b, 0xa0 | (uint8_t)n);
+    else if (n < 256) { put1(b, 0xd9); putbe(b, n, 1); }
+    else if (n < 65536) { put1(b, 0xda); putbe(b, n, 2); }
+    else { put1(b, 0xdb); putbe(b, n, 4); }
+    put(b, s, n);
+}
+static void mp_map(buf_t *b, uint32_t n) {
+    if (n < 16) put1(b, 0x80 | (uint8_t)n);
+    else if (n < 65536) { put1(b, 0xde); putbe(b, n, 2); }
+    else { put1(b, 0xdf); putbe(b, n, 4); }
+}
+static void mp_array(buf_t *b, uint32_t n) {
+    if (n < 16) put1(b, 0x90 | (uint8_t)n);
+    else if (n < 65536) { put1(b, 0xdc); putbe(b, n, 2); }
+    else { put1(b, 0xdd); putbe(b, n, 4); }
+}
+static void mp_bool(buf_t *b, int v) { put1(b, v ? 0xc3 : 0xc2); }
+static void mp_nil(buf_t *b) { put1(b, 0xc0); }
+static void mp_double(buf_t *b, double d) {
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    put1(b, 0xcb);
+    putbe(b, u, 8);
+}
+
+/* Extras: the same writer over an mvp_x. */
+#define XB(x) ((buf_t *)(void *)(x))
+_Static_assert(offsetof(mvp_x, p) == offsetof(buf_t, p) && offsetof(mvp_x, len) == offsetof(buf_t, len)
+               && offsetof(mvp_x, cap) == offsetof(buf_t, cap), "mvp_x is a buf_t");
+void mvp_x_int(mvp_x *x, const char *k, int64_t v) { mp_str(XB(x), k); mp_int(XB(x), v); x->n++; }
+void mvp_x_str(mvp_x *x, const char *k, const char *v) { mp_str(XB(x), k); mp_str(XB(x), v); x->n++; }
+void mvp_x_bool(mvp_x *x, const char *k, int v) { mp_str(XB(x), k); mp_bool(XB(x), v); x->n++; }
+void mvp_x_key_array(mvp_x *x, const char *k, uint32_t n) { mp_str(XB(x), k); mp_array(XB(x), n); x->n++; }
+void mvp_x_raw_int(mvp_x *x, int64_t v) { mp_int(XB(x), v); }
+void mvp_x_raw_str(mvp_x *x, const char *v) { mp_str(XB(x), v); }
+void mvp_x_raw_map(mvp_x *x, uint32_t n) { mp_map(XB(x), n); }
+void mvp_x_raw_bool(mvp_x *x, int v) { mp_bool(XB(x), v); }
+void mvp_x_raw_nil(mvp_x *x) { mp_nil(XB(x)); }
+void mvp_x_free(mvp_x *x) { free(x->p); x->p = NULL; x->len = x->cap = 0; x->n = 0; }
+
+/* -- frames ------------------------------------------------------------------ */
+enum { T_HELLO = 1, T_HEADER = 2, T_RECORDS = 3, T_BYE = 4 };
+
+static void frame_begin(buf_t *b, int type) {
+    b->len = 0;
+    put(b, "MV", 2);
+    put1(b, 1);
+    put1(b, (uint8_t)type);
+    putbe(b, 0, 4);
+}
+static void frame_end(buf_t *b) {
+    uint32_t n = (uint32_t)(b->len - 8);
+    for (int i = 0; i < 4; i++) b->p[4 + i] = (uint8_t)(n >> (8 * (3 - i)));
+}
+
+static void collector_lost(const char *why);
+
+static int send_all(const uint8_t *p, size_t n) {
+    while (n) {
+        ssize_t k = send(sock, p, n, MSG_NOSIGNAL);
+        if (k < 0) {
+            if (errno == EINTR) continue;
+            return -1;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+static void ship(buf_t *b) {
+    if (sock < 0 || lost) return;
+    if (send_all(b->p, b->len) != 0) collector_lost(strerror(errno));
+}
+
+/* -- sites ----------------------------------------------------------------------- */
+static uint32_t site_of(void *pc);
+
+uint32_t mvp_site(void *pc) {
+    mvp_lock();
+    uint32_t id = site_of(pc);
+    mvp_unlock();
+    return id;
+}
+
+static uint32_t site_of(void *pc) {
+    uintptr_t h = ((uintptr_t)pc >> 2) * 0x9E3779B97F4A7C15ull;
+    size_t mask = 2 * MAXSITES - 1, i = (size_t)(h >> 40) & mask;
+    for (;;) {
+        if (site_tab[i].pc == pc) return site_tab[i].id;
+        if (site_tab[i].pc == NULL) break;
+        i = (i + 1) & mask;
+    }
+    uint32_t id = atomic_load_explicit(&nsites, memory_order_relaxed);
+    if (id >= MAXSITES) return 0;
+    site_pc[id] = pc;
+    site_tab[i].pc = pc;
+    site_tab[i].id = id;
+    atomic_store_explicit(&nsites, id + 1, memory_order_release);
+    return id;
+}
+
+/* The site's name for the collector: "@BASE:PC:FUNC+OFF:PATH" (hex numbers);
+ * the collector symbolizes it (mpvis/collector/symbolize.py). */
+static void name_sites(uint32_t upto) {
+    for (; named < upto; named++) {
+        Dl_info info;
+        void *pc = site_pc[named];
+        char tmp[4096];
+        if (dladdr(pc, &info) && info.dli_fname) {
+            const char *fn = info.dli_sname ? info.dli_sname : "?";
+            char real[4096];
+            /* the main program's name is as it was invoked: make it a path */
+            if (info.dli_fname[0] != '/' && realpath(info.dli_fname[0] ? info.dli_fname : "/proc/self/exe", real))
+                info.dli_fname = real;
+            else if (!info.dli_fname[0] && realpath("/proc/self/exe", real))
+                info.dli_fname = real;
+            uintptr_t off = info.dli_saddr ? (uintptr_t)pc - (uintptr_t)info.dli_saddr : 0;
+            snprintf(tmp, sizeof tmp, "@%lx:%lx:%s+0x%lx:%s", (unsigned long)(uintptr_t)info.dli_fbase,
+                     (unsigned long)(uintptr_t)pc, fn, (unsigned long)off, info.dli_fname);
+        } else {
+            snprintf(tmp, sizeof tmp, "@0:%lx:?+0x0:?", (unsigned long)(uintptr_t)pc);
+        }
+        site_name[named] = strdup(tmp);
+    }
+}
+
+/* The name of a site for fields the flusher does not fill in itself. */
+const char *mvp_site_label(uint32_t id) {
+    if (!id) return NULL;
+    pthread_mutex_lock(&dlock);
+    name_sites(atomic_load_explicit(&nsites, memory_order_acquire));
+    pthread_mutex_unlock(&dlock);
+    return site_name[id];
+}
+
+int64_t mvp_peek_seq(void) { return next_seq; }
+
+/* -- appending -------------------------------------------------------------------- */
+static void drain(void);
+
+int64_t mvp_append(mvp_rec *r, const mvp_x *x) {
+    mvp_lock();
+    if (x && x->len) {
+        while (xhead + x->len - atomic_load_explicit(&xtail, memory_order_acquire) > XCAP) {
+            if (x->len > XCAP / 2) { r->nx = 0; r->xlen = 0; goto no_extras; }
+            drain();
+        }
+        size_t at = xhead % XCAP, first = XCAP - at < x->len ? XCAP - at : x->len;
+        memcpy(xring + at, x->p, first);
+        memcpy(xring, x->p + first, x->len - first);
+        r->x = xhead;
+        r->xlen = (uint32_t)x->len;
+        r->nx = (uint8_t)x->n;
+        xhead += x->len;
+    } else {
+        r->xlen = 0;
+        r->nx = 0;
+    }
+no_extras:;
+    uint64_t h = atomic_load_explicit(&head, memory_order_relaxed);
+    while (h - atomic_load_explicit(&tail, memory_order_acquire) >= RCAP) drain();
+    int64_t seq = r->seq = next_seq++;
+    ring[h % RCAP] = *r;
+    atomic_store_explicit(&head, h + 1, memory_order_release);
+    mvp_unlock();
+    return seq;
+}
+
+/* -- encoding ----------------------------------------------------------------------- */
+static void encode(buf_t *b, const mvp_rec *r) {
+    int k = r->kind;
+    uint32_t n = 5 + r->nx + (r->site != 0);
+    int has_comm = k == MVK_SEND || k == MVK_RECV || k == MVK_CONSUME || k == MVK_COLL || k == MVK_COLL_EXIT;
+    int req = (r->flags & MVF_NONBLOCKING_REQ) != 0;
+    n += has_comm;
+    if (k == MVK_SEND) n += 6 + req;
+    else if (k == MVK_RECV) n += 3 + req + ((r->flags & MVF_PROBED) != 0);
+    else if (k == MVK_CONSUME) n += 3;
+    else if (k == MVK_WAITING) n += 1;
+    mp_map(b, n);
+    mp_str(b, "rank"); mp_int(b, mvp_rank);
+    mp_str(b, "seq"); mp_int(b, r->seq);
+    mp_str(b, "kind"); mp_str(b, KIND_NAMES[k]);
+    mp_str(b, "t"); mp_double(b, r->t);
+    mp_str(b, "call"); mp_int(b, r->call);
+    if (r->site) { mp_str(b, "site"); mp_str(b, site_name[r->site] ? site_name[r->site] : "?"); }
+    if (has_comm) { mp_str(b, "comm"); mp_int(b, r->comm); }
+    switch (k) {
+    case MVK_SEND:
+        mp_str(b, "dest"); mp_int(b, r->a);
+        mp_str(b, "tag"); mp_int(b, r->b);
+        mp_str(b, "blocking"); mp_bool(b, r->flags & MVF_BLOCKING);
+        mp_str(b, "sync"); mp_bool(b, r->flags & MVF_SYNC);
+        mp_str(b, "mode"); mp_str(b, MODE_NAMES[r->mode & 3]);
+        mp_str(b, "size"); mp_int(b, r->d);
+        if (req) { mp_str(b, "req"); mp_int(b, r->seq); }
+        break;
+    case MVK_RECV:
+        mp_str(b, "src"); mp_int(b, r->a);
+        mp_str(b, "tag"); mp_int(b, r->b);
+        mp_str(b, "blocking"); mp_bool(b, r->flags & MVF_BLOCKING);
+        if (req) { mp_str(b, "req"); mp_int(b, r->seq); }
+        if (r->flags & MVF_PROBED) { mp_str(b, "probed"); mp_bool(b, 1); }
+        break;
+    case MVK_CONSUME:
+        mp_str(b, "recv"); mp_int(b, r->c);
+        mp_str(b, "src"); mp_int(b, r->a);
+        mp_str(b, "tag"); mp_int(b, r->b);
+        break;
+    case MVK_WAITING:
+        mp_str(b, "mode"); mp_str(b, (r->flags & MVF_ANY) ? "any" : "all");
+        break;
+    default:
+        break;
+    }
+    if (r->xlen) {
+        size_t at = r->x % XCAP, first = XCAP - at < r->xlen ? XCAP - at : r->xlen;
+        put(b, xring + at, first);
+        put(b, xring, r->xlen - first);
+    }
+}
+
+#define BATCH 8192
+
+/* Ship every pending record (caller: the flusher, a full ring, the end). */
+static void drain(void) {
+    static buf_t fb;
+    pthread_mutex_lock(&dlock);
+    for (;;) {
+        uint64_t t = atomic_load_explicit(&tail, memory_order_relaxed);
+        uint64_t h = atomic_load_explicit(&head, memory_order_acquire);
+        if (t == h) break;
+        if (h - t > BATCH) h = t + BATCH;
+        name_sites(atomic_load_explicit(&nsites, memory_order_acquire));
+        frame_begin(&fb, T_RECORDS);
+        mp_map(&fb, 2);
+        mp_str(&fb, "batch"); mp_int(&fb, batch_no++);
+        mp_str(&fb, "records"); mp_array(&fb, (uint32_t)(h - t));
+        uint64_t xt = atomic_load_explicit(&xtail, memory_order_relaxed);
+        for (uint64_t i = t; i < h; i++) {
+            const mvp_rec *r = &ring[i % RCAP];
+            encode(&fb, r);
+            if (r->xlen) xt = r->x + r->xlen;
+        }
+        frame_end(&fb);
+        ship(&fb);
+        if (lost && spill_dir) {
+            /* nothing more to do here: collector_lost spilled what it could */
+        }
+        atomic_store_explicit(&xtail, xt, memory_order_release);
+        atomic_store_explicit(&tail, h, memory_order_release);
+    }
+    pthread_mutex_unlock(&dlock);
+}
+
+static void *flusher_main(void *arg) {
+    (void)arg;
+    uint64_t seen = atomic_load(&head);
+    double last_flush = mvp_now(), last_change = last_flush;
+    struct timespec nap = {0, (long)(quiet_s * 1e9)};
+    while (!atomic_load(&stop_flusher)) {
+        nanosleep(&nap, NULL);
+        double now = mvp_now();
+        uint64_t h = atomic_load_explicit(&head, memory_order_acquire);
+        if (h != seen) { seen = h; last_change = now; }
+        int pending = h != atomic_load_explicit(&tail, memory_order_relaxed);
+        if (pending && (now - last_change >= quiet_s || now - last_flush >= longest_s)) {
+            drain();
+            last_flush = now;
+        }
+        if (sock >= 0 && !lost && !said_bye) {
+            struct pollfd p = {sock, POLLIN, 0};
+            if (poll(&p, 1, 0) > 0) {
+                char c;
+                ssize_t k = recv(sock, &c, 1, MSG_DONTWAIT);
+                if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
+                    collector_lost("the collector closed the connection");
+                /* other bytes (a REFUSED frame) mean the same: the run is over for us */
+                else if (k > 0) collector_lost("the collector refused this rank");
+            }
+        }
+    }
+    return NULL;
+}
+
+/* The collector is gone: keep what we can, tell the user, leave. */
+static void collector_lost(const char *why) {
+    if (lost) return;
+    lost = 1;
+    int fd = sock;
+    sock = -1;
+    if (fd >= 0) close(fd);
+    fprintf(stderr, "mpvis: rank %d: lost the collector (%s); ", mvp_rank, why);
+    if (spill_dir) fprintf(stderr, "records kept in %s/rank-%d.jsonl; ", spill_dir, mvp_rank);
+    fprintf(stderr, "leaving\n");
+    fflush(stderr);
+    if (getenv("MPVIS_STAY_ON_LOSS") == NULL) _exit(3);
+}
+
+/* -- start and end ------------------------------------------------------------------- */
+static int connect_to(const char *addr) {
+    char host[256];
+    const char *colon = strrchr(addr, ':');
+    if (!colon || (size_t)(colon - addr) >= sizeof host) return -1;
+    memcpy(host, addr, colon - addr);
+    host[colon - addr] = 0;
+    char *h = host;
+    if (h[0] == '[') { h++; char *e = strchr(h, ']'); if (e) *e = 0; }
+    if (!*h) h = "127.0.0.1";
+    struct addrinfo hints = {0}, *res = NULL;
+    hints.ai_socktype = SOCK_STREAM;
+    if (getaddrinfo(h, colon + 1, &hints, &res) != 0) return -1;
+    int fd = -1;
+    for (struct addrinfo *a = res; a; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        if (fd < 0) continue;
+        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+static char *program_line(void) {
+    FILE *f = fopen("/proc/self/cmdline", "rb");
+    static char line[4096];
+    size_t n = 0;
+    if (f) {
+        n = fread(line, 1, sizeof line - 1, f);
+        fclose(f);
+    }
+    for (size_t i = 0; i + 1 < n; i++) if (!line[i]) line[i] = ' ';
+    line[n] = 0;
+    return line;
+}
+
+static void say_bye(const char *status, const char *detail) {
+    if (said_bye) return;
+    drain();
+    pthread_mutex_lock(&dlock);
+    said_bye = 1;
+    if (sock >= 0 && !lost) {
+        buf_t b = {0};
+        frame_begin(&b, T_BYE);
+        mp_map(&b, 3);
+        mp_str(&b, "rank"); mp_int(&b, mvp_rank);
+        mp_str(&b, "status"); mp_str(&b, status);
+        mp_str(&b, "detail"); mp_str(&b, detail);
+        frame_end(&b);
+        ship(&b);
+        free(b.p);
+        shutdown(sock, SHUT_WR);
+    }
+    pthread_mutex_unlock(&dlock);
+}
+
+static void stop_thread(void) {
+    if (!atomic_exchange(&stop_flusher, 1)) pthread_join(flusher, NULL);
+}
+
+static void at_exit(void) {
+    if (!mvp_on) return;
+    mvp_on = 0;
+    stop_thread();
+    say_bye("crashed", "the program exited without calling MPI_Finalize");
+}
+
+static void on_fatal(int sig) {
+    /* Best effort: the records so far and a BYE naming the signal. */
+    if (mvp_on && !said_bye) {
+        mvp_on = 0;
+        atomic_store(&stop_flusher, 1);
+        char detail[64];
+        snprintf(detail, sizeof detail, "killed by signal %d (%s)", sig, strsignal(sig));
+        if (pthread_mutex_trylock(&dlock) == 0) {
+            pthread_mutex_unlock(&dlock);
+            say_bye("crashed", detail);
+        }
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void catch_fatal(int sig) {
+    struct sigaction old;
+    if (sigaction(sig, NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
+        struct sigaction sa = {0};
+        sa.sa_handler = on_fatal;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESETHAND;
+        sigaction(sig, &sa, NULL);
+    }
+}
+
+static double env_ms(const char *name, double dflt) {
+    const char *v = getenv(name);
+    double ms = v ? atof(v) : dflt;
+    return (ms > 0.5 ? ms : 0.5) / 1000.0;
+}
+
+static void check_mpi(void) {
+    /* A library built for another MPI must not run: compare the library's
+     * version string with the one this library was compiled against. */
+    char got[MPI_MAX_LIBRARY_VERSION_STRING];
+    int n = 0;
+    PMPI_Get_library_version(got, &n);
+#if defined(MPICH_VERSION)
+    const char *want = "MPICH Version:";
+    const char *ver = MPICH_VERSION;
+#elif defined(OMPI_MAJOR_VERSION)
+    const char *want = "Open MPI";
+    const char *ver = NULL;
+#else
+    const char *want = NULL;
+    const char *ver = NULL;
+#endif
+    if (want && !strstr(got, want)) {
+        fprintf(stderr,
+                "mpvis: the trace library was built for another MPI (%s%s); this program "
+                "runs with: %.120s\nmpvis: rebuild it with this MPI's mpicc "
+                "(mpvis run --mpicc PATH), or run with the MPI it was built for\n",
+                want, ver ? ver : "", got);
+        PMPI_Abort(MPI_COMM_WORLD, 3);
+    }
+}
+
+void mvp_start(int *argc, char ***argv, int provided) {
+    (void)argc; (void)argv;
+    check_mpi();
+    PMPI_Comm_rank(MPI_COMM_WORLD, &mvp_rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &mvp_nprocs);
+    multi = provided == MPI_THREAD_MULTIPLE;
+    pthread_spin_init(&plock, PTHREAD_PROCESS_PRIVATE);
+    /* One time origin for the run: rank 0's wall clock, mapped onto each rank's
+     * monotonic clock (as the mpi4py path does). */
+    struct timespec wall, mono;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    double origin = wall.tv_sec + wall.tv_nsec * 1e-9;
+    PMPI_Bcast(&origin, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    clock_gettime(CLOCK_REALTIME, &wall);
+    clock_gettime(CLOCK_MONOTONIC, &mono);
+    double behind = wall.tv_sec + wall.tv_nsec * 1e-9 - origin;
+    t0 = mono.tv_sec + mono.tv_nsec * 1e-9 - (behind > 0 ? behind : 0);
+    mvp_sync_sends = getenv("MPVIS_SYNC_SENDS") && strcmp(getenv("MPVIS_SYNC_SENDS"), "1") == 0;
+    mvp_comm_init();
+    mvp_replay_init();
+    const char *addr = getenv("MPVIS_COLLECTOR");
+    if (!addr || !*addr) return;
+    sock = connect_to(addr);
+    if (sock < 0) {
+        fprintf(stderr, "mpvis: rank %d: cannot reach collector %s; running untraced\n", mvp_rank, addr);
+        return;
+    }
+    const char *sd = getenv("MPVIS_SPILL_DIR");
+    spill_dir = sd && *sd ? strdup(sd) : NULL;
+    ring = calloc(RCAP, sizeof *ring);
+    xring = malloc(XCAP);
+    if (!ring || !xring) { fprintf(stderr, "mpvis: out of memory\n"); PMPI_Abort(MPI_COMM_WORLD, 3); }
+    quiet_s = env_ms("MPVIS_FLUSH_QUIET_MS", 5);
+    longest_s = env_ms("MPVIS_FLUSH_MS", 50);
+    buf_t b = {0};
+    char hostname[256] = "";
+    gethostname(hostname, sizeof hostname - 1);
+    const char *token = getenv("MPVIS_TOKEN");
+    frame_begin(&b, T_HELLO);
+    mp_map(&b, 5);
+    mp_str(&b, "role"); mp_str(&b, "rank");
+    mp_str(&b, "token"); if (token && *token) mp_str(&b, token); else mp_nil(&b);
+    mp_str(&b, "rank"); mp_int(&b, mvp_rank);
+    mp_str(&b, "pid"); mp_int(&b, getpid());
+    mp_str(&b, "host"); mp_str(&b, hostname);
+    frame_end(&b);
+    ship(&b);
+    if (mvp_rank == 0) {
+        char started[32];
+        time_t now = time(NULL);
+        strftime(started, sizeof started, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
+        frame_begin(&b, T_HEADER);
+        mp_map(&b, 6);
+        mp_str(&b, "kind"); mp_str(&b, "header");
+        mp_str(&b, "format"); mp_str(&b, "mpvis-trace");
+        mp_str(&b, "version"); mp_int(&b, 1);
+        mp_str(&b, "nprocs"); mp_int(&b, mvp_nprocs);
+        mp_str(&b, "program"); mp_str(&b, program_line());
+        mp_str(&b, "started"); mp_str(&b, started);
+        frame_end(&b);
+        ship(&b);
+    }
+    free(b.p);
+    mvp_on = 1;
+    pthread_create(&flusher, NULL, flusher_main, NULL);
+    atexit(at_exit);
+    catch_fatal(SIGSEGV);
+    catch_fatal(SIGBUS);
+    catch_fatal(SIGFPE);
+    catch_fatal(SIGILL);
+    catch_fatal(SIGABRT);
+}
+
+void mvp_finish(void) {
+    if (!mvp_on) return;
+    mvp_x x = {0};
+    mvp_req_leaks(&x);
+    mvp_rec r = {0};
+    r.kind = MVK_FINAL;
+    r.t = mvp_now();
+    r.call = mvp_next_call();
+    mvp_append(&r, &x);
+    mvp_x_free(&x);
+    mvp_ring_final();
+    mvp_on = 0;
+    stop_thread();
+    say_bye("final", "");
+}
+
+void mvp_abort(int code, const char *where) {
+    if (!mvp_on) return;
+    mvp_on = 0;
+    stop_thread();
+    char detail[512];
+    snprintf(detail, sizeof detail, "MPI_Abort(errorcode=%d)%s%s", code, where ? " at " : "",
+             where ? where : "");
+    say_bye("crashed", detail);
+    /* Let the other ranks' flushers ship their last records before the job ends. */
+    struct timespec grace = {0, (long)(2 * longest_s * 1e9) > 100000000L ? (long)(2 * longest_s * 1e9) : 100000000L};
+    nanosleep(&grace, NULL);
+}

@@ -1,0 +1,146 @@
+/* mpvis PMPI trace library: declarations shared by its modules.
+ *
+ * The library is preloaded (LD_PRELOAD) into every rank of an unmodified C,
+ * C++ (or Fortran, where the MPI's Fortran layer calls the C one) program by
+ * `mpvis run -- ./a.out`.  Each MPI_* function it defines records events and
+ * calls its PMPI_* twin (the MPI standard's profiling interface).
+ *
+ * Records are those of the mpvis trace format (docs/trace-format.md), built
+ * as fixed-size structs on the program's thread (core.c: mvp_append) and
+ * encoded as msgpack RECORDS frames of the wire protocol
+ * (mpvis/protocol/framing.py) by a flusher thread, which never calls MPI.
+ * Call sites are return addresses, named by the flusher (dladdr: function and
+ * offset) and turned into file:line by the collector (addr2line), both off
+ * the program's path.
+ */
+#ifndef MVP_H
+#define MVP_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Record kinds (the trace format's names are in core.c: KIND_NAMES). */
+enum {
+    MVK_SEND = 1, MVK_RECV, MVK_CONSUME, MVK_WAIT, MVK_COLL, MVK_COLL_EXIT,
+    MVK_FINAL, MVK_WAITING
+};
+/* Record flags. */
+enum {
+    MVF_BLOCKING = 1, MVF_SYNC = 2, MVF_NONBLOCKING_REQ = 4, MVF_PROBED = 8,
+    MVF_ANY = 16, MVF_CANCELLED = 32
+};
+/* Send modes (field `mode`). */
+enum { MVM_STANDARD = 0, MVM_BUFFERED, MVM_READY, MVM_SYNCHRONOUS };
+
+/* One record as the program's thread leaves it for the flusher.  `x`/`xlen`
+ * are extra msgpack key/value pairs (`nx` of them) in the extras ring. */
+typedef struct {
+    uint8_t kind, flags, mode, nx;
+    uint32_t site;
+    int64_t seq;
+    double t;
+    int64_t comm;
+    int32_t a, b;      /* send: dest, tag; recv/consume: src, tag */
+    int64_t c, d;      /* consume: recv seq; send: size in bytes */
+    int64_t call;      /* the MPI call's number on this rank (field `call`) */
+    uint64_t x;        /* offset of the extras in the extras ring */
+    uint32_t xlen;
+} mvp_rec;
+
+/* A communicator as the trace knows it. */
+typedef struct mvp_comm {
+    MPI_Comm handle;
+    int64_t id;          /* same on every member */
+    int size;
+    int *world;          /* world rank of each member */
+    int inter;           /* intercommunicator: traffic is not traced */
+    int group_sent;      /* `group` already written on a coll record */
+    int64_t ncoll;       /* collectives called so far (ring check) */
+    MPI_Comm ring;       /* duplicate carrying the ring check, or MPI_COMM_NULL */
+} mvp_comm;
+
+/* A request the library follows. */
+enum { MVR_SEND = 1, MVR_RECV, MVR_COLL, MVR_OTHER };
+typedef struct {
+    int used;
+    MPI_Request handle;
+    int64_t seq;          /* the post (or Start) record: the trace's `req` */
+    int type, persistent, active, started, probed;
+    int src, tag;         /* a receive's arguments, trace numbering (-1: any) */
+    mvp_comm *comm;
+    uint32_t site;
+    const char *call;     /* the MPI function that made it */
+    int mode;             /* persistent send: its mode */
+    int64_t size;
+    int dest;             /* persistent send: world rank */
+    const char *coll_op;  /* nonblocking collective: its op */
+} mvp_req;
+
+/* Extras: a small msgpack writer over a caller's buffer. */
+typedef struct { uint8_t *p; size_t len, cap; int n; } mvp_x;
+
+/* -- core.c -------------------------------------------------------------------- */
+extern int mvp_on;            /* tracing (initialised, connected, not finalised) */
+extern int mvp_rank, mvp_nprocs;
+extern int mvp_sync_sends;    /* MPVIS_SYNC_SENDS=1: standard sends made synchronous */
+void mvp_start(int *argc, char ***argv, int provided);
+void mvp_finish(void);
+void mvp_abort(int code, const char *where);
+uint32_t mvp_site(void *pc);
+int64_t mvp_next_call(void);
+void mvp_lock(void);
+void mvp_unlock(void);
+/* Append one record (under mvp_lock); its seq is assigned and returned. */
+int64_t mvp_append(mvp_rec *r, const mvp_x *x);
+double mvp_now(void);
+const char *mvp_site_label(uint32_t id);
+int64_t mvp_peek_seq(void);   /* the seq the next record gets (single-threaded use) */
+
+void mvp_x_int(mvp_x *x, const char *key, int64_t v);
+void mvp_x_str(mvp_x *x, const char *key, const char *v);
+void mvp_x_bool(mvp_x *x, const char *key, int v);
+void mvp_x_key_array(mvp_x *x, const char *key, uint32_t n);
+void mvp_x_raw_int(mvp_x *x, int64_t v);
+void mvp_x_raw_str(mvp_x *x, const char *v);
+void mvp_x_raw_map(mvp_x *x, uint32_t n);
+void mvp_x_raw_bool(mvp_x *x, int v);
+void mvp_x_raw_nil(mvp_x *x);
+void mvp_x_free(mvp_x *x);
+
+/* -- comm.c -------------------------------------------------------------------- */
+mvp_comm *mvp_comm_of(MPI_Comm c);
+int mvp_world_of(mvp_comm *c, int r);   /* -1 for MPI_ANY_SOURCE, -2 PROC_NULL */
+void mvp_comm_init(void);
+void mvp_comm_forget(MPI_Comm c);
+
+/* -- req.c --------------------------------------------------------------------- */
+mvp_req *mvp_req_new(MPI_Request h);
+mvp_req *mvp_req_find(MPI_Request h);
+void mvp_req_drop(mvp_req *q);
+void mvp_req_leaks(mvp_x *x);        /* the `requests` field of `final` */
+int64_t mvp_req_count(void);
+
+/* -- p2p.c --------------------------------------------------------------------- */
+/* Record a completed set: consumes of the receives, coll_exits, one wait. */
+void mvp_completed(mvp_req **qs, MPI_Status *sts, int n, uint32_t site, int64_t call);
+void mvp_waiting(mvp_req **qs, int n, int any, uint32_t site, int64_t call);
+
+/* -- replay.c ------------------------------------------------------------------ */
+void mvp_replay_init(void);
+int mvp_replay_source(int64_t recv_seq, int *src, int *tag);
+int mvp_replay_index(int64_t at_seq, int *index);
+int mvp_replay_active(void);
+
+/* -- coll.c -------------------------------------------------------------------- */
+void mvp_ring_final(void);
+
+/* Helpers. */
+#define MVP_PC() __builtin_return_address(0)
+#define MVP_LIKELY(x) __builtin_expect(!!(x), 1)
+#define MVP_UNLIKELY(x) __builtin_expect(!!(x), 0)
+int mvp_type_bytes(MPI_Datatype t, MPI_Count count, int64_t *bytes);
+const char *mvp_type_name(MPI_Datatype t);
+const char *mvp_op_name(MPI_Op op);
+
+#endif

@@ -1,0 +1,683 @@
+/* mpvis PMPI trace library: point-to-point calls and completions.
+ *
+ * Records mean what the mpi4py path's records mean (docs/trace-format.md):
+ *  - a send is recorded before the call (`blocking`, `sync`, `mode`, `size`;
+ *    nonblocking ones carry `req` = their seq); MPI_PROC_NULL traffic is not
+ *    recorded;
+ *  - a blocking receive is a `recv` before the call and a `consume` after it;
+ *    a nonblocking one a `recv` with `req`, and its `consume` comes, with a
+ *    `wait` listing every request the call completed, when MPI_Wait*,
+ *    MPI_Test* (successful) returns it;
+ *  - Sendrecv and Sendrecv_replace are a nonblocking send and receive
+ *    completed together (their halves are unordered, as in MPI);
+ *  - a matched probe (Mprobe, successful Improbe) is the message's match: its
+ *    `recv` and `consume` are recorded there, Mrecv/Imrecv add nothing;
+ *  - a receive that takes the message a wildcard Probe/Iprobe just found
+ *    (same communicator, source and tag) is recorded with the probe's
+ *    wildcards and `probed: true`: which message it gets was decided by the
+ *    probe, so it races like a wildcard receive.
+ * Consumes carry no `send`: the reader names it by MPI's non-overtaking rule
+ * (on one channel, receives in posting order take the sends in send order),
+ * which is exact for MPI matching: a receive that can take the channel's
+ * k-th message can take every earlier one, and an earlier-posted receive that
+ * matches it is served first (MPI 4.1, section 3.5, "Order").
+ * MPVIS_SYNC_SENDS=1 runs standard-mode sends as synchronous ones (recorded
+ * with `sync: true`), which turns unsafe send cycles into real deadlocks.
+ */
+#include "mvp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define ON (MVP_LIKELY(mvp_on))
+#define TAG(t) ((t) == MPI_ANY_TAG ? -1 : (t))
+
+static int64_t rec_send(mvp_comm *c, int dest, int tag, int flags, int mode, int64_t size,
+                        uint32_t site, int64_t call) {
+    mvp_rec r;
+    r.kind = MVK_SEND;
+    r.flags = (uint8_t)flags;
+    r.mode = (uint8_t)mode;
+    r.site = site;
+    r.t = mvp_now();
+    r.comm = c->id;
+    r.a = dest;
+    r.b = tag;
+    r.c = 0;
+    r.d = size;
+    r.call = call;
+    return mvp_append(&r, NULL);
+}
+
+static int64_t rec_recv(mvp_comm *c, int src, int tag, int flags, uint32_t site, int64_t call) {
+    mvp_rec r;
+    r.kind = MVK_RECV;
+    r.flags = (uint8_t)flags;
+    r.mode = 0;
+    r.site = site;
+    r.t = mvp_now();
+    r.comm = c->id;
+    r.a = src;
+    r.b = tag;
+    r.c = r.d = 0;
+    r.call = call;
+    return mvp_append(&r, NULL);
+}
+
+static void rec_consume(mvp_comm *c, int64_t recv, const MPI_Status *st, uint32_t site, int64_t call) {
+    mvp_rec r;
+    r.kind = MVK_CONSUME;
+    r.flags = 0;
+    r.mode = 0;
+    r.site = site;
+    r.t = mvp_now();
+    r.comm = c->id;
+    r.a = mvp_world_of(c, st->MPI_SOURCE);
+    r.b = st->MPI_TAG;
+    r.c = recv;
+    r.d = 0;
+    r.call = call;
+    mvp_append(&r, NULL);
+}
+
+static int64_t bytes_of(MPI_Datatype t, MPI_Count n) {
+    int64_t b = 0;
+    return mvp_type_bytes(t, n, &b) ? b : -1;
+}
+
+/* A traceable intracommunicator and peer, or NULL (untraced). */
+static mvp_comm *traced(MPI_Comm comm, int peer) {
+    if (peer == MPI_PROC_NULL) return NULL;
+    mvp_comm *c = mvp_comm_of(comm);
+    return c && !c->inter ? c : NULL;
+}
+
+/* The last wildcard probe's outcome, for the receive that takes its message. */
+static struct { int valid; MPI_Comm comm; int src, tag, psrc, ptag; } probe;
+
+static void probed(MPI_Comm comm, int src, int tag, const MPI_Status *st) {
+    probe.valid = src == MPI_ANY_SOURCE || tag == MPI_ANY_TAG;
+    probe.comm = comm;
+    probe.src = st->MPI_SOURCE;
+    probe.tag = st->MPI_TAG;
+    probe.psrc = src;
+    probe.ptag = tag;
+}
+
+/* The receive's arguments as recorded: a probe's wildcards, replay's forcing. */
+static int recv_args(MPI_Comm comm, int *src, int *tag, int *rsrc, int *rtag, mvp_comm *c) {
+    int flags = 0;
+    if (probe.valid && probe.comm == comm && probe.src == *src && probe.tag == *tag) {
+        *rsrc = probe.psrc == MPI_ANY_SOURCE ? -1 : mvp_world_of(c, probe.psrc);
+        *rtag = TAG(probe.ptag);
+        flags |= MVF_PROBED;
+    } else {
+        *rsrc = mvp_world_of(c, *src);
+        *rtag = TAG(*tag);
+    }
+    probe.valid = 0;
+    if (*src == MPI_ANY_SOURCE && mvp_replay_active()) {
+        int fsrc, ftag;
+        if (mvp_replay_source(mvp_peek_seq(), &fsrc, &ftag)) {
+            for (int i = 0; i < c->size; i++)
+                if (c->world[i] == fsrc) { *src = i; break; }
+        }
+    }
+    return flags;
+}
+
+/* -- blocking sends ------------------------------------------------------------- */
+#define BLOCKING_SEND(NAME, PNAME, CT, MODE, SYNC)                                               \
+    int NAME(const void *buf, CT count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {    \
+        mvp_comm *c;                                                                             \
+        if (!ON || !(c = traced(comm, dest))) return PNAME(buf, count, dt, dest, tag, comm);     \
+        int sync = (SYNC) || ((MODE) == MVM_STANDARD && mvp_sync_sends);                         \
+        rec_send(c, mvp_world_of(c, dest), tag, MVF_BLOCKING | (sync ? MVF_SYNC : 0), MODE,      \
+                 bytes_of(dt, count), mvp_site(MVP_PC()), mvp_next_call());                      \
+        if (sync && !(SYNC)) return PMPI_Ssend(buf, (int)count, dt, dest, tag, comm);           \
+        return PNAME(buf, count, dt, dest, tag, comm);                                           \
+    }
+
+BLOCKING_SEND(MPI_Send, PMPI_Send, int, MVM_STANDARD, 0)
+BLOCKING_SEND(MPI_Bsend, PMPI_Bsend, int, MVM_BUFFERED, 0)
+BLOCKING_SEND(MPI_Rsend, PMPI_Rsend, int, MVM_READY, 0)
+BLOCKING_SEND(MPI_Ssend, PMPI_Ssend, int, MVM_SYNCHRONOUS, 1)
+#if MPI_VERSION >= 4
+BLOCKING_SEND(MPI_Send_c, PMPI_Send_c, MPI_Count, MVM_STANDARD, 0)
+BLOCKING_SEND(MPI_Bsend_c, PMPI_Bsend_c, MPI_Count, MVM_BUFFERED, 0)
+BLOCKING_SEND(MPI_Rsend_c, PMPI_Rsend_c, MPI_Count, MVM_READY, 0)
+BLOCKING_SEND(MPI_Ssend_c, PMPI_Ssend_c, MPI_Count, MVM_SYNCHRONOUS, 1)
+#endif
+
+/* -- nonblocking sends ------------------------------------------------------------ */
+static void new_send_req(MPI_Request *req, int64_t seq, mvp_comm *c, const char *call, uint32_t site) {
+    mvp_req *q = mvp_req_new(*req);
+    q->seq = seq;
+    q->type = MVR_SEND;
+    q->active = q->started = 1;
+    q->comm = c;
+    q->call = call;
+    q->site = site;
+}
+
+#define NONBLOCKING_SEND(NAME, PNAME, CT, MODE, SYNC)                                              \
+    int NAME(const void *buf, CT count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,        \
+             MPI_Request *req) {                                                                   \
+        mvp_comm *c;                                                                               \
+        if (!ON || !(c = traced(comm, dest))) return PNAME(buf, count, dt, dest, tag, comm, req); \
+        int sync = (SYNC) || ((MODE) == MVM_STANDARD && mvp_sync_sends);                           \
+        uint32_t site = mvp_site(MVP_PC());                                                        \
+        int64_t seq = rec_send(c, mvp_world_of(c, dest), tag,                                     \
+                               MVF_NONBLOCKING_REQ | (sync ? MVF_SYNC : 0), MODE,                  \
+                               bytes_of(dt, count), site, mvp_next_call());                        \
+        int rc = sync && !(SYNC) ? PMPI_Issend(buf, (int)count, dt, dest, tag, comm, req)         \
+                                 : PNAME(buf, count, dt, dest, tag, comm, req);                    \
+        if (rc == MPI_SUCCESS) new_send_req(req, seq, c, #NAME, site);                             \
+        return rc;                                                                                 \
+    }
+
+NONBLOCKING_SEND(MPI_Isend, PMPI_Isend, int, MVM_STANDARD, 0)
+NONBLOCKING_SEND(MPI_Ibsend, PMPI_Ibsend, int, MVM_BUFFERED, 0)
+NONBLOCKING_SEND(MPI_Irsend, PMPI_Irsend, int, MVM_READY, 0)
+NONBLOCKING_SEND(MPI_Issend, PMPI_Issend, int, MVM_SYNCHRONOUS, 1)
+#if MPI_VERSION >= 4
+NONBLOCKING_SEND(MPI_Isend_c, PMPI_Isend_c, MPI_Count, MVM_STANDARD, 0)
+NONBLOCKING_SEND(MPI_Ibsend_c, PMPI_Ibsend_c, MPI_Count, MVM_BUFFERED, 0)
+NONBLOCKING_SEND(MPI_Irsend_c, PMPI_Irsend_c, MPI_Count, MVM_READY, 0)
+NONBLOCKING_SEND(MPI_Issend_c, PMPI_Issend_c, MPI_Count, MVM_SYNCHRONOUS, 1)
+#endif
+
+/* -- receives ------------------------------------------------------------------------ */
+#define BLOCKING_RECV(NAME, PNAME, CT)                                                           \
+    int NAME(void *buf, CT count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,              \
+             MPI_Status *status) {                                                               \
+        mvp_comm *c;                                                                             \
+        if (!ON || !(c = traced(comm, src))) return PNAME(buf, count, dt, src, tag, comm, status); \
+        MPI_Status local;                                                                        \
+        MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;                          \
+        int rsrc, rtag;                                                                          \
+        int flags = recv_args(comm, &src, &tag, &rsrc, &rtag, c);                                \
+        uint32_t site = mvp_site(MVP_PC());                                                      \
+        int64_t call = mvp_next_call();                                                          \
+        int64_t seq = rec_recv(c, rsrc, rtag, MVF_BLOCKING | flags, site, call);                 \
+        int rc = PNAME(buf, count, dt, src, tag, comm, st);                                      \
+        if (rc == MPI_SUCCESS && st->MPI_SOURCE != MPI_PROC_NULL) rec_consume(c, seq, st, site, call); \
+        return rc;                                                                               \
+    }
+
+BLOCKING_RECV(MPI_Recv, PMPI_Recv, int)
+#if MPI_VERSION >= 4
+BLOCKING_RECV(MPI_Recv_c, PMPI_Recv_c, MPI_Count)
+#endif
+
+static void new_recv_req(MPI_Request *req, int64_t seq, mvp_comm *c, int src, int tag,
+                         const char *call, uint32_t site) {
+    mvp_req *q = mvp_req_new(*req);
+    q->seq = seq;
+    q->type = MVR_RECV;
+    q->active = q->started = 1;
+    q->comm = c;
+    q->src = src;
+    q->tag = tag;
+    q->call = call;
+    q->site = site;
+}
+
+#define NONBLOCKING_RECV(NAME, PNAME, CT)                                                           \
+    int NAME(void *buf, CT count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,                 \
+             MPI_Request *req) {                                                                    \
+        mvp_comm *c;                                                                                \
+        if (!ON || !(c = traced(comm, src))) return PNAME(buf, count, dt, src, tag, comm, req);     \
+        int rsrc, rtag;                                                                             \
+        int flags = recv_args(comm, &src, &tag, &rsrc, &rtag, c);                                   \
+        uint32_t site = mvp_site(MVP_PC());                                                         \
+        int64_t seq = rec_recv(c, rsrc, rtag, MVF_NONBLOCKING_REQ | flags, site, mvp_next_call()); \
+        int rc = PNAME(buf, count, dt, src, tag, comm, req);                                        \
+        if (rc == MPI_SUCCESS) new_recv_req(req, seq, c, rsrc, rtag, #NAME, site);                  \
+        return rc;                                                                                  \
+    }
+
+NONBLOCKING_RECV(MPI_Irecv, PMPI_Irecv, int)
+#if MPI_VERSION >= 4
+NONBLOCKING_RECV(MPI_Irecv_c, PMPI_Irecv_c, MPI_Count)
+#endif
+
+/* -- Sendrecv: a nonblocking send and receive completed together ---------------------- */
+static void sendrecv_pre(mvp_comm *cs, mvp_comm *cr, int dest, int stag, int64_t bytes, int src,
+                         int rtag, uint32_t site, int64_t call, int64_t *sseq, int64_t *rseq) {
+    *sseq = *rseq = -1;
+    if (cs) *sseq = rec_send(cs, mvp_world_of(cs, dest), stag, MVF_NONBLOCKING_REQ, MVM_STANDARD, bytes, site, call);
+    if (cr) *rseq = rec_recv(cr, mvp_world_of(cr, src), TAG(rtag), MVF_NONBLOCKING_REQ, site, call);
+}
+
+static void sendrecv_post(mvp_comm *cr, int64_t sseq, int64_t rseq, const MPI_Status *st, uint32_t site,
+                          int64_t call) {
+    if (rseq >= 0 && st->MPI_SOURCE != MPI_PROC_NULL) rec_consume(cr, rseq, st, site, call);
+    mvp_x x = {0};
+    int n = (sseq >= 0) + (rseq >= 0 && st->MPI_SOURCE != MPI_PROC_NULL);
+    if (!n) return;
+    mvp_x_key_array(&x, "reqs", (uint32_t)n);
+    if (sseq >= 0) mvp_x_raw_int(&x, sseq);
+    if (rseq >= 0 && st->MPI_SOURCE != MPI_PROC_NULL) mvp_x_raw_int(&x, rseq);
+    mvp_rec r = {0};
+    r.kind = MVK_WAIT;
+    r.site = site;
+    r.t = mvp_now();
+    r.call = call;
+    mvp_append(&r, &x);
+    mvp_x_free(&x);
+}
+
+#define SENDRECV(NAME, PNAME, CT)                                                                  \
+    int NAME(const void *sb, CT sc, MPI_Datatype st_, int dest, int stag, void *rb, CT rc_,        \
+             MPI_Datatype rt, int src, int rtag, MPI_Comm comm, MPI_Status *status) {              \
+        mvp_comm *cs, *cr;                                                                         \
+        if (!ON) return PNAME(sb, sc, st_, dest, stag, rb, rc_, rt, src, rtag, comm, status);      \
+        cs = traced(comm, dest);                                                                   \
+        cr = traced(comm, src);                                                                    \
+        if (!cs && !cr) return PNAME(sb, sc, st_, dest, stag, rb, rc_, rt, src, rtag, comm, status); \
+        MPI_Status local;                                                                          \
+        MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;                            \
+        uint32_t site = mvp_site(MVP_PC());                                                        \
+        int64_t call = mvp_next_call(), sseq, rseq;                                                \
+        sendrecv_pre(cs, cr, dest, stag, bytes_of(st_, sc), src, rtag, site, call, &sseq, &rseq);  \
+        int rc = PNAME(sb, sc, st_, dest, stag, rb, rc_, rt, src, rtag, comm, st);                 \
+        if (rc == MPI_SUCCESS) sendrecv_post(cr, sseq, rseq, st, site, call);                      \
+        return rc;                                                                                 \
+    }
+
+SENDRECV(MPI_Sendrecv, PMPI_Sendrecv, int)
+#if MPI_VERSION >= 4
+SENDRECV(MPI_Sendrecv_c, PMPI_Sendrecv_c, MPI_Count)
+#endif
+
+#define SENDRECV_REPLACE(NAME, PNAME, CT)                                                        \
+    int NAME(void *b, CT n, MPI_Datatype t, int dest, int stag, int src, int rtag, MPI_Comm comm, \
+             MPI_Status *status) {                                                               \
+        mvp_comm *cs, *cr;                                                                       \
+        if (!ON) return PNAME(b, n, t, dest, stag, src, rtag, comm, status);                     \
+        cs = traced(comm, dest);                                                                 \
+        cr = traced(comm, src);                                                                  \
+        if (!cs && !cr) return PNAME(b, n, t, dest, stag, src, rtag, comm, status);              \
+        MPI_Status local;                                                                        \
+        MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;                          \
+        uint32_t site = mvp_site(MVP_PC());                                                      \
+        int64_t call = mvp_next_call(), sseq, rseq;                                              \
+        sendrecv_pre(cs, cr, dest, stag, bytes_of(t, n), src, rtag, site, call, &sseq, &rseq);   \
+        int rc = PNAME(b, n, t, dest, stag, src, rtag, comm, st);                                \
+        if (rc == MPI_SUCCESS) sendrecv_post(cr, sseq, rseq, st, site, call);                    \
+        return rc;                                                                               \
+    }
+
+SENDRECV_REPLACE(MPI_Sendrecv_replace, PMPI_Sendrecv_replace, int)
+#if MPI_VERSION >= 4
+SENDRECV_REPLACE(MPI_Sendrecv_replace_c, PMPI_Sendrecv_replace_c, MPI_Count)
+#endif
+
+/* -- probes ------------------------------------------------------------------------------- */
+int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
+    if (!ON || !traced(comm, src)) return PMPI_Probe(src, tag, comm, status);
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int rc = PMPI_Probe(src, tag, comm, st);
+    if (rc == MPI_SUCCESS) probed(comm, src, tag, st);
+    return rc;
+}
+
+int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
+    if (!ON || !traced(comm, src)) return PMPI_Iprobe(src, tag, comm, flag, status);
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int rc = PMPI_Iprobe(src, tag, comm, flag, st);
+    if (rc == MPI_SUCCESS && *flag) probed(comm, src, tag, st);
+    return rc;
+}
+
+/* A matched probe is the match: recv and consume now. */
+static void matched(mvp_comm *c, int src, int tag, const MPI_Status *st, uint32_t site, int64_t call) {
+    if (st->MPI_SOURCE == MPI_PROC_NULL) return;
+    int64_t seq = rec_recv(c, mvp_world_of(c, src), TAG(tag), MVF_BLOCKING, site, call);
+    rec_consume(c, seq, st, site, call);
+}
+
+int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status *status) {
+    mvp_comm *c;
+    if (!ON || !(c = traced(comm, src))) return PMPI_Mprobe(src, tag, comm, msg, status);
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    uint32_t site = mvp_site(MVP_PC());
+    int64_t call = mvp_next_call();
+    int rc = PMPI_Mprobe(src, tag, comm, msg, st);
+    if (rc == MPI_SUCCESS) matched(c, src, tag, st, site, call);
+    return rc;
+}
+
+int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg, MPI_Status *status) {
+    mvp_comm *c;
+    if (!ON || !(c = traced(comm, src))) return PMPI_Improbe(src, tag, comm, flag, msg, status);
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int rc = PMPI_Improbe(src, tag, comm, flag, msg, st);
+    if (rc == MPI_SUCCESS && *flag) matched(c, src, tag, st, mvp_site(MVP_PC()), mvp_next_call());
+    return rc;
+}
+
+/* -- persistent requests --------------------------------------------------------------------- */
+static void persistent(MPI_Request *req, int type, mvp_comm *c, int peer, int tag, int mode,
+                       int64_t size, const char *call, uint32_t site) {
+    mvp_req *q = mvp_req_new(*req);
+    q->type = type;
+    q->persistent = 1;
+    q->comm = c;
+    q->mode = mode;
+    q->size = size;
+    q->call = call;
+    q->site = site;
+    if (type == MVR_SEND) { q->dest = mvp_world_of(c, peer); q->tag = tag; }
+    else { q->src = mvp_world_of(c, peer); q->tag = TAG(tag); }
+}
+
+#define SEND_INIT(NAME, PNAME, CT, MODE)                                                            \
+    int NAME(const void *buf, CT count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,         \
+             MPI_Request *req) {                                                                    \
+        mvp_comm *c;                                                                                \
+        int rc = PNAME(buf, count, dt, dest, tag, comm, req);                                       \
+        if (rc == MPI_SUCCESS && ON && (c = traced(comm, dest)))                                   \
+            persistent(req, MVR_SEND, c, dest, tag, MODE, bytes_of(dt, count), #NAME,               \
+                       mvp_site(MVP_PC()));                                                         \
+        return rc;                                                                                  \
+    }
+
+SEND_INIT(MPI_Send_init, PMPI_Send_init, int, MVM_STANDARD)
+SEND_INIT(MPI_Bsend_init, PMPI_Bsend_init, int, MVM_BUFFERED)
+SEND_INIT(MPI_Rsend_init, PMPI_Rsend_init, int, MVM_READY)
+SEND_INIT(MPI_Ssend_init, PMPI_Ssend_init, int, MVM_SYNCHRONOUS)
+#if MPI_VERSION >= 4
+SEND_INIT(MPI_Send_init_c, PMPI_Send_init_c, MPI_Count, MVM_STANDARD)
+SEND_INIT(MPI_Bsend_init_c, PMPI_Bsend_init_c, MPI_Count, MVM_BUFFERED)
+SEND_INIT(MPI_Rsend_init_c, PMPI_Rsend_init_c, MPI_Count, MVM_READY)
+SEND_INIT(MPI_Ssend_init_c, PMPI_Ssend_init_c, MPI_Count, MVM_SYNCHRONOUS)
+#endif
+
+#define RECV_INIT(NAME, PNAME, CT)                                                                  \
+    int NAME(void *buf, CT count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,                 \
+             MPI_Request *req) {                                                                    \
+        mvp_comm *c;                                                                                \
+        int rc = PNAME(buf, count, dt, src, tag, comm, req);                                        \
+        if (rc == MPI_SUCCESS && ON && (c = traced(comm, src)))                                    \
+            persistent(req, MVR_RECV, c, src, tag, 0, 0, #NAME, mvp_site(MVP_PC()));                \
+        return rc;                                                                                  \
+    }
+
+RECV_INIT(MPI_Recv_init, PMPI_Recv_init, int)
+#if MPI_VERSION >= 4
+RECV_INIT(MPI_Recv_init_c, PMPI_Recv_init_c, MPI_Count)
+#endif
+
+/* A persistent request starts: a nonblocking send or receive of its own. */
+static void started(MPI_Request *req, uint32_t site, int64_t call) {
+    mvp_req *q = mvp_req_find(*req);
+    if (!q || !q->persistent) return;
+    if (q->type == MVR_SEND) {
+        int sync = q->mode == MVM_SYNCHRONOUS;
+        q->seq = rec_send(q->comm, q->dest, q->tag, MVF_NONBLOCKING_REQ | (sync ? MVF_SYNC : 0), q->mode,
+                          q->size, site, call);
+    } else if (q->type == MVR_RECV) {
+        q->seq = rec_recv(q->comm, q->src, q->tag, MVF_NONBLOCKING_REQ, site, call);
+    }
+    q->active = q->started = 1;
+}
+
+int MPI_Start(MPI_Request *req) {
+    if (ON) started(req, mvp_site(MVP_PC()), mvp_next_call());
+    return PMPI_Start(req);
+}
+
+int MPI_Startall(int n, MPI_Request reqs[]) {
+    if (ON) {
+        uint32_t site = mvp_site(MVP_PC());
+        int64_t call = mvp_next_call();
+        for (int i = 0; i < n; i++) started(&reqs[i], site, call);
+    }
+    return PMPI_Startall(n, reqs);
+}
+
+int MPI_Request_free(MPI_Request *req) {
+    if (ON) {
+        mvp_req *q = mvp_req_find(*req);
+        if (q) mvp_req_drop(q);
+    }
+    return PMPI_Request_free(req);
+}
+
+/* -- completions ------------------------------------------------------------------------------ */
+typedef struct { mvp_req q; int traced; } snap;
+
+#define SNAP_MAX_STACK 64
+
+/* Record the completion of snapshot entries `idx[0..n)` with their statuses. */
+static void completed(snap *s, const int *idx, MPI_Status *sts, int n, uint32_t site, int64_t call) {
+    int nreq = 0;
+    for (int k = 0; k < n; k++) {
+        snap *e = &s[idx[k]];
+        if (!e->traced) continue;
+        if (e->q.type == MVR_RECV) {
+            int cancelled = 0;
+            PMPI_Test_cancelled(&sts[k], &cancelled);
+            if (cancelled || sts[k].MPI_SOURCE == MPI_PROC_NULL) { e->traced = 2; continue; }
+            rec_consume(e->q.comm, e->q.seq, &sts[k], site, call);
+        }
+        if (e->q.type == MVR_SEND || e->q.type == MVR_RECV) nreq++;
+    }
+    if (nreq) {
+        mvp_x x = {0};
+        mvp_x_key_array(&x, "reqs", (uint32_t)nreq);
+        for (int k = 0; k < n; k++) {
+            snap *e = &s[idx[k]];
+            if (e->traced == 1 && (e->q.type == MVR_SEND || e->q.type == MVR_RECV)) mvp_x_raw_int(&x, e->q.seq);
+        }
+        mvp_rec r = {0};
+        r.kind = MVK_WAIT;
+        r.site = site;
+        r.t = mvp_now();
+        r.call = call;
+        mvp_append(&r, &x);
+        mvp_x_free(&x);
+    }
+    for (int k = 0; k < n; k++) {
+        snap *e = &s[idx[k]];
+        if (!e->traced) continue;
+        mvp_req *q = mvp_req_find(e->q.handle);
+        if (!q) continue;
+        if (q->persistent) q->active = 0;
+        else mvp_req_drop(q);
+    }
+}
+
+/* Snapshot the traced requests among `reqs` (before MPI nulls their handles). */
+static int take(snap *s, const MPI_Request *reqs, int n) {
+    int any = 0;
+    for (int i = 0; i < n; i++) {
+        mvp_req *q = mvp_req_find(reqs[i]);
+        s[i].traced = q && q->active;
+        if (s[i].traced) { s[i].q = *q; any = 1; }
+    }
+    return any;
+}
+
+/* `waiting`: the rank is about to block in a wait on these requests. */
+static void waiting(snap *s, int n, int any_mode, uint32_t site, int64_t call) {
+    int m = 0;
+    for (int i = 0; i < n; i++) if (s[i].traced && (s[i].q.type == MVR_SEND || s[i].q.type == MVR_RECV)) m++;
+    if (!m) return;
+    mvp_x x = {0};
+    mvp_x_key_array(&x, "reqs", (uint32_t)m);
+    for (int i = 0; i < n; i++)
+        if (s[i].traced && (s[i].q.type == MVR_SEND || s[i].q.type == MVR_RECV)) mvp_x_raw_int(&x, s[i].q.seq);
+    mvp_rec r = {0};
+    r.kind = MVK_WAITING;
+    r.flags = any_mode ? MVF_ANY : 0;
+    r.site = site;
+    r.t = mvp_now();
+    r.call = call;
+    mvp_append(&r, &x);
+    mvp_x_free(&x);
+}
+
+int MPI_Wait(MPI_Request *req, MPI_Status *status) {
+    snap s[1];
+    if (!ON || !take(s, req, 1)) return PMPI_Wait(req, status);
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    uint32_t site = mvp_site(MVP_PC());
+    int64_t call = mvp_next_call();
+    int flag = 0, rc = PMPI_Test(req, &flag, st);
+    if (rc == MPI_SUCCESS && !flag) {
+        waiting(s, 1, 0, site, call);
+        rc = PMPI_Wait(req, st);
+    }
+    if (rc == MPI_SUCCESS) {
+        int idx = 0;
+        completed(s, &idx, st, 1, site, call);
+    }
+    return rc;
+}
+
+int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
+    snap s[1];
+    if (!ON || !take(s, req, 1)) return PMPI_Test(req, flag, status);
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int rc = PMPI_Test(req, flag, st);
+    if (rc == MPI_SUCCESS && *flag) {
+        int idx = 0;
+        completed(s, &idx, st, 1, mvp_site(MVP_PC()), mvp_next_call());
+    }
+    return rc;
+}
+
+/* Scratch arrays for the all/any/some forms (on the stack when small). */
+typedef struct { snap *s; MPI_Status *st; int *idx; snap s0[SNAP_MAX_STACK]; MPI_Status st0[SNAP_MAX_STACK]; int i0[SNAP_MAX_STACK]; } scratch;
+
+static void scratch_open(scratch *w, int n) {
+    if (n <= SNAP_MAX_STACK) { w->s = w->s0; w->st = w->st0; w->idx = w->i0; return; }
+    w->s = malloc(sizeof(snap) * (size_t)n);
+    w->st = malloc(sizeof(MPI_Status) * (size_t)n);
+    w->idx = malloc(sizeof(int) * (size_t)n);
+}
+static void scratch_close(scratch *w) {
+    if (w->s != w->s0) { free(w->s); free(w->st); free(w->idx); }
+}
+
+int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[]) {
+    if (!ON || n <= 0) return PMPI_Waitall(n, reqs, sts);
+    scratch w;
+    scratch_open(&w, n);
+    if (!take(w.s, reqs, n)) { scratch_close(&w); return PMPI_Waitall(n, reqs, sts); }
+    MPI_Status *st = sts == MPI_STATUSES_IGNORE ? w.st : sts;
+    uint32_t site = mvp_site(MVP_PC());
+    int64_t call = mvp_next_call();
+    int flag = 0, rc = PMPI_Testall(n, reqs, &flag, st);
+    if (rc == MPI_SUCCESS && !flag) {
+        waiting(w.s, n, 0, site, call);
+        rc = PMPI_Waitall(n, reqs, st);
+    }
+    if (rc == MPI_SUCCESS) {
+        for (int i = 0; i < n; i++) w.idx[i] = i;
+        completed(w.s, w.idx, st, n, site, call);
+    }
+    scratch_close(&w);
+    return rc;
+}
+
+int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[]) {
+    if (!ON || n <= 0) return PMPI_Testall(n, reqs, flag, sts);
+    scratch w;
+    scratch_open(&w, n);
+    if (!take(w.s, reqs, n)) { scratch_close(&w); return PMPI_Testall(n, reqs, flag, sts); }
+    MPI_Status *st = sts == MPI_STATUSES_IGNORE ? w.st : sts;
+    int rc = PMPI_Testall(n, reqs, flag, st);
+    if (rc == MPI_SUCCESS && *flag) {
+        for (int i = 0; i < n; i++) w.idx[i] = i;
+        completed(w.s, w.idx, st, n, mvp_site(MVP_PC()), mvp_next_call());
+    }
+    scratch_close(&w);
+    return rc;
+}
+
+int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
+    if (!ON || n <= 0) return PMPI_Waitany(n, reqs, index, status);
+    scratch w;
+    scratch_open(&w, n);
+    if (!take(w.s, reqs, n)) { scratch_close(&w); return PMPI_Waitany(n, reqs, index, status); }
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    uint32_t site = mvp_site(MVP_PC());
+    int64_t call = mvp_next_call();
+    int rc, forced;
+    if (mvp_replay_active() && mvp_replay_index(mvp_peek_seq(), &forced) && forced >= 0 && forced < n) {
+        *index = forced;
+        rc = PMPI_Wait(&reqs[forced], st);
+    } else {
+        int flag = 0;
+        rc = PMPI_Testany(n, reqs, index, &flag, st);
+        if (rc == MPI_SUCCESS && !flag) {
+            waiting(w.s, n, 1, site, call);
+            rc = PMPI_Waitany(n, reqs, index, st);
+        }
+    }
+    if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED) completed(w.s, index, st, 1, site, call);
+    scratch_close(&w);
+    return rc;
+}
+
+int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
+    if (!ON || n <= 0) return PMPI_Testany(n, reqs, index, flag, status);
+    scratch w;
+    scratch_open(&w, n);
+    if (!take(w.s, reqs, n)) { scratch_close(&w); return PMPI_Testany(n, reqs, index, flag, status); }
+    MPI_Status local;
+    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
+    int rc, forced;
+    if (mvp_replay_active() && mvp_replay_index(mvp_peek_seq(), &forced) && forced >= 0 && forced < n) {
+        rc = PMPI_Test(&reqs[forced], flag, st);
+        *index = *flag ? forced : MPI_UNDEFINED;
+    } else {
+        rc = PMPI_Testany(n, reqs, index, flag, st);
+    }
+    if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
+        completed(w.s, index, st, 1, mvp_site(MVP_PC()), mvp_next_call());
+    scratch_close(&w);
+    return rc;
+}
+
+static int some(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status sts[], int wait,
+                uint32_t site) {
+    scratch w;
+    scratch_open(&w, n);
+    if (!take(w.s, reqs, n)) {
+        scratch_close(&w);
+        return wait ? PMPI_Waitsome(n, reqs, outcount, idx, sts) : PMPI_Testsome(n, reqs, outcount, idx, sts);
+    }
+    MPI_Status *st = sts == MPI_STATUSES_IGNORE ? w.st : sts;
+    int64_t call = mvp_next_call();
+    int rc = PMPI_Testsome(n, reqs, outcount, idx, st);
+    if (rc == MPI_SUCCESS && wait && *outcount == 0) {
+        waiting(w.s, n, 1, site, call);
+        rc = PMPI_Waitsome(n, reqs, outcount, idx, st);
+    }
+    if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0)
+        completed(w.s, idx, st, *outcount, site, call);
+    scratch_close(&w);
+    return rc;
+}
+
+int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status sts[]) {
+    if (!ON || n <= 0) return PMPI_Waitsome(n, reqs, outcount, idx, sts);
+    return some(n, reqs, outcount, idx, sts, 1, mvp_site(MVP_PC()));
+}
+
+int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status sts[]) {
+    if (!ON || n <= 0) return PMPI_Testsome(n, reqs, outcount, idx, sts);
+    return some(n, reqs, outcount, idx, sts, 0, mvp_site(MVP_PC()));
+}
