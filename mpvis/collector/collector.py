@@ -40,6 +40,7 @@ from typing import Any
 
 from mpvis.collector.auth import Address, format_address, token_matches
 from mpvis.collector.loopthread import Connections, LoopThread
+from mpvis.collector.symbolize import SiteSymbolizer, is_raw_site
 from mpvis.protocol import messages as m
 from mpvis.protocol.compact import CompactDecoder
 from mpvis.protocol.framing import (
@@ -128,6 +129,7 @@ class Collector:
         self._closing = False
         self._conns = Connections()
         self._accepted = 0
+        self._symbolize = SiteSymbolizer()
         #: Set once the central process has welcomed this collector.
         self.welcomed = threading.Event()
         #: Set when the central process says the run is over (or refused us).
@@ -363,6 +365,9 @@ class Collector:
                 log.warning(
                     "collector: rank %d sent %d records not its own", rank, len(recs) - len(own)
                 )
+            for rec in own:  # compiled programs' call sites (mpvis/instrument/pmpi)
+                if is_raw_site(rec.get("site")) or rec.get("kind") == "final":
+                    self._symbolize.apply(rec)
             self._take(own)
             return False
         if msg.type == MsgType.HEADER:
