@@ -575,3 +575,8 @@ def uses_event(tree: Expr) -> bool:
 def reads_fields(tree: Expr) -> bool:
     """Does ``tree`` read a field of the current event (``event.FIELD``)?"""
     return any(isinstance(n, Attr) for n in _walk(tree))
+
+
+def variable_names(tree: Expr) -> set[str]:
+    """The program variables ``tree`` reads (its names other than ``kind``)."""
+    return {n.name for n in _walk(tree) if isinstance(n, Name) and n.name != KIND_NAME}

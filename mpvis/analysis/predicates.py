@@ -237,6 +237,10 @@ class PredicateEvaluator:
         st.update(self.model, rank)
         return st
 
+    def recorded_names(self, rank: int) -> set[str]:
+        """Every variable some ``state`` record of ``rank`` sets."""
+        return {name for delta in self._state(rank).deltas for name in delta}
+
     def value(self, pred: LocalPredicate, k: int) -> bool:
         """The predicate on its rank's state after ``k`` events."""
         self._check(pred)

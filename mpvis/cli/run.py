@@ -7,8 +7,9 @@ If an mpvis window is running (:mod:`mpvis.collector.rendezvous`) the run
 streams there; otherwise a headless central process writes the trace to FILE
 and prints the race report at the end, like ``mpvis check``.
 
-Exit status: the program's when it failed, else the report's (0 no race and no
-deadlock, 1 some); 130 after Ctrl-C; 2 for a usage error.
+Exit status: 3 when the program failed, else the report's (0 no race and no
+deadlock, 1 some); 130 after Ctrl-C; 2 for a usage error, found before mpiexec
+starts where it can be (:mod:`mpvis.cli.preflight`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ from typing import Any
 
 from mpvis.cli import record_options
 from mpvis.cli.errors import UserError
+from mpvis.cli.preflight import (
+    EXIT_PROGRAM_FAILED,
+    NO_MPI_CALL,
+    check_out,
+    no_mpi_call,
+    preflight,
+)
 from mpvis.collector.auth import format_address, is_loopback, new_token, parse_address
 from mpvis.collector.collector import Collector
 from mpvis.collector.headless import HeadlessSession
@@ -182,6 +190,7 @@ def _say(text: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``mpvis run``: with ``--record``, under the record launcher (Netzer and Miller)."""
+    preflight(args.program, args.out)
     env = record_options.record_env(args)
     if getattr(args, "no_stream", False) and not env:
         raise UserError("--no-stream goes with --record DIR")
@@ -253,6 +262,8 @@ def run_program(
     )
     if collector is None:
         out = args.out or _default_out()
+        if args.out is None:
+            check_out(out)
         host, port = listen or ("127.0.0.1", 0)
         try:
             session = HeadlessSession(out, host, port, token).start()
@@ -312,16 +323,21 @@ def run_program(
             )
         if session is None:
             _say(f"mpiexec exited with status {returncode}; the trace is in the window")
-            return 130 if interrupted else returncode
+            return 130 if interrupted else (EXIT_PROGRAM_FAILED if returncode else 0)
         if not session.wait_end(DRAIN_WAIT):
             _say("warning: the run's end was not recorded in time")
         text, code = session.report()
         print(text, flush=True)
+        if session.analyses is not None and no_mpi_call(session.analyses.model):
+            _say(NO_MPI_CALL)
         if interrupted:
             return 130
         if stopped:
             return code
-        return returncode if returncode else code
+        if returncode:
+            _say(f"the program failed: mpiexec exited with status {returncode}")
+            return EXIT_PROGRAM_FAILED
+        return code
     except KeyboardInterrupt:
         stop_group(proc, grace=0.5)
         return 130
