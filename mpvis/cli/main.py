@@ -30,6 +30,7 @@ COMMANDS: tuple[str, ...] = (
     "demo",
     "open",
     "render",
+    "export",
     "orderings",
 )
 

@@ -8,6 +8,7 @@ the package's reader through :func:`mpvis.tracefile.reader.load_trace`.
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -236,3 +237,25 @@ def test_missing_package_message(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     anchor.write_text("x")
     with pytest.raises(TraceFileError, match=r"pip install 'mpvis\[otf2\]'"):
         read_header(anchor)
+
+
+@pytest.mark.parametrize("name", ["master_worker.jsonl", "deadlock_coll_order.jsonl",
+                                  "deadlock_lock_cycle.jsonl"])
+def test_cli_export_read_by_the_packages_own_reader(name: str, tmp_path: Path) -> None:
+    trace = SAMPLES / name
+    anchor = tmp_path / "run.otf2"
+    assert main(["export", str(trace), "--format", "otf2", "-o", str(anchor)]) == 0
+    recs = records(trace)
+    with otf2.reader.open(str(anchor)) as tr:
+        assert len(tr.definitions.locations) == read_header(trace)["nprocs"]
+        kinds = Counter(type(ev).__name__ for _loc, ev in tr.events)
+        regions = {r.name for r in tr.definitions.regions}
+    want = Counter(r["kind"] for r in recs)
+    assert kinds["MpiSend"] + kinds["MpiIsend"] == want["send"]
+    assert kinds["MpiRecv"] + kinds["MpiIrecv"] == want["consume"]
+    assert kinds["MpiCollectiveBegin"] == want["coll"]
+    assert kinds["MpiCollectiveEnd"] == want["coll_exit"]
+    assert kinds["RmaRequestLock"] == want["lock"]
+    assert kinds["CallingContextEnter"] >= kinds["CallingContextLeave"]
+    assert ("MPI_Finalize" in regions) == (want["final"] > 0)
+    assert records(anchor) == recs
