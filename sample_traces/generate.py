@@ -93,11 +93,15 @@ def situation_trace(n: int, case: str, *, tag2: int | None = None, pid_variant: 
 
 
 def ring(n: int = 4, rounds: int = 3) -> Trace:
+    """A token passed around the ring: rank 0 sends first, every other rank receives
+    first (so the ring is safe even if sends are not buffered)."""
     tr = Trace(n, "ring.py")
     for _ in range(rounds):
-        sent = [tr.send(r, (r + 1) % n, 0, line=12) for r in range(n)]
-        for r in range(n):
-            tr.recv(r, (r - 1) % n, 0, sent[(r - 1) % n], line=13)
+        msg = tr.send(0, 1 % n, 0, line=12)
+        for r in range(1, n):
+            tr.recv(r, r - 1, 0, msg, line=13)
+            msg = tr.send(r, (r + 1) % n, 0, line=12)
+        tr.recv(0, n - 1, 0, msg, line=13)
     tr.final(*range(n))
     return tr
 

@@ -7,9 +7,13 @@ each ``C(n, k)`` with the first signature recorded for ``n``, which by
 transitivity is the ring comparison of Algorithm A1 done centrally:
 
 1. different collectives as the n-th (``collective-order``);
-2. the same collective with different ``root``, ``count``, ``dtype`` or
-   ``redop`` (``collective-args``); an argument is compared only when both
-   records carry it;
+2. the same collective with different arguments (``collective-args``):
+   ``root`` or ``redop``; the size of the data, ``bytes`` (count times the
+   type size: MPI requires equal type signatures, so a count of 4 ``MPI_INT``
+   matches one contiguous type of 4 ints), or ``count`` when the records carry
+   no ``bytes`` and name the same ``dtype``; ``dtype`` when both are
+   predefined types (not ``derived`` or packed) and differ.  An argument is
+   compared only when both records carry it (:func:`signature_differences`);
 3. ranks waiting in their n-th collective while a member has finished after
    fewer than n+1 collectives (``collective-finished``), found both when the
    ``final`` arrives and when a rank enters a collective that a finished
@@ -32,25 +36,50 @@ from mpvis.analysis.waitfor import Clause
 from mpvis.model.stream import Record
 from mpvis.protocol.records import COLL_ARGS
 
-__all__ = ["CollectiveTracker", "describe_coll"]
+__all__ = ["CollectiveTracker", "describe_coll", "signature_differences"]
 
 Signature = tuple[object, ...]
+
+#: The arguments a ``coll`` may carry and the report shows (``bytes``: see the module docstring).
+SHOWN_ARGS = (*COLL_ARGS, "bytes")
+#: Datatype names that are not predefined types: their signature is not known by name.
+_OPAQUE_TYPES = frozenset({"", "derived", "user", "packed", "datatype_null", "lb", "ub"})
 
 
 def describe_coll(rec: Record) -> str:
     """``bcast(root=0, count=1, dtype=int)``: the collective and its single-valued arguments."""
-    args = ", ".join(f"{a}={rec[a]}" for a in COLL_ARGS if a in rec)
+    args = ", ".join(f"{a}={rec[a]}" for a in SHOWN_ARGS if a in rec)
     comm = rec.get("comm", 0)
     if comm:
         args = f"{args}, comm={comm}" if args else f"comm={comm}"
     return f"{rec['op']}({args})"
 
 
-def _differs(a: Record, b: Record) -> list[str]:
-    """The fields of the signature on which ``a`` and ``b`` disagree."""
+def _predefined(dtype: object) -> bool:
+    return isinstance(dtype, str) and dtype.lower().removeprefix("mpi_") not in _OPAQUE_TYPES
+
+
+def signature_differences(a: Record, b: Record) -> list[str]:
+    """The arguments on which two ranks' calls of the same collective disagree.
+
+    ``["op"]`` for different collectives; else among ``root``, ``redop``,
+    ``bytes``, ``count`` and ``dtype`` as the module docstring says.
+    """
     if a["op"] != b["op"]:
         return ["op"]
-    return [f for f in COLL_ARGS if f in a and f in b and a[f] != b[f]]
+    out: list[str] = [f for f in ("root", "redop") if f in a and f in b and a[f] != b[f]]
+    da, db = a.get("dtype"), b.get("dtype")
+    if "bytes" in a and "bytes" in b:
+        if a["bytes"] != b["bytes"]:
+            out.append("bytes")
+    elif "count" in a and "count" in b and da == db and a["count"] != b["count"]:
+        out.append("count")
+    if da is not None and db is not None and da != db and _predefined(da) and _predefined(db):
+        out.append("dtype")
+    return out
+
+
+_differs = signature_differences
 
 
 def _nth(n: int) -> str:

@@ -4,7 +4,12 @@
 the window all build a model the same way: :class:`Analyses` attaches the
 exact race detector (Cypher and Leu) and the deadlock monitor (Roy et al.) as
 analyzers of the model's causally ordered stream, and :meth:`Analyses.report`
-assembles the spec's report from the model and from them.
+assembles the spec's report from the model and from them, adding, once the
+input has ended, the checks that need the whole run: deadlocks if sends were
+not buffered (:mod:`~mpvis.analysis.unsafe_sends`), and the ``errors``:
+collective mismatches (:mod:`~mpvis.analysis.coll_mismatch`), request leaks
+(:mod:`~mpvis.analysis.request_leaks`) and lost messages
+(:mod:`~mpvis.analysis.lost_messages`).
 
 Each classifier race in the report carries ``confirmed``: whether the exact
 test finds the same conflict (the match of the first receive with the second
@@ -21,10 +26,14 @@ from typing import Any
 
 import numpy as np
 
+from mpvis.analysis.coll_mismatch import MISMATCH_CHECKS, completed, mismatch_errors
 from mpvis.analysis.deadlock_monitor import DeadlockMonitor
 from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.exact_races import ExactRaceDetector
+from mpvis.analysis.lost_messages import lost_messages
 from mpvis.analysis.report import Report, build_report
+from mpvis.analysis.request_leaks import request_leaks
+from mpvis.analysis.unsafe_sends import potential_deadlocks
 from mpvis.model.manager import ModelManager
 
 __all__ = ["Analyses"]
@@ -89,6 +98,24 @@ class Analyses:
             return []
         return [d.to_report() for d in self.deadlock.check(final=False)]
 
+    def _deadlocks_and_errors(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Deadlock entries (proven, then potential ones: unsafe sends) and errors.
+
+        A collective mismatch is an error; it stays a deadlock only while a rank
+        never got past it.  Potential deadlocks, request leaks and lost messages
+        need the whole run: they are decided once the input has ended.
+        """
+        m = self.model
+        found = self.deadlock.deadlocks if self.deadlock is not None else []
+        dl: list[dict[str, Any]] = [d.to_report() for d in found
+                                    if d.check not in MISMATCH_CHECKS or not completed(m, d)]
+        errors: list[dict[str, Any]] = list(mismatch_errors(m, found))
+        if m.input_ended:
+            if self.deadlock is not None:
+                dl += potential_deadlocks(m)
+            errors += request_leaks(m) + lost_messages(m)
+        return dl, errors
+
     def report(
         self, *, nonadjacent: bool = False, conflicts: list[ExactRace] | None = None
     ) -> Report:
@@ -96,9 +123,10 @@ class Analyses:
         exact = conflicts if conflicts is not None else (
             self.exact.races if self.exact is not None else [])
         found = {(r.rank, r.recv, r.s1, r.s2) for r in exact}
-        dl = [d.to_report() for d in self.deadlock.deadlocks] if self.deadlock else []
+        dl, errors = self._deadlocks_and_errors()
         rep = build_report(self.model, nonadjacent=nonadjacent,
-                           extra_races=[r.to_report() for r in exact], deadlocks=dl)
+                           extra_races=[r.to_report() for r in exact], deadlocks=dl,
+                           errors=errors)
         if self.exact is not None or conflicts is not None:
             for e in rep["races"]:
                 if e["method"] == "classifier":

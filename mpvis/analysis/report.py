@@ -41,11 +41,15 @@ def build_report(
     nonadjacent: bool = False,
     extra_races: list[dict[str, Any]] | None = None,
     deadlocks: list[dict[str, Any]] | None = None,
+    errors: list[dict[str, Any]] | None = None,
 ) -> Report:
     """The spec's report object for a model whose input has ended.
 
     ``extra_races`` are entries of other methods (``exact``); ``deadlocks`` the
-    deadlock entries.  Adds optional fields: ``ranks`` (status per rank).
+    deadlock entries.  Adds optional fields: ``ranks`` (status per rank) and
+    ``errors`` (collective mismatches, request leaks, lost messages: each with
+    ``kind``, ``ranks``, ``events`` as ``"rank:seq"`` and ``reason``; see
+    docs/correctness-checks.md).
     """
     ranks = []
     for r in range(m.nprocs):
@@ -62,6 +66,7 @@ def build_report(
         "events": m.event_count,
         "races": classifier_races(m, nonadjacent=nonadjacent) + list(extra_races or []),
         "deadlocks": list(deadlocks or []),
+        "errors": list(errors or []),
         "ranks": ranks,
     }
 
@@ -74,8 +79,9 @@ def found_races(report: Report) -> list[dict[str, Any]]:
 
 
 def exit_code(report: Report) -> int:
-    """0 when no race and no deadlock was found, else 1 (spec)."""
-    return 1 if found_races(report) or report["deadlocks"] else 0
+    """0 when no race, no deadlock (potential ones included) and no error was found,
+    else 1 (spec)."""
+    return 1 if found_races(report) or report["deadlocks"] or report.get("errors") else 0
 
 
 def _msg(m: list[int] | None) -> str:
@@ -152,9 +158,15 @@ def format_report(report: Report, *, source: str | None = None, summary: bool = 
     if report["deadlocks"]:
         out.append(f"Deadlocks: {len(report['deadlocks'])}")
         for d in report["deadlocks"]:
-            out.append(f"  [{d['kind']}] ranks {', '.join(map(str, d['ranks']))}: {d['reason']}")
+            tag = f"{d['kind']}, potential" if d.get("potential") else d["kind"]
+            out.append(f"  [{tag}] ranks {', '.join(map(str, d['ranks']))}: {d['reason']}")
     else:
         out.append("No deadlocks found.")
+    errors = report.get("errors", [])
+    if errors:
+        out.append(f"Errors: {len(errors)}")
+        out.extend(f"  [{e['kind']}] ranks {', '.join(map(str, e['ranks']))}: {e['reason']}"
+                   for e in errors)
     for r in report.get("ranks", []):
         if r["status"] == "finished":
             continue
@@ -163,6 +175,8 @@ def format_report(report: Report, *, source: str | None = None, summary: bool = 
         detail = f": {r['detail']}" if r.get("detail") else ""
         out.append(f"rank {r['rank']} {r['status']}{where}{site}{detail}")
     nr, nx_, nd = len(shown), len(unseen), len(report["deadlocks"])
+    ne = len(errors)
     out.append(f"Summary: {nr} race{'s' * (nr != 1)} by the classifier, "
-               f"{nx_} more by the exact test, {nd} deadlock{'s' * (nd != 1)}.")
+               f"{nx_} more by the exact test, {nd} deadlock{'s' * (nd != 1)}, "
+               f"{ne} error{'s' * (ne != 1)}.")
     return "\n".join(out)
