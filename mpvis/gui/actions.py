@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from PySide6 import QtGui, QtWidgets
 
 from mpvis.gui.export import export_png, export_races, export_svg
+from mpvis.gui.export_trace import add_trace_exports
 
 if TYPE_CHECKING:
     from mpvis.gui.window import MainWindow
@@ -42,6 +43,7 @@ def build_menus(win: MainWindow) -> None:
     _action(win, f, "Export view as &SVG…", lambda: _export_view(win, "svg"))
     _action(win, f, "Export races as &CSV…", lambda: _export_races(win, "csv"))
     _action(win, f, "Export races as &JSON…", lambda: _export_races(win, "json"))
+    add_trace_exports(win, f)  # Perfetto and OTF2 (mpvis.gui.export_trace)
     f.addSeparator()
     _action(win, f, "&Quit", win.close, "Ctrl+Q")
     v = bar.addMenu("&View")
