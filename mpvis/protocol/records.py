@@ -12,6 +12,7 @@ broken.
 
 from __future__ import annotations
 
+import reprlib
 from typing import Any, Final
 
 Record = dict[str, Any]
@@ -31,10 +32,13 @@ LOCKED: Final = "locked"
 UNLOCK: Final = "unlock"
 STATE: Final = "state"
 FINAL: Final = "final"
+#: Optional kind: a rank entered MPI_Wait* on ``reqs`` (``mode`` "all" or "any") and
+#: did not complete at once; written by the PMPI library, used by deadlock detection.
+WAITING: Final = "waiting"
 
 #: Event kinds in a fixed order; the position is the kind's code in model columns.
 EVENT_KINDS: Final[tuple[str, ...]] = (
-    SEND, RECV, CONSUME, WAIT, COLL, COLL_EXIT, LOCK, LOCKED, UNLOCK, STATE, FINAL,
+    SEND, RECV, CONSUME, WAIT, COLL, COLL_EXIT, LOCK, LOCKED, UNLOCK, STATE, FINAL, WAITING,
 )
 KIND_CODE: Final[dict[str, int]] = {k: i for i, k in enumerate(EVENT_KINDS)}
 
@@ -42,8 +46,22 @@ KIND_CODE: Final[dict[str, int]] = {k: i for i, k in enumerate(EVENT_KINDS)}
 COLL_ARGS: Final[tuple[str, ...]] = ("root", "count", "dtype", "redop")
 
 
+#: Ranks a header may declare at most: per-rank state is allocated up front,
+#: and a desktop space-time diagram is no tool for larger runs.
+MAX_NPROCS: Final = 65536
+
+_SHOW = reprlib.Repr()
+_SHOW.maxlevel, _SHOW.maxstring, _SHOW.maxother = 3, 60, 60
+
+
 class RecordError(ValueError):
     """A record breaks a rule of the trace format; ``str()`` states the rule."""
+
+
+def show(value: object) -> str:
+    """A short ``repr`` of a value from a record, for error messages: bounded in
+    length and depth whatever the input (a value nested 1,000 deep, a 10 MB string)."""
+    return _SHOW.repr(value)
 
 
 def _is_int(v: object) -> bool:
@@ -55,7 +73,7 @@ def _need_int(rec: Record, field: str, *, minimum: int | None = None) -> int:
     if not _is_int(v):
         if field not in rec:
             raise RecordError(f"field '{field}' is required for kind '{rec.get('kind')}'")
-        raise RecordError(f"field '{field}' must be an integer, got {v!r}")
+        raise RecordError(f"field '{field}' must be an integer, got {show(v)}")
     assert isinstance(v, int)
     if minimum is not None and v < minimum:
         raise RecordError(f"field '{field}' must be >= {minimum}, got {v}")
@@ -67,7 +85,7 @@ def _need_bool(rec: Record, field: str) -> bool:
     if type(v) is not bool:
         if field not in rec:
             raise RecordError(f"field '{field}' is required for kind '{rec.get('kind')}'")
-        raise RecordError(f"field '{field}' must be true or false, got {v!r}")
+        raise RecordError(f"field '{field}' must be true or false, got {show(v)}")
     return bool(v)
 
 
@@ -76,7 +94,7 @@ def _need_str(rec: Record, field: str) -> str:
     if not isinstance(v, str) or not v:
         if field not in rec:
             raise RecordError(f"field '{field}' is required for kind '{rec.get('kind')}'")
-        raise RecordError(f"field '{field}' must be a non-empty string, got {v!r}")
+        raise RecordError(f"field '{field}' must be a non-empty string, got {show(v)}")
     return v
 
 
@@ -90,13 +108,15 @@ def check_header(rec: object) -> Record:
     if rec.get("kind") != "header":
         raise RecordError("the first line must be the header (kind 'header')")
     if rec.get("format") != FORMAT_NAME:
-        raise RecordError(f"header 'format' must be '{FORMAT_NAME}', got {rec.get('format')!r}")
+        raise RecordError(f"header 'format' must be '{FORMAT_NAME}', got {show(rec.get('format'))}")
     if rec.get("version") != FORMAT_VERSION or not _is_int(rec.get("version")):
         raise RecordError(
-            f"unsupported header 'version' {rec.get('version')!r} "
+            f"unsupported header 'version' {show(rec.get('version'))} "
             f"(this mpvis reads {FORMAT_VERSION})"
         )
-    _need_int(rec, "nprocs", minimum=1)
+    n = _need_int(rec, "nprocs", minimum=1)
+    if n > MAX_NPROCS:
+        raise RecordError(f"header 'nprocs' is {n}: mpvis shows at most {MAX_NPROCS} ranks")
     return rec
 
 
@@ -112,17 +132,17 @@ def check_record(rec: object, nprocs: int | None = None) -> Record:
     if type(kind) is not str or kind not in KIND_CODE:
         if kind == "header":
             raise RecordError("a second header: only the first line may be the header")
-        raise RecordError(f"unknown event kind {kind!r}")
+        raise RecordError(f"unknown event kind {show(kind)}")
     rank = _need_int(rec, "rank", minimum=0)
     if nprocs is not None and rank >= nprocs:
         raise RecordError(f"rank {rank} is out of range (header says nprocs={nprocs})")
     _need_int(rec, "seq", minimum=0)
     t = rec.get("t")
     if t is not None and (type(t) not in (int, float)):
-        raise RecordError(f"field 't' must be a number, got {t!r}")
+        raise RecordError(f"field 't' must be a number, got {show(t)}")
     site = rec.get("site")
     if site is not None and not isinstance(site, str):
-        raise RecordError(f"field 'site' must be a string, got {site!r}")
+        raise RecordError(f"field 'site' must be a string, got {show(site)}")
     if "comm" in rec:
         _need_int(rec, "comm", minimum=0)
     _KIND_CHECKS[kind](rec, nprocs)
@@ -162,7 +182,7 @@ def _check_consume(rec: Record, nprocs: int | None) -> None:
     if "send" in rec:
         s = rec["send"]
         if not (isinstance(s, list) and len(s) == 2 and all(_is_int(x) and x >= 0 for x in s)):
-            raise RecordError(f"field 'send' must be [rank, seq], got {s!r}")
+            raise RecordError(f"field 'send' must be [rank, seq], got {show(s)}")
         if s[0] != rec["src"]:
             raise RecordError(f"field 'send' names rank {s[0]} but 'src' is {rec['src']}")
 
@@ -170,7 +190,13 @@ def _check_consume(rec: Record, nprocs: int | None) -> None:
 def _check_wait(rec: Record, nprocs: int | None) -> None:
     reqs = rec.get("reqs")
     if not isinstance(reqs, list) or not all(_is_int(r) for r in reqs):
-        raise RecordError(f"field 'reqs' must be a list of integers, got {reqs!r}")
+        raise RecordError(f"field 'reqs' must be a list of integers, got {show(reqs)}")
+
+
+def _check_waiting(rec: Record, nprocs: int | None) -> None:
+    _check_wait(rec, nprocs)
+    if rec.get("mode", "all") not in ("all", "any"):
+        raise RecordError(f"field 'mode' must be \"all\" or \"any\", got {show(rec.get('mode'))}")
 
 
 def _check_coll(rec: Record, nprocs: int | None) -> None:
@@ -181,7 +207,7 @@ def _check_coll(rec: Record, nprocs: int | None) -> None:
         _need_int(rec, "count", minimum=0)
     for f in ("dtype", "redop"):
         if f in rec and not isinstance(rec[f], str):
-            raise RecordError(f"field '{f}' must be a string, got {rec[f]!r}")
+            raise RecordError(f"field '{f}' must be a string, got {show(rec[f])}")
 
 
 def _check_coll_exit(rec: Record, nprocs: int | None) -> None:
@@ -195,10 +221,10 @@ def _check_lock(rec: Record, nprocs: int | None) -> None:
 def _check_state(rec: Record, nprocs: int | None) -> None:
     v = rec.get("vars")
     if not isinstance(v, dict):
-        raise RecordError(f"field 'vars' must be an object, got {v!r}")
+        raise RecordError(f"field 'vars' must be an object, got {show(v)}")
     for name, val in v.items():
         if val is not None and type(val) not in (int, float, str, bool):
-            raise RecordError(f"variable '{name}' must be a JSON scalar, got {val!r}")
+            raise RecordError(f"variable {show(name)} must be a JSON scalar, got {show(val)}")
 
 
 def _check_final(rec: Record, nprocs: int | None) -> None:
@@ -217,6 +243,7 @@ _KIND_CHECKS = {
     UNLOCK: _check_lock,
     STATE: _check_state,
     FINAL: _check_final,
+    WAITING: _check_waiting,
 }
 
 

@@ -74,6 +74,7 @@ for _kind, _sym in (
     (rec_kinds.UNLOCK, "unlock"),
     (rec_kinds.STATE, "state"),
     (rec_kinds.FINAL, "final"),
+    (rec_kinds.WAITING, "wait"),
 ):
     _BY_KIND[_K[_kind]] = CODE[_sym]
 
