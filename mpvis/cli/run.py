@@ -21,6 +21,7 @@ import logging
 import os
 import secrets
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from mpvis.cli import record_options
+from mpvis.cli import native, record_options
 from mpvis.cli.errors import UserError
 from mpvis.cli.preflight import (
     EXIT_PROGRAM_FAILED,
@@ -55,9 +56,11 @@ from mpvis.protocol.records import make_header
 #: goes to mpiexec.
 _VALUED = (
     "-n", "-np", "--out", "--listen", "--token", "--run-id", "--collector-port", "--mpiexec",
-    "--stuck-after", *record_options.VALUED,
+    "--stuck-after", "--mpicc", *record_options.VALUED,
 )
-_FLAGS = ("--headless", "-h", "--help", "--stop-on-deadlock", *record_options.FLAGS)
+_FLAGS = (
+    "--headless", "-h", "--help", "--stop-on-deadlock", "--sync-sends", *record_options.FLAGS
+)
 
 #: Seconds to wait for a window to accept the run before recording headless.
 WINDOW_WAIT = 3.0
@@ -101,6 +104,17 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--mpiexec",
         help="mpiexec to use (default: the one next to this Python, else the first on PATH)",
+    )
+    p.add_argument(
+        "--mpicc",
+        help="compiled programs: the mpicc that builds mpvis's trace library for the "
+        "program's MPI (default: the one next to mpiexec, else the first on PATH)",
+    )
+    p.add_argument(
+        "--sync-sends",
+        action="store_true",
+        help="compiled programs: run standard-mode sends as synchronous ones, so that "
+        "a program that relies on MPI buffering its sends deadlocks for real",
     )
     p.add_argument(
         "--stuck-after",
@@ -235,13 +249,14 @@ def run_program(
             "mpiexec not found: install the 'mpich' package into this Python's "
             "environment, put an MPI's mpiexec on PATH, or give --mpiexec"
         )
+    lib = _native_library(args, mpiexec)
     token = args.token or new_token()
     run_id = args.run_id or secrets.token_hex(8)
     header = None
     if args.nprocs is not None:
         header = make_header(
             args.nprocs,
-            program=shlex.join(["python", *args.program]),
+            program=shlex.join(args.program if lib else ["python", *args.program]),
             started=_now(),
             run=run_id,
             **(header_extra or {}),
@@ -289,10 +304,17 @@ def run_program(
     env.update(extra_env or {})
     stop_requested = threading.Event()
     previous = _interrupt_on_signals(stop_requested)
-    proc = launch(
-        rank_command(mpiexec, args.nprocs, args.mpiexec_options, args.program, launch_module),
-        env,
-    )
+    if lib is not None:
+        if getattr(args, "sync_sends", False):
+            env["MPVIS_SYNC_SENDS"] = "1"
+        command = native.rank_command(
+            mpiexec, args.nprocs, args.mpiexec_options, lib, args.program
+        )
+    else:
+        command = rank_command(
+            mpiexec, args.nprocs, args.mpiexec_options, args.program, launch_module
+        )
+    proc = launch(command, env)
     interrupted = stopped = False
     watch = StuckWatch(args.stuck_after)
     try:
@@ -349,6 +371,18 @@ def run_program(
             session.stop()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _native_library(args: argparse.Namespace, mpiexec: str) -> native.NativeLibrary | None:
+    """The PMPI trace library for a compiled program (built once per MPI), else ``None``."""
+    if not native.is_native_program(args.program):
+        return None
+    mpicc = native.find_mpicc(mpiexec, getattr(args, "mpicc", None))
+    lib = native.build_library(mpicc)
+    first = args.program[0]
+    path = Path(first) if os.sep in first else Path(shutil.which(first) or first)
+    native.check_program(path, lib, mpicc)
+    return lib
 
 
 class StuckWatch:
