@@ -23,10 +23,12 @@ Call indices come from the optional ``call`` field (one value per MPI call on
 a rank, on every record that call produced) when every MPI record of the rank
 carries it.  Otherwise they are derived from ``seq``: a blocking receive's
 ``consume`` belongs to its ``recv``; the two halves of a Sendrecv are paired
-by **site and adjacency**: a blocking ``send`` immediately followed (next
-``seq``) by a blocking ``recv`` with the same ``site`` and communicator is one
-call, which is how the mpi4py library records ``sendrecv``/``Sendrecv`` (send,
-recv, consume of one call site).  Without ``site`` the halves cannot be told
+by their ``call`` where both carry the same one (a library may mark only the
+calls that produce several records), else by **site and adjacency**: a
+blocking ``send`` immediately followed (next ``seq``) by a blocking ``recv``
+with the same ``site`` and communicator is one call, which is how the mpi4py
+library records ``sendrecv``/``Sendrecv`` (send, recv, consume of one call
+site).  Without ``site`` the halves cannot be told
 from a ``Send`` then a ``Recv`` and count as two calls (fewer orderings).
 """
 
@@ -72,17 +74,22 @@ def _has_calls(records: Sequence[Record]) -> bool:
     return bool(mpi) and all(type(r.get("call")) is int for r in mpi)
 
 
+def _same_call(prev: Record, rec: Record) -> bool:
+    """Is ``rec`` the receive half of a Sendrecv whose send is ``prev``?"""
+    if type(prev.get("call")) is int and prev.get("call") == rec.get("call"):
+        return True  # a library that marks only some calls (e.g. the Sendrecv pair)
+    return (prev.get("kind") == "send" and bool(prev.get("blocking"))
+            and prev.get("site") is not None and prev.get("site") == rec.get("site")
+            and prev.get("comm", 0) == rec.get("comm", 0))
+
+
 def _derived_indices(records: Sequence[Record]) -> list[int]:
     """Call index of each record by site and adjacency (module docstring)."""
     idx = list(range(len(records)))
     for s, rec in enumerate(records):
         kind = rec.get("kind")
-        if kind == "recv" and rec.get("blocking") and s > 0:
-            prev = records[s - 1]
-            if (prev.get("kind") == "send" and prev.get("blocking")
-                    and prev.get("site") is not None and prev.get("site") == rec.get("site")
-                    and prev.get("comm", 0) == rec.get("comm", 0)):
-                idx[s] = idx[s - 1]
+        if kind == "recv" and rec.get("blocking") and s > 0 and _same_call(records[s - 1], rec):
+            idx[s] = idx[s - 1]
         elif kind == "consume":
             r = rec.get("recv")
             if type(r) is int and 0 <= r < s and records[r].get("blocking"):

@@ -180,3 +180,23 @@ def test_nonblocking_receive_floats_until_its_wait() -> None:
     assert not poeg.before(send, consume) and not poeg.before(consume, send)
     assert poeg.before(consume, last) and poeg.before(send, last)
     assert decompose(poeg).ranks[0].orderings == 2
+
+
+def test_sendrecv_pairing_by_partial_call_field() -> None:
+    """A library that gives ``call`` only to a Sendrecv's records: paired without sites."""
+    header, records = neighbor_exchange_trace(4, 2, with_calls=False)
+    by_key = {(r["rank"], r["seq"]): r for r in records}
+    for rec in records:
+        rec.pop("site", None)
+    for rec in records:
+        prev = by_key.get((rec["rank"], rec["seq"] - 1))
+        if rec["kind"] == "recv" and prev is not None and prev["kind"] == "send":
+            prev["call"] = rec["call"] = prev["seq"]
+    paired = poeg_of(_model(header, records))
+    assert set(paired.pairing) == {"site"}
+    _, preds = fig10_order(4, 2)
+    assert count_orderings(paired.preds) == downset_count(preds)
+    for rec in records:
+        rec.pop("call", None)
+    unpaired = poeg_of(_model(header, records))  # no site, no call: halves in program order
+    assert count_orderings(unpaired.preds) < count_orderings(paired.preds)
