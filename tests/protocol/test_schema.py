@@ -43,10 +43,10 @@ def test_otf2_imports_follow_the_schema(tmp_path: Path) -> None:
     from tests.tracefile.otf2_scorep import FINAL, recv, send, write_scorep
 
     anchor = write_scorep(tmp_path / "a", 2, {
-        0: send(1, 3) + [("enter", "MPI_Isend"), ("isend", 1, 4, 99), ("leave",),
-                         ("enter", "MPI_Wait"), ("isend_done", 99), ("leave",)] + FINAL,
-        1: recv(0, 3) + [("enter", "MPI_Irecv"), ("irecv_req", 5), ("leave",),
-                         ("enter", "MPI_Wait"), ("irecv", 0, 4, 5), ("leave",)] + FINAL})
+        0: [*send(1, 3), ("enter", "MPI_Isend"), ("isend", 1, 4, 99), ("leave",),
+            ("enter", "MPI_Wait"), ("isend_done", 99), ("leave",), *FINAL],
+        1: [*recv(0, 3), ("enter", "MPI_Irecv"), ("irecv_req", 5), ("leave",),
+            ("enter", "MPI_Wait"), ("irecv", 0, 4, 5), ("leave",), *FINAL]})
     RECORD.validate(read_header(anchor))
     for _, rec in iter_records(anchor):
         RECORD.validate(rec)
