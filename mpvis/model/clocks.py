@@ -25,9 +25,10 @@ import numpy.typing as npt
 
 IntVec = npt.NDArray[np.int32]
 
-_CHUNK = 8192
-_SHIFT = 13  # _CHUNK == 1 << _SHIFT
-_MASK = _CHUNK - 1
+#: Bytes of one chunk of rows at most (its row count is a power of two, at most 8192,
+#: so a header with many ranks never reserves rows it may not need).
+_CHUNK_BYTES = 32 << 20
+_MAX_SHIFT = 13
 #: Row 0 is all zeros: the source of a merge that has nothing earlier to merge.
 ZERO_ROW = 0
 
@@ -37,7 +38,12 @@ class ClockStore:
 
     def __init__(self, nprocs: int) -> None:
         self.nprocs = nprocs
-        self._chunks: list[IntVec] = [np.zeros((_CHUNK, nprocs), dtype=np.int32)]
+        shift = _MAX_SHIFT
+        while shift > 0 and (4 * nprocs) << shift > _CHUNK_BYTES:
+            shift -= 1
+        self._shift = shift
+        self._mask = (1 << shift) - 1
+        self._chunks: list[IntVec] = [np.zeros((1 << shift, nprocs), dtype=np.int32)]
         self._nrows = 1  # row 0: ZERO_ROW
         self.merge_seq: list[array[int]] = [array("i") for _ in range(nprocs)]
         self.merge_row: list[array[int]] = [array("i") for _ in range(nprocs)]
@@ -46,11 +52,11 @@ class ClockStore:
     def _new_row(self) -> tuple[int, IntVec]:
         """Reserve a row; return its id and a writable view of it."""
         row = self._nrows
-        c = row >> _SHIFT
+        c = row >> self._shift
         if c == len(self._chunks):
-            self._chunks.append(np.empty((_CHUNK, self.nprocs), dtype=np.int32))
+            self._chunks.append(np.empty((1 << self._shift, self.nprocs), dtype=np.int32))
         self._nrows = row + 1
-        return row, self._chunks[c][row & _MASK]
+        return row, self._chunks[c][row & self._mask]
 
     def _governing(self, q: int, s: int) -> int:
         """The row holding the off-diagonal clock of event ``(q, s)``."""
@@ -60,10 +66,10 @@ class ClockStore:
     def _joined_into(self, out: IntVec, base: int, others: list[tuple[int, int]]) -> None:
         """``out`` = max of row ``base`` and the clocks of ``others``."""
         chunks = self._chunks
-        out[:] = chunks[base >> _SHIFT][base & _MASK]
+        out[:] = chunks[base >> self._shift][base & self._mask]
         for q, s in others:
             g = self._governing(q, s)
-            np.maximum(out, chunks[g >> _SHIFT][g & _MASK], out=out)
+            np.maximum(out, chunks[g >> self._shift][g & self._mask], out=out)
             if out[q] <= s:
                 out[q] = s + 1
 
@@ -89,8 +95,8 @@ class ClockStore:
         i = bisect_right(seqs, s) - 1
         g = self.merge_row[q][i] if i >= 0 else ZERO_ROW
         row, out = self._new_row()
-        np.maximum(chunks[prev >> _SHIFT][prev & _MASK], chunks[g >> _SHIFT][g & _MASK],
-                   out=out)
+        sh, mk = self._shift, self._mask
+        np.maximum(chunks[prev >> sh][prev & mk], chunks[g >> sh][g & mk], out=out)
         if out[q] <= s:
             out[q] = s + 1
         out[rank] = seq + 1
@@ -111,15 +117,15 @@ class ClockStore:
         rows = self.merge_row[rank]
         prev = rows[-1] if rows else ZERO_ROW
         row, out = self._new_row()
-        np.maximum(chunks[prev >> _SHIFT][prev & _MASK],
-                   chunks[joined >> _SHIFT][joined & _MASK], out=out)
+        np.maximum(chunks[prev >> self._shift][prev & self._mask],
+                   chunks[joined >> self._shift][joined & self._mask], out=out)
         out[rank] = seq + 1
         self.merge_seq[rank].append(seq)
         rows.append(row)
 
     def _gather(self, rows: npt.NDArray[np.int64]) -> IntVec:
-        chunk = rows >> _SHIFT
-        off = rows & _MASK
+        chunk = rows >> self._shift
+        off = rows & self._mask
         out = np.empty((len(rows), self.nprocs), dtype=np.int32)
         for c in np.unique(chunk).tolist():
             sel = chunk == c
@@ -128,7 +134,7 @@ class ClockStore:
 
     # -- queries --------------------------------------------------------
     def _row(self, row: int) -> IntVec:
-        return self._chunks[row >> _SHIFT][row & _MASK]
+        return self._chunks[row >> self._shift][row & self._mask]
 
     def clock(self, rank: int, seq: int) -> IntVec:
         """The full vector clock of event ``(rank, seq)`` (a fresh array)."""

@@ -50,6 +50,15 @@ INT_COLUMNS = ("rank", "seq", "comm", "peer", "tag", "req", "ref", "sseq", "size
 INT32_COLUMNS = ("rank", "seq", "comm", "peer", "tag", "req", "ref", "sseq")
 _INT32_MAX = 2**31 - 1
 #: Integer columns copied from one field of any kind of record: (column, field).
+_COMMON_FIELDS = frozenset({"rank", "seq", "kind", "t", "site", "comm"})
+#: The fields each kind keeps in columns (those its rules check); any other field,
+#: even one named like a column (``"blocking"`` on a ``final``), is an extra.
+_KIND_FIELDS: dict[str | None, frozenset[str]] = {
+    R.SEND: _COMMON_FIELDS | {"dest", "tag", "blocking", "sync", "req", "size"},
+    R.RECV: _COMMON_FIELDS | {"src", "tag", "blocking", "req"},  # "sync" is an extra
+    R.CONSUME: _COMMON_FIELDS | {"recv", "src", "tag", "send"},
+}
+
 _PLAIN_INTS = (("rank", "rank"), ("seq", "seq"), ("comm", "comm"), ("tag", "tag"),
                ("req", "req"), ("ref", "recv"), ("size", "size"))
 #: The record field behind each integer column, for error messages.
@@ -405,36 +414,46 @@ def _columns(groups: list[_Group], n: int, sites: SiteTable) -> Batch:
     flags = np.zeros(n, dtype=np.int8)
     t = np.full(n, math.nan)
     extras: list[tuple[int, dict[str, Any]]] = []
+    odd_reqs: list[tuple[int, Any]] = []
     for g in groups:
         idx, vals = g.idx, g.vals
         if not len(idx):
             continue
         code[idx] = R.KIND_CODE[g.kind]  # type: ignore[index]  # None only when invalid
+        own = _KIND_FIELDS.get(g.kind, _COMMON_FIELDS)
+        more = [f for f in g.keys if f not in own]
+        if "req" in vals and "req" in own and g.types("req") != {int}:
+            # only blocking operations (checked) may carry a req that is no integer:
+            # such a req is an extra
+            reqs = vals["req"]
+            ints["req"][idx] = [r if type(r) is int else -1 for r in reqs]
+            odd_reqs.extend((i, r) for i, r in zip(idx.tolist(), reqs, strict=True)
+                            if type(r) is not int)
+            own = own - {"req"}
         for name, f in _PLAIN_INTS:
-            if f in vals:
+            if f in vals and f in own:
                 ints[name][idx] = g.ints(f)
-        if "dest" in vals:
+        if "dest" in vals and "dest" in own:
             if _NONE in g.types("dest"):  # no dest: src
                 src = vals["src"] if "src" in vals else repeat(-1)
                 ints["peer"][idx] = _int64(
                     [s if d is None else d for d, s in zip(vals["dest"], src, strict=False)])
             else:
                 ints["peer"][idx] = g.ints("dest")
-        elif "src" in vals:
+        elif "src" in vals and "src" in own:
             ints["peer"][idx] = g.ints("src")
         if "send" in vals and g.kind == R.CONSUME:
             send = vals["send"]
             ints["sseq"][idx] = _int64([-1 if s is None else s[1] for s in send]
                                        if _NONE in g.types("send")
                                        else list(map(itemgetter(1), send)))
-        if "blocking" in vals or "sync" in vals:
+        if "blocking" in own and ("blocking" in vals or "sync" in vals):
             b = vals.get("blocking") or repeat(False)
-            y = vals.get("sync") or repeat(False)
+            y = (vals.get("sync") if "sync" in own else None) or repeat(False)
             flags[idx] = list(map(add, b, map(mul, repeat(2), y)))
         if "t" in vals:
             tv = vals["t"]
             t[idx] = [math.nan if x is None else x for x in tv] if _NONE in g.types("t") else tv
-        more = [f for f in g.keys if f not in COLUMN_FIELDS]
         if len(more) == 1:
             f = more[0]
             extras.extend(zip(idx.tolist(), [{f: v} for v in vals[f]], strict=True))
@@ -454,8 +473,17 @@ def _columns(groups: list[_Group], n: int, sites: SiteTable) -> Batch:
         rank=ints["rank"][:n], seq=ints["seq"][:n], comm=ints["comm"][:n],
         peer=ints["peer"][:n], tag=ints["tag"][:n], req=ints["req"][:n],
         ref=ints["ref"][:n], sseq=ints["sseq"][:n], size=ints["size"][:n],
-        extras={i: e for i, e in extras if i < n}, error=error,
+        extras=_with_reqs({i: e for i, e in extras if i < n}, odd_reqs, n), error=error,
     )
+
+
+def _with_reqs(extras: dict[int, dict[str, Any]], odd_reqs: list[tuple[int, Any]], n: int
+               ) -> dict[int, dict[str, Any]]:
+    """``extras`` with the non-integer ``req`` of blocking operations added."""
+    for i, r in odd_reqs:
+        if i < n:
+            extras[i] = {**extras.get(i, {}), "req": r}
+    return extras
 
 
 def _site_column(groups: list[_Group], n: int, sites: SiteTable) -> npt.NDArray[np.int64]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import IO, Any
 
 import orjson
@@ -17,6 +18,11 @@ import orjson
 Record = dict[str, Any]
 #: Lines parsed and fed to the model at a time.
 BATCH_LINES = 16384
+#: The longest line (with its newline) a trace may hold: memory stays bounded
+#: whatever a file holds (records are a few hundred bytes; a ``state`` with
+#: large strings still fits).
+MAX_LINE_BYTES = 16 << 20
+TOO_LONG = f"line is longer than {MAX_LINE_BYTES >> 20} MiB (the limit of a trace line)"
 
 
 @dataclass
@@ -32,15 +38,36 @@ class ParsedChunk:
     rule: str | None = None
 
 
+def read_line(fh: IO[bytes]) -> bytes:
+    """One line of ``fh``, at most :data:`MAX_LINE_BYTES` + 1 bytes of it
+    (a longer result means the line is too long)."""
+    return fh.readline(MAX_LINE_BYTES + 1)
+
+
 def chunks(fh: IO[bytes]) -> Iterator[list[bytes]]:
-    """Lines of ``fh`` in lists of :data:`BATCH_LINES` (raises ``OSError``/``EOFError``
-    from the file, e.g. a truncated compressed stream)."""
+    """Lines of ``fh`` in lists of :data:`BATCH_LINES`.
+
+    A line longer than :data:`MAX_LINE_BYTES` ends the stream: it is the last
+    line yielded (cut), for :func:`parse_chunk` to report.  An ``OSError`` or
+    ``EOFError`` from the file (a corrupt or truncated compressed stream) is
+    raised after the complete lines read before it have been yielded; a last
+    line cut by the error (no newline) is dropped.
+    """
     chunk: list[bytes] = []
-    for raw in fh:
-        chunk.append(raw)
-        if len(chunk) >= BATCH_LINES:
+    try:
+        for raw in iter(partial(fh.readline, MAX_LINE_BYTES + 1), b""):
+            chunk.append(raw)
+            if len(raw) > MAX_LINE_BYTES:
+                break
+            if len(chunk) >= BATCH_LINES:
+                yield chunk
+                chunk = []
+    except (OSError, EOFError):
+        if chunk and not chunk[-1].endswith(b"\n"):
+            chunk.pop()
+        if chunk:
             yield chunk
-            chunk = []
+        raise
     if chunk:
         yield chunk
 
@@ -60,12 +87,15 @@ def parse_chunk(first_line: int, lines: list[bytes]) -> ParsedChunk:
     loads = orjson.loads
     try:
         recs = [loads(ln) for ln in lines]
-        if set(map(type, recs)) == {dict}:
+        if set(map(type, recs)) == {dict} and max(map(len, lines)) <= MAX_LINE_BYTES:
             return ParsedChunk(recs, list(range(first_line, first_line + len(lines))))
     except orjson.JSONDecodeError:
         pass
     out = ParsedChunk([], [])
     for i, raw in enumerate(lines):
+        if len(raw) > MAX_LINE_BYTES:
+            out.bad_line, out.rule = first_line + i, TOO_LONG
+            return out
         if not raw.strip():
             continue
         rec, rule = parse_line(raw)

@@ -20,8 +20,15 @@ from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import extract
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.records import RecordError, check_header
-from mpvis.tracefile.compression import open_binary_read
-from mpvis.tracefile.lines import chunks, parse_chunk, parse_line
+from mpvis.tracefile.compression import TruncatedFile, open_binary_read
+from mpvis.tracefile.lines import (
+    MAX_LINE_BYTES,
+    TOO_LONG,
+    chunks,
+    parse_chunk,
+    parse_line,
+    read_line,
+)
 from mpvis.tracefile.otf2_import import is_otf2
 from mpvis.tracefile.otf2_load import otf2_header, otf2_load, otf2_records
 from mpvis.tracefile.parse_worker import ParallelParser, ParsedBatch
@@ -33,16 +40,21 @@ PARALLEL_MIN_BYTES = 8 << 20
 
 
 class TraceFileError(Exception):
-    """A trace file breaks a rule of the format.  ``str()`` is the message for a user."""
+    """A trace file breaks a rule of the format.  ``str()`` is the message for a user.
+
+    ``truncated``: the file ends early (a compressed stream cut short, as by
+    an interrupted run); every complete record before the cut is in ``model``.
+    """
 
     def __init__(self, path: Path, line: int | None, rule: str,
-                 model: ModelManager | None = None) -> None:
+                 model: ModelManager | None = None, *, truncated: bool = False) -> None:
         where = f"{path}:{line}" if line is not None else f"{path}"
         super().__init__(f"{where}: {rule}")
         self.path = path
         self.line = line
         self.rule = rule
         self.model = model
+        self.truncated = truncated
 
 
 class LoadCancelled(Exception):
@@ -68,8 +80,9 @@ def read_header(path: str | Path) -> Record:
     p = Path(path)
     if is_otf2(p):  # an OTF2 archive (docs/trace-format.md, "OTF2")
         return otf2_header(p)
-    with _open(p) as fh:
-        first = fh.readline()
+    first = _header_line(p)
+    if len(first) > MAX_LINE_BYTES:
+        raise TraceFileError(p, 1, TOO_LONG)
     if not first.strip():
         raise TraceFileError(p, 1, "the file is empty: the first line must be the header")
     try:
@@ -89,7 +102,7 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Record]]:
         return
     read_header(p)
     with _open(p) as fh:
-        fh.readline()
+        read_line(fh)
         line = 2
         try:
             for lines in chunks(fh):
@@ -155,7 +168,7 @@ def load_trace(
 def _parse_here(m: ModelManager, p: Path) -> Iterator[ParsedBatch]:
     """The batches of ``p`` parsed in this process (what the parser process does)."""
     with _open(p) as fh:
-        fh.readline()
+        read_line(fh)
         line = 2
         for lines in chunks(fh):
             chunk = parse_chunk(line, lines)
@@ -194,16 +207,23 @@ def _load_into(
 
 
 def _header_line(p: Path) -> bytes:
-    """The raw first line of ``p``."""
+    """The raw first line of ``p`` (at most :data:`MAX_LINE_BYTES` + 1 bytes)."""
     with _open(p) as fh:
-        return fh.readline()
+        try:
+            return read_line(fh)
+        except (OSError, EOFError) as exc:
+            raise _unreadable(p, exc, line=1) from None
 
 
-def _unreadable(p: Path, exc: BaseException, m: ModelManager | None = None) -> TraceFileError:
+def _unreadable(p: Path, exc: BaseException, m: ModelManager | None = None,
+                line: int | None = None) -> TraceFileError:
     text = str(exc)
+    truncated = isinstance(exc, (TruncatedFile, EOFError)) or "truncated" in text
     if not text.startswith("cannot read"):
         text = f"cannot read (corrupt or truncated file?): {text}"
-    return TraceFileError(p, None, text, m)
+    if truncated and m is not None:
+        text += f"; the {m.event_count} complete events before the cut were read"
+    return TraceFileError(p, line, text, m, truncated=truncated)
 
 
 def _find_line(path: Path, rank: int | None, seq: int | None) -> int | None:

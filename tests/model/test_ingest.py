@@ -32,8 +32,14 @@ from mpvis.sim.synthetic import generate_records
 NPROCS = 4
 INT32_MAX = 2**31 - 1
 FIELD_OF = {"peer": "dest/src", "ref": "recv", "sseq": "send"}
-COLUMN_FIELDS = {"rank", "seq", "kind", "t", "site", "comm", "dest", "src", "tag", "blocking",
-                 "sync", "req", "recv", "send", "size"}
+COMMON_FIELDS = {"rank", "seq", "kind", "t", "site", "comm"}
+#: The fields a kind keeps in columns; any other field is an extra (even one
+#: named like another kind's column: "blocking" on a final, "send" on a recv).
+KIND_FIELDS = {
+    "send": COMMON_FIELDS | {"dest", "tag", "blocking", "sync", "req", "size"},
+    "recv": COMMON_FIELDS | {"src", "tag", "blocking", "req"},
+    "consume": COMMON_FIELDS | {"recv", "src", "tag", "send"},
+}
 
 
 def clamp64(v: int) -> int:
@@ -54,23 +60,29 @@ def reference(batch: list[Any], nprocs: int, sites: SiteTable, validate: bool
     rows: list[dict[str, Any]] = []
     extras: dict[int, dict[str, Any]] = {}
     for i, d in enumerate(batch[:n]):
-        dest = d.get("dest")
-        send = d.get("send") if d["kind"] == "consume" else None
+        own = KIND_FIELDS.get(d["kind"], COMMON_FIELDS)
+        if type(d.get("req", 0)) is not int:  # a blocking operation's odd req: an extra
+            own = own - {"req"}
+
+        def col(f: str, default: Any, d: dict[str, Any] = d, own: set[str] = own) -> Any:
+            return d.get(f, default) if f in own else default
+
+        dest, send = col("dest", None), col("send", None)
         row = {
             "code": R.KIND_CODE[d["kind"]], "rank": d["rank"], "seq": d["seq"],
             "t": math.nan if d.get("t") is None else float(d["t"]),
             "site": d.get("site"), "comm": d.get("comm", 0),
-            "peer": d.get("src", -1) if dest is None else dest,
-            "tag": d.get("tag", -1), "req": d.get("req", -1), "ref": d.get("recv", -1),
-            "sseq": -1 if send is None else send[1], "size": d.get("size", -1),
-            "flags": d.get("blocking", False) + 2 * d.get("sync", False),
+            "peer": col("src", -1) if dest is None else dest,
+            "tag": col("tag", -1), "req": col("req", -1), "ref": col("recv", -1),
+            "sseq": -1 if send is None else send[1], "size": col("size", -1),
+            "flags": col("blocking", False) + 2 * col("sync", False),
         }
         big = [c for c in INT32_COLUMNS if row[c] > INT32_MAX]
         if big:
             n, error = i, f"'{FIELD_OF.get(big[0], big[0])}' is too large (at most {INT32_MAX})"
             break
         rows.append(row)
-        more = {f: v for f, v in d.items() if f not in COLUMN_FIELDS}
+        more = {f: v for f, v in d.items() if f not in own}
         if more:
             extras[i] = more
     cols = {c: [clamp64(r[c]) if c in INT_COLUMNS else r[c] for r in rows]
