@@ -117,10 +117,10 @@ class DeadlockPanel(QtWidgets.QWidget):
         overlays = deadlock_overlays(m, d)
         for name, ov in overlays.items():
             self.window_.diagram.set_overlay(name, ov)
-        if d.events:
-            r, s = d.events[0]
-            if s < m.count(r):
-                self.window_.diagram.select_event(m.gidx(r, s), center=True)
+        shown = [m.gidx(r, s) for r, s in d.events if s < m.count(r)]
+        if shown:
+            self.window_.diagram.fit_events(shown)  # every blocked rank in view
+            self.window_.diagram.select_event(shown[0])
 
     def export_dot(self, path: str | Path, d: Deadlock | None = None) -> None:
         """Write the wait-for graph of ``d`` (default: the selected deadlock) as DOT."""

@@ -17,7 +17,7 @@ Extension points (documented in ``docs/gui.md``; keep them stable):
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -243,6 +243,29 @@ class DiagramView(pg.PlotWidget):
         pad = (x1 - x0) * 0.03
         rows = max(lay.visible_rows if lay is not None else 1, 1)
         self._set_range(x0 - pad, x1 + pad, -0.7, rows - 0.3)
+
+    def fit_events(self, events: Sequence[int] | np.ndarray, margin: float = 0.25) -> None:
+        """Show every event of ``events`` (global indices), with ``margin`` of the
+        span around them (at least a small width around a single event)."""
+        lay = self.layout_
+        gs = np.asarray(events, dtype=np.int64)
+        if lay is None or gs.size == 0:
+            return
+        gs = gs[(gs >= 0) & (gs < lay.count)]
+        xs = np.asarray(lay.x(self.logical))[gs]
+        ys = np.asarray(lay.y)[gs]
+        keep = ~np.isnan(xs) & (ys >= 0)
+        if not keep.any():
+            return
+        xs, ys = xs[keep], ys[keep]
+        x0, x1 = float(xs.min()), float(xs.max())
+        lo, hi = lay.bounds(self.logical)
+        span = max(x1 - x0, (hi - lo) * 0.002, 1e-9)
+        self.follow = False
+        self._zoomed = True
+        self._set_range(x0 - span * margin, x1 + span * margin,
+                        float(ys.min()) - 0.8, float(ys.max()) + 0.8)
+        self.schedule_redraw()
 
     def zoom_to_ranks(self, first_row: int, last_row: int) -> None:
         """Show rows ``first_row..last_row`` (inclusive), keeping the time range."""

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from PySide6 import QtCore, QtGui, QtSvg, QtWidgets
@@ -12,9 +13,25 @@ from mpvis.model.races import Race
 from mpvis.scene.race_marks import races_csv, races_json
 
 
+@contextlib.contextmanager
+def _without_transients(widget: QtWidgets.QWidget) -> Iterator[None]:
+    """Hide the children marked ``mpvisNoExport`` (the race pop-up) meanwhile."""
+    hidden = [w for w in widget.findChildren(QtWidgets.QWidget)
+              if w.property("mpvisNoExport") and w.isVisible()]
+    for w in hidden:
+        w.hide()
+    try:
+        yield
+    finally:
+        for w in hidden:
+            w.show()
+
+
 def export_png(widget: QtWidgets.QWidget, path: str | Path) -> None:
-    """What ``widget`` shows now, as a PNG of its size on screen."""
-    if not widget.grab().save(str(path), "PNG"):
+    """What ``widget`` shows now (without pop-ups), as a PNG of its size on screen."""
+    with _without_transients(widget):
+        pixmap = widget.grab()
+    if not pixmap.save(str(path), "PNG"):
         raise OSError(f"cannot write {path}")
 
 
@@ -27,7 +44,8 @@ def export_svg(widget: QtWidgets.QWidget, path: str | Path, title: str = "mpvis"
     gen.setViewBox(QtCore.QRect(0, 0, size.width(), size.height()))
     gen.setTitle(title)
     painter = QtGui.QPainter(gen)
-    widget.render(painter, QtCore.QPoint(0, 0))
+    with _without_transients(widget):
+        widget.render(painter, QtCore.QPoint(0, 0))
     painter.end()
     if not Path(path).is_file():
         raise OSError(f"cannot write {path}")

@@ -164,6 +164,12 @@ class RacePanel(QtWidgets.QWidget):
                                 "(what 'mpvis check --summary' prints)")
         #: Site of event (rank, seq), set by the window; used to group exact races.
         self.site_of: SiteOf | None = None
+        #: ``(rank, seq)`` of the receive the list is narrowed to (a click on it).
+        self.focus: tuple[int, int] | None = None
+        self.focus_label = QtWidgets.QPushButton()
+        self.focus_label.setToolTip("the list shows the races of one receive: click to show all")
+        self.focus_label.clicked.connect(self.clear_focus)
+        self.focus_label.hide()
         top = QtWidgets.QHBoxLayout()
         for w in (
             QtWidgets.QLabel("Show"),
@@ -174,6 +180,7 @@ class RacePanel(QtWidgets.QWidget):
             self.situation,
             self.scope,
             self.grouped,
+            self.focus_label,
             self.count,
         ):
             top.addWidget(w)
@@ -182,7 +189,7 @@ class RacePanel(QtWidgets.QWidget):
         self.model = RaceTableModel()
         self.table.setModel(self.model)
         self.table.setSelectionBehavior(QtWidgets.QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setSelectionMode(QtWidgets.QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.verticalHeader().hide()
         self.table.selectionModel().selectionChanged.connect(self._selection)
@@ -225,6 +232,8 @@ class RacePanel(QtWidgets.QWidget):
 
     def clear(self) -> None:
         self._all, self._extra, self._exact = [], [], []
+        self.focus = None
+        self.focus_label.hide()
         self.model.confirmed = set()
         self.refilter()
 
@@ -260,13 +269,17 @@ class RacePanel(QtWidgets.QWidget):
             and (not sit.isdigit() or r.situation == int(sit))
             and (scope.startswith("adjacent +") or r.scope == scope)
         ]
+        if self.focus is not None:
+            fr, fs = self.focus
+            shown = [r for r in shown if isinstance(r, Race) and r.rank == fr and fs in r.recvs]
         if (
             method != "classifier"
             and "legitimate" in verdicts
             and not sit.isdigit()
             and (not scope.startswith("nonadjacent"))
         ):
-            shown += [r for r in self._exact if rank is None or r.rank == rank]
+            shown += [r for r in self._exact if (rank is None or r.rank == rank)
+                      and (self.focus is None or (r.rank, r.recv) == self.focus)]
         self.model.set_races(shown)
         total = len(self.all_races()) + len(self._exact)
         grouped = self.grouped.isChecked()
@@ -275,6 +288,33 @@ class RacePanel(QtWidgets.QWidget):
         self.groups.set_rows(group_rows(shown, self.site_of) if grouped else [])
         groups = f" in {len(self.groups.rows)} groups" if grouped else ""
         self.count.setText(f"{len(shown)} of {total}{groups}")
+
+    def focus_receive(self, rank: int, seq: int) -> list[Row]:
+        """Narrow the list to the races of receive ``rank:seq`` and select them all;
+        return them (the first one is emitted as selected)."""
+        self.focus = (rank, seq)
+        self.focus_label.setText(f"only races of recv {rank}:{seq}  ✕")
+        self.focus_label.show()
+        self.refilter()
+        rows = list(self.model.races)
+        if rows:
+            sel = QtCore.QItemSelection(self.model.index(0, 0),
+                                        self.model.index(len(rows) - 1, len(_COLUMNS) - 1))
+            self.table.selectionModel().select(
+                sel, QtCore.QItemSelectionModel.SelectionFlag.ClearAndSelect
+                | QtCore.QItemSelectionModel.SelectionFlag.Rows)
+        return rows
+
+    def clear_focus(self) -> None:
+        """Show every race again."""
+        self.focus = None
+        self.focus_label.hide()
+        self.refilter()
+
+    def selected_races(self) -> list[Row]:
+        """Every selected row's race, in table order."""
+        rows = sorted(i.row() for i in self.table.selectionModel().selectedRows())
+        return [self.model.races[i] for i in rows]
 
     def select_race(self, race: Row) -> bool:
         """Select ``race`` in the table if the filters show it."""

@@ -7,16 +7,26 @@ unverified one, the newest first among equals), counts the others,
 and offers *Show*, *Mute site*, *Mute rank*, *Mute tag* and *Intended*
 (saved per program by :mod:`mpvis.gui.race_settings`).  Races the settings
 silence are never queued.  It never takes the focus or blocks input.
+
+It never covers the race it announces: :meth:`RaceNotifier.place` puts it in
+the diagram's corner farthest from the race's receives (``locate`` maps a
+race to its on-screen point).  *Escape* closes it (the waiting races stay
+queued), *Dismiss all* forgets them, and exports leave it out
+(:data:`NO_EXPORT`).
 """
 
 from __future__ import annotations
 
-from PySide6 import QtCore, QtWidgets
+from collections.abc import Callable
+
+from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.gui.race_settings import RaceSettings, race_identity
 from mpvis.model.races import Race
 
 _RANK = {"legitimate": 2, "unverified": 1}
+#: Widgets with this property set are hidden while a view is exported.
+NO_EXPORT = "mpvisNoExport"
 
 
 class RaceNotifier(QtWidgets.QFrame):
@@ -34,6 +44,9 @@ class RaceNotifier(QtWidgets.QFrame):
         self.current: Race | None = None
         self.shown_count = 0
         self.setObjectName("raceNotifier")
+        self.setProperty(NO_EXPORT, True)
+        #: Maps a race to the on-screen point (parent coordinates) of its receives.
+        self.locate: Callable[[Race], QtCore.QPointF | None] | None = None
         self.setStyleSheet(
             "#raceNotifier{background:#fff8e1;border:2px solid #ff6f00;border-radius:6px}"
             "QPushButton{padding:2px 6px}"
@@ -48,6 +61,12 @@ class RaceNotifier(QtWidgets.QFrame):
         self.btn_tag = QtWidgets.QPushButton("Mute tag")
         self.btn_intended = QtWidgets.QPushButton("Intended")
         self.btn_close = QtWidgets.QPushButton("Dismiss")
+        self.btn_all = QtWidgets.QPushButton("Dismiss all")
+        self.btn_all.setToolTip("Forget every waiting race (they stay in the race list)")
+        self.btn_close.setToolTip("Show the next waiting race (Escape closes this box)")
+        self.escape = QtGui.QShortcut(QtGui.QKeySequence(QtCore.Qt.Key.Key_Escape), parent)
+        self.escape.setContext(QtCore.Qt.ShortcutContext.WindowShortcut)
+        self.escape.activated.connect(self.close_box)
         tips = {
             self.btn_site: "Never notify races at these receive sites (saved per program)",
             self.btn_rank: "Never notify races on this rank (saved per program)",
@@ -64,6 +83,7 @@ class RaceNotifier(QtWidgets.QFrame):
             self.btn_tag,
             self.btn_intended,
             self.btn_close,
+            self.btn_all,
         ):
             b.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
             buttons.addWidget(b)
@@ -77,6 +97,7 @@ class RaceNotifier(QtWidgets.QFrame):
         self.btn_tag.clicked.connect(lambda: self._mute("tag"))
         self.btn_intended.clicked.connect(lambda: self._mute("intended"))
         self.btn_close.clicked.connect(self.next)
+        self.btn_all.clicked.connect(self.dismiss_all)
         self.hide()
 
     def reset(self, settings: RaceSettings) -> None:
@@ -152,14 +173,35 @@ class RaceNotifier(QtWidgets.QFrame):
             f"{n} more race{'s' if n != 1 else ''} waiting (Dismiss shows the next)" if n else ""
         )
 
+    def close_box(self) -> None:
+        """Escape: hide the box; the waiting races stay queued for later."""
+        if self.current is not None:
+            self.pending.append(self.current)
+            self._queued.add(id(self.current))
+            self.current = None
+        self.hide()
+
+    def dismiss_all(self) -> None:
+        """Forget the shown race and every waiting one, and hide."""
+        self.pending, self._queued, self.current = [], set(), None
+        self.hide()
+
     def place(self) -> None:
-        """Float in the parent's top-right corner."""
+        """Float in the parent's corner farthest from the shown race's receives
+        (top right when they cannot be located)."""
         parent = self.parentWidget()
         if parent is None:
             return
         self.setFixedWidth(min(480, max(parent.width() - 40, 200)))
         self.adjustSize()
-        self.move(parent.width() - self.width() - 20, 40)
+        w, h, pw, ph = self.width(), self.height(), parent.width(), parent.height()
+        corners = [QtCore.QPoint(pw - w - 20, 40), QtCore.QPoint(20, 40),
+                   QtCore.QPoint(pw - w - 20, max(ph - h - 40, 40)),
+                   QtCore.QPoint(20, max(ph - h - 40, 40))]
+        at = self.locate(self.current) if self.locate and self.current is not None else None
+        if at is not None:
+            corners.sort(key=lambda c: -_distance(QtCore.QRectF(c.x(), c.y(), w, h), at))
+        self.move(corners[0])
 
     def _show(self) -> None:
         if self.current is not None:
@@ -180,3 +222,10 @@ class RaceNotifier(QtWidgets.QFrame):
         s.save()
         self.settings_changed.emit()
         self.next()
+
+
+def _distance(rect: QtCore.QRectF, p: QtCore.QPointF) -> float:
+    """Distance from point ``p`` to ``rect`` (0 inside)."""
+    dx = max(rect.left() - p.x(), 0.0, p.x() - rect.right())
+    dy = max(rect.top() - p.y(), 0.0, p.y() - rect.bottom())
+    return float((dx * dx + dy * dy) ** 0.5)

@@ -10,6 +10,7 @@ drains the changes and repaints once (:mod:`mpvis.gui.live` for why).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
@@ -52,6 +53,7 @@ from mpvis.scene.race_marks import (
     ghost_overlay,
     race_overlay,
     race_tags,
+    races_overlay,
 )
 from mpvis.scene.symbols import CODE as SYMBOL_CODE
 from mpvis.tracefile.reader import TraceFileError, iter_records
@@ -127,6 +129,8 @@ class MainWindow(QtWidgets.QMainWindow):
         lay.addWidget(self.legend)
         self.setCentralWidget(center)
         self.notifier = RaceNotifier(self.diagram)
+        self.notifier.locate = self._locate_race
+        self._focusing = False
         self.details = DetailsPanel()
         self.races = RacePanel()
         self.docks: dict[str, QtWidgets.QDockWidget] = {}
@@ -413,13 +417,23 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         m = self.model
         if isinstance(race, ExactRace):
-            d.set_overlay("race", exact_race_overlay(m, race))
-            d.select_event(m.gidx(race.rank, race.recv), center=True)
+            ov = exact_race_overlay(m, race)
+            d.set_overlay("race", ov)
+            d.fit_events(ov.highlight)
+            self._select_quietly(m.gidx(race.rank, race.recv))
             return
-        d.set_overlay("race", race_overlay(m, race))
+        together = [r for r in self.races.selected_races() if isinstance(r, Race)]
+        if len(together) > 1 and race in together:
+            focus = self.races.focus
+            what = f"recv {focus[0]}:{focus[1]}" if focus else "the selection"
+            ov = races_overlay(m, together, f"{len(together)} races of {what}")
+        else:
+            ov = race_overlay(m, race)
+        d.set_overlay("race", ov)
         if self.races.is_confirmed(race):
             d.set_overlay("race-confirmed", confirmed_overlay(m, race))
-        d.select_event(m.gidx(race.rank, race.recvs[0]), center=True)
+        d.fit_events(ov.highlight)  # both receives and both sends in view
+        self._select_quietly(m.gidx(race.rank, race.recvs[0]))
 
     def _is_wild_source_recv(self, g: int) -> bool:
         m = self.model
@@ -504,9 +518,44 @@ class MainWindow(QtWidgets.QMainWindow):
         self.details.show_event(self.model, g)
         if g >= 0:
             self.docks["details"].show()
-            if self._is_any_recv(g):
+            if self._is_any_recv(g) and not self._focusing:
                 self.show_nonadjacent(g)
+                self._focus_receive(g)
         self.event_selected.emit(g)
+
+    def _select_quietly(self, g: int) -> None:
+        """Select event ``g`` (details shown) without narrowing the race list to it."""
+        was, self._focusing = self._focusing, True
+        try:
+            self.diagram.select_event(g)
+        finally:
+            self._focusing = was
+
+    def _focus_receive(self, g: int) -> None:
+        """One click on a ``recv(-1,-1)``: its races listed and selected, drawn
+        together, and fitted in view."""
+        m = self.model
+        if m is None or self._focusing:
+            return
+        self._focusing = True
+        try:
+            if self.races.focus_receive(int(m.c_rank[g]), int(m.c_seq[g])):
+                self.docks["races"].show()
+                self.docks["races"].raise_()
+        finally:
+            self._focusing = False
+
+    def _locate_race(self, race: Race) -> QtCore.QPointF | None:
+        """Where the receives of ``race`` are, in the diagram widget's coordinates."""
+        m, lay = self.model, self.diagram.layout_
+        if m is None or lay is None:
+            return None
+        g = m.gidx(race.rank, race.recvs[0])
+        x = float(lay.x(self.diagram.logical)[g])
+        if math.isnan(x):  # not laid out
+            return None
+        scene = self.diagram.vb.mapViewToScene(QtCore.QPointF(x, float(lay.y[g])))
+        return QtCore.QPointF(self.diagram.mapFromScene(scene))
 
     def _hovered(self, g: int) -> None:
         self.hover_label.setText(summary(self.model, g) if g >= 0 and self.model else "")

@@ -45,6 +45,18 @@ def race_overlay(m: ModelManager, race: Race, color: str = RACE_COLOR) -> Overla
     )
 
 
+def races_overlay(m: ModelManager, races: list[Race], label: str,
+                  color: str = RACE_COLOR) -> Overlay:
+    """Several classifier races at once (e.g. every race of one receive): the union
+    of their :func:`race_overlay` marks and message lines."""
+    parts = [race_overlay(m, r, color) for r in races]
+    return Overlay(
+        highlight=np.unique(np.concatenate([p.highlight for p in parts] or [np.zeros(0, int)])),
+        segments=np.concatenate([p.segments for p in parts] or [np.zeros((0, 2), int)]),
+        color=color, width=3.0, label=label, z=5,
+    )
+
+
 def ghost_overlay(m: ModelManager, recv: int, sends: list[tuple[int, int]]) -> Overlay:
     """Dashed ghost lines from each conflicting send ``(rank, seq)`` to receive ``recv``.
 
