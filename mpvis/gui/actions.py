@@ -12,7 +12,7 @@ from mpvis.gui.export_trace import add_trace_exports
 if TYPE_CHECKING:
     from mpvis.gui.window import MainWindow
 
-TRACE_FILTER = "Traces (*.jsonl *.jsonl.gz *.jsonl.zst *.json);;All files (*)"
+TRACE_FILTER = "Traces (*.jsonl *.jsonl.gz *.jsonl.zst *.json *.otf2);;All files (*)"
 
 
 def _action(
