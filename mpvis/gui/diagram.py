@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
@@ -81,6 +82,16 @@ class _OverlayItems:
         plot.removeItem(self.marks)
 
 
+def label_step(rows: float, pixels: float, min_px: float = 16.0) -> int:
+    """Show every ``step``-th rank label so that labels are ``min_px`` apart:
+    the smallest power of two with ``step * pixels / rows >= min_px``."""
+    per_row = pixels / max(rows, 1e-9)
+    step = 1
+    while step * per_row < min_px and step < 1 << 20:
+        step *= 2
+    return step
+
+
 class DiagramView(pg.PlotWidget):
     """Space-time diagram of one model; grows as the model does."""
 
@@ -119,6 +130,7 @@ class DiagramView(pg.PlotWidget):
         self._redraw_pending = False
         self._setting_range = False
         self._zoomed = False  # the user chose a zoom: following keeps its width
+        self._label_step = 1
         pi = self.getPlotItem()
         pi.setMenuEnabled(False)
         pi.hideButtons()
@@ -128,11 +140,12 @@ class DiagramView(pg.PlotWidget):
         self._grid.setZValue(-1)
         pi.addItem(self._grid, ignoreBounds=True)
         pi.invertY(True)
-        pi.getAxis("bottom").setLabel("time (s)")
+        pi.getAxis("bottom").setLabel("time", units="s")
         pi.getAxis("left").setStyle(tickTextWidth=76, autoExpandTextSpace=False)
         self.vb = pi.getViewBox()
         self.vb.disableAutoRange()
         self.vb.setMouseEnabled(x=True, y=True)
+        self._install_mouse_modes()
         self._proc = LineLayer(_pen(sym.PROCESS_LINE_COLOR, 2.0))
         self._msg = LineLayer(_pen(sym.MESSAGE_COLOR, 1.0), _pen(sym.MESSAGE_COLOR, 1.0, alpha=40))
         self._lost = LineLayer(_pen(sym.UNCONSUMED_COLOR, 1.6, dashed=True))
@@ -161,6 +174,35 @@ class DiagramView(pg.PlotWidget):
         self.scene().sigMouseMoved.connect(self._mouse_moved)
         self.scene().sigMouseClicked.connect(self._mouse_clicked)
         self.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
+
+    def _install_mouse_modes(self) -> None:
+        """Mouse like the trace viewers users know: the wheel zooms time only
+        (with Ctrl: the ranks only); a left drag pans, with Shift it draws a box
+        to zoom into."""
+        vb = self.vb
+        wheel, drag = vb.wheelEvent, vb.mouseDragEvent
+        ctrl = QtCore.Qt.KeyboardModifier.ControlModifier
+        shift = QtCore.Qt.KeyboardModifier.ShiftModifier
+
+        def wheel_event(ev: Any, axis: int | None = None) -> None:
+            wheel(ev, 1 if ev.modifiers() & ctrl else 0)
+
+        def drag_event(ev: Any, axis: int | None = None) -> None:
+            if not ev.modifiers() & shift or ev.button() != QtCore.Qt.MouseButton.LeftButton:
+                drag(ev, axis)
+                return
+            mode = vb.state["mouseMode"]
+            vb.state["mouseMode"] = pg.ViewBox.RectMode
+            try:
+                drag(ev, axis)
+            finally:
+                vb.state["mouseMode"] = mode
+            if ev.isFinish():
+                self._user_moved()
+
+        vb.wheelEvent = wheel_event
+        vb.mouseDragEvent = drag_event
+        vb.sigResized.connect(lambda *_: self._update_axis())
 
     # ------------------------------------------------------------ model
     def set_model(
@@ -197,6 +239,7 @@ class DiagramView(pg.PlotWidget):
         """The model grew or changed: lay out what is new and redraw once."""
         if self.layout_ is not None:
             self.layout_.update()
+            self._axis_label()
             self._msgs = messages.message_index(self.layout_)
             if self._index is not None and self._index.count == self.layout_.count:
                 self._msgs = self._index.msgs  # nothing new: keep the index's
@@ -225,10 +268,18 @@ class DiagramView(pg.PlotWidget):
         self.fit_all()
 
     def _axis_label(self) -> None:
-        logical = self.logical or (self.layout_ is not None and not self.layout_.has_time)
-        self.getPlotItem().getAxis("bottom").setLabel(
-            "logical time (Lamport clock)" if logical else "time (s)"
-        )
+        """Real time in seconds with an SI prefix (ms, µs: the ticks are scaled, never
+        "(x0.001)"); logical time as plain Lamport clock values.  An empty live
+        model has no times yet: it keeps the real-time label until it shows some."""
+        lay = self.layout_
+        logical = self.logical or (lay is not None and lay.count > 0 and not lay.has_time)
+        axis = self.getPlotItem().getAxis("bottom")
+        if logical:
+            axis.enableAutoSIPrefix(False)
+            axis.setLabel("logical time (Lamport clock)", units=None)
+        else:
+            axis.enableAutoSIPrefix(True)
+            axis.setLabel("time", units="s")
 
     def logical_layout_ready(self) -> None:
         """The loader finished the logical clocks: switch to them if the user asked."""
@@ -377,13 +428,20 @@ class DiagramView(pg.PlotWidget):
         self.follow = x1 >= hi  # scrolled back to the newest events: follow again
 
     def _update_axis(self) -> None:
+        """Rank labels on the left axis, thinned out (every ``step``-th row, deadlocked
+        ranks always) so that labels never overlap however many ranks there are."""
         lay = self.layout_
         ticks = []
+        _, (y0, y1) = self.vb.viewRange()
+        px = max(self.vb.sceneBoundingRect().height(), 1.0)
+        step = label_step(y1 - y0, px)
+        self._label_step = step
         if lay is not None:
             for r in range(lay.nprocs):
-                if lay.rows[r] >= 0:
+                row = int(lay.rows[r])
+                if row >= 0 and (row % step == 0 or r in self.stuck_events):
                     mark = " (DL)" if r in self.stuck_events else ""
-                    ticks.append((float(lay.rows[r]), f"rank {r}{mark}"))
+                    ticks.append((float(row), f"rank {r}{mark}"))
         self.getPlotItem().getAxis("left").setTicks([ticks, []])
 
     # ------------------------------------------------------------ drawing
@@ -394,6 +452,11 @@ class DiagramView(pg.PlotWidget):
             QtCore.QTimer.singleShot(0, self.redraw)
 
     def _range_changed(self, *args: object) -> None:
+        _, (y0, y1) = self.vb.viewRange()
+        if label_step(y1 - y0, max(self.vb.sceneBoundingRect().height(), 1.0)) != (
+            self._label_step
+        ):
+            self._update_axis()
         self.schedule_redraw()
         self.view_changed.emit()
 

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from mpvis.collector.rendezvous import discover, rendezvous_path
 from mpvis.gui.window import MainWindow
+from mpvis.model.manager import ModelManager
 
 
 def test_an_invisible_window_does_not_advertise_itself(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -128,7 +134,7 @@ def test_race_popup_escape_dismiss_all_placement_and_exports(qtbot, tmp_path: Pa
     win.diagram.fit_all()
     win.diagram.redraw()
     pop = win.notifier
-    qtbot.waitUntil(lambda: pop.isVisible(), timeout=10000)
+    qtbot.waitUntil(pop.isVisible, timeout=10000)
     assert pop.current is not None
     at = win._locate_race(pop.current)
     assert at is not None and not QtCore.QRectF(pop.geometry()).contains(at)
@@ -146,3 +152,119 @@ def test_race_popup_escape_dismiss_all_placement_and_exports(qtbot, tmp_path: Pa
     assert pop.isVisible()
     pop.btn_all.click()
     assert not pop.isVisible() and not pop.pending and pop.current is None
+
+
+def _synthetic(nprocs: int, n_events: int) -> ModelManager:
+    from mpvis.protocol.records import make_header
+    from mpvis.sim.synthetic import generate_records
+
+    m = ModelManager(make_header(nprocs, program="synthetic.py"))
+    m.add_batch(list(generate_records(n_events, nprocs)))
+    m.finish()
+    return m
+
+
+@given(rows=st.floats(0.5, 5000), pixels=st.floats(1, 4000))
+def test_label_step_is_the_smallest_power_of_two_that_fits(rows: float, pixels: float) -> None:
+    from mpvis.gui.diagram import label_step
+
+    step = label_step(rows, pixels)
+    assert step & (step - 1) == 0  # a power of two
+    assert step * pixels / rows >= 16 or step == 1 << 20
+    assert step == 1 or (step // 2) * pixels / rows < 16
+
+
+def test_64_ranks_get_readable_labels_and_a_real_time_axis(qtbot) -> None:  # type: ignore[no-untyped-def]
+    win = _window(qtbot)
+    win.resize(1200, 700)
+    win.set_model(_synthetic(64, 6000), "synthetic")
+    d = win.diagram
+    d.fit_all()
+    qtbot.wait(50)
+    axis = d.getPlotItem().getAxis("left")
+    rows = sorted(v for v, _ in axis._tickLevels[0])
+    (_, _), (y0, y1) = d.vb.viewRange()
+    px_per_row = d.vb.sceneBoundingRect().height() / (y1 - y0)
+    assert 4 <= len(rows) < 64  # thinned out, still labelled
+    assert min(b - a for a, b in itertools.pairwise(rows)) * px_per_row >= 16
+    d.zoom_to_ranks(0, 7)  # zoomed to 8 ranks: every one is labelled
+    qtbot.wait(50)
+    assert len(axis._tickLevels[0]) >= 8
+    bottom = d.getPlotItem().getAxis("bottom")
+    label = bottom.labelString()
+    assert "time" in label and "x0.001" not in label and "logical" not in label
+    assert "(ms)" in label or "(µs)" in label or "(s)" in label
+    d.set_logical(True)
+    qtbot.waitUntil(lambda: d.logical, timeout=20000)
+    assert "logical time" in bottom.labelString() and "(x" not in bottom.labelString()
+
+
+def test_live_view_is_labelled_real_time(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from mpvis.sim.api import simulate
+
+    win = _window(qtbot)
+    header, recs = simulate("ring", 0)
+    win.inbox.append(("start", header, Path("journal.jsonl")))
+    win.drain()
+    win.inbox.append(("records", recs[:40]))
+    win.drain()
+    label = win.diagram.getPlotItem().getAxis("bottom").labelString()
+    assert "logical" not in label and "time" in label
+
+
+def _wheel(d: object, ctrl: bool) -> None:
+    from PySide6 import QtCore, QtGui, QtWidgets
+
+    view = d.viewport()  # type: ignore[attr-defined]
+    pos = QtCore.QPointF(view.width() / 2, view.height() / 2)
+    mods = QtCore.Qt.KeyboardModifier.ControlModifier if ctrl else (
+        QtCore.Qt.KeyboardModifier.NoModifier)
+    ev = QtGui.QWheelEvent(pos, view.mapToGlobal(pos), QtCore.QPoint(0, 0),
+                           QtCore.QPoint(0, 240), QtCore.Qt.MouseButton.NoButton, mods,
+                           QtCore.Qt.ScrollPhase.NoScrollPhase, False)
+    QtWidgets.QApplication.sendEvent(view, ev)
+
+
+def test_wheel_zooms_time_only_and_ctrl_wheel_the_ranks(qtbot) -> None:  # type: ignore[no-untyped-def]
+    win = _window(qtbot)
+    win.set_model(_synthetic(16, 2000), "synthetic")
+    d = win.diagram
+    d.fit_all()
+    qtbot.wait(20)
+    (x0, x1), (y0, y1) = d.vb.viewRange()
+    _wheel(d, ctrl=False)
+    (a0, a1), (b0, b1) = d.vb.viewRange()
+    assert a1 - a0 < (x1 - x0) * 0.99 and (b0, b1) == pytest.approx((y0, y1))
+    _wheel(d, ctrl=True)
+    (c0, c1), (e0, e1) = d.vb.viewRange()
+    assert (c0, c1) == pytest.approx((a0, a1)) and e1 - e0 < (b1 - b0) * 0.99
+
+
+def test_shift_drag_zooms_into_the_box(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from PySide6 import QtCore, QtGui, QtWidgets
+
+    win = _window(qtbot)
+    win.set_model(_synthetic(16, 2000), "synthetic")
+    d = win.diagram
+    d.fit_all()
+    qtbot.wait(20)
+    view = d.viewport()
+    (x0, x1), (y0, y1) = d.vb.viewRange()
+    r = d.mapFromScene(d.vb.sceneBoundingRect()).boundingRect()
+    p0 = QtCore.QPointF(r.left() + r.width() * 0.25, r.top() + r.height() * 0.25)
+    p1 = QtCore.QPointF(r.left() + r.width() * 0.5, r.top() + r.height() * 0.5)
+    shift = QtCore.Qt.KeyboardModifier.ShiftModifier
+    left = QtCore.Qt.MouseButton.LeftButton
+    kinds = QtCore.QEvent.Type
+
+    def send(kind: QtCore.QEvent.Type, p: QtCore.QPointF, buttons: object) -> None:
+        ev = QtGui.QMouseEvent(kind, p, view.mapToGlobal(p), left, buttons, shift)
+        QtWidgets.QApplication.sendEvent(view, ev)
+
+    send(kinds.MouseButtonPress, p0, left)
+    for i in range(1, 11):
+        send(kinds.MouseMove, p0 + (p1 - p0) * (i / 10), left)
+    send(kinds.MouseButtonRelease, p1, QtCore.Qt.MouseButton.NoButton)
+    (a0, a1), (b0, b1) = d.vb.viewRange()
+    assert a1 - a0 < (x1 - x0) * 0.5 and b1 - b0 < (y1 - y0) * 0.5  # zoomed into the box
+    assert x0 < a0 < a1 < x1
