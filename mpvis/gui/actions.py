@@ -8,6 +8,7 @@ from PySide6 import QtGui, QtWidgets
 
 from mpvis.gui.export import export_png, export_races, export_svg
 from mpvis.gui.export_trace import add_trace_exports
+from mpvis.gui.goto_box import GotoBox
 
 if TYPE_CHECKING:
     from mpvis.gui.window import MainWindow
@@ -74,14 +75,19 @@ def build_menus(win: MainWindow) -> None:
     for act in (win.act_fit, win.act_logical, win.act_follow):
         if act is not None:
             tb.addAction(act)
+    win.goto = GotoBox(win)
+    tb.addWidget(win.goto)
 
 
 HELP = (
-    "Mouse: wheel zooms, drag pans, right-drag zooms an axis; hover an event for a summary, "
-    "click it for its details, right-click for more.\n"
+    "Mouse: the wheel zooms time (Ctrl+wheel: the ranks), drag pans, Shift+drag zooms into "
+    "a box, right-drag zooms an axis; hover an event for a summary, click it for its "
+    "details, right-click for more.\n"
     "Keys: + / - zoom, arrows pan, Home fits all, End follows the newest events, "
-    "L toggles the logical layout, R zooms to ranks, P hides or reorders processes.\n"
-    "A red star is a recv(-1,-1): clicking it computes its non-adjacent races."
+    "L toggles the logical layout, R zooms to ranks, P hides or reorders processes, "
+    "Ctrl+G goes to an event (rank:seq), a rank or a site, Escape closes the race pop-up.\n"
+    "A red star is a recv(ANY_SOURCE, ANY_TAG): clicking it lists, selects and draws its "
+    "races."
 )
 
 

@@ -138,6 +138,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.act_fit: QtGui.QAction | None = None
         self.act_logical: QtGui.QAction | None = None
         self.act_follow: QtGui.QAction | None = None
+        self.goto: QtWidgets.QLineEdit | None = None  # the toolbar's Go to box
         self.add_panel("details", "Event details", self.details, "right")
         self.add_panel("races", "Races", self.races, "bottom")
         self.deadlock_panel = DeadlockPanel(self)

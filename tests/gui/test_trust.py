@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from PySide6 import QtCore
 
 from mpvis.collector.rendezvous import discover, rendezvous_path
 from mpvis.gui.window import MainWindow
@@ -268,3 +269,28 @@ def test_shift_drag_zooms_into_the_box(qtbot) -> None:  # type: ignore[no-untype
     (a0, a1), (b0, b1) = d.vb.viewRange()
     assert a1 - a0 < (x1 - x0) * 0.5 and b1 - b0 < (y1 - y0) * 0.5  # zoomed into the box
     assert x0 < a0 < a1 < x1
+
+
+def test_go_to_an_event_a_rank_and_a_site(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from mpvis.gui.goto_box import GotoBox
+
+    win = _window(qtbot)
+    _open(qtbot, win, FARM)
+    m = win.model
+    assert m is not None and isinstance(win.goto, GotoBox)
+    box, d = win.goto, win.diagram
+    box.setText("3:1")
+    qtbot.keyClick(box, QtCore.Qt.Key.Key_Return)
+    assert d.selected == m.gidx(3, 1) and _view_contains(win, [m.gidx(3, 1)])
+    assert box.go("rank 4")
+    lay = d.layout_
+    assert lay is not None
+    (_, _), (y0, y1) = d.vb.viewRange()
+    assert y0 <= lay.rows[4] <= y1 and y1 - y0 < 6
+    assert box.go("master_worker.py:52")
+    site = "master_worker.py:52"
+    at_site = [g for g in range(m.event_count)
+               if m.site_of(int(m.c_rank[g]), int(m.c_seq[g])) == site]
+    assert d.selected == at_site[0] and _view_contains(win, at_site)
+    assert not box.go("9:0") and "no rank 9" in win.statusBar().currentMessage()
+    assert not box.go("nowhere.py:1") and "no event at a site" in win.statusBar().currentMessage()
