@@ -28,8 +28,9 @@ deadlock if sends are not buffered; it is reported (:func:`potential_deadlocks`)
 when at least one of its waits is a send's (a cycle of receives only would have
 hung the recorded run too, which :mod:`mpvis.analysis.deadlock_monitor` proves)
 and when the recorded run was not itself blocked at every one of its events.
-Chains without a cycle (a blocking send that nothing ever receives) are lost
-messages (:mod:`mpvis.analysis.lost_messages`), not deadlocks.
+A blocking send that nothing ever receives blocks forever without buffering;
+waits through it are reported as a lost message
+(:mod:`mpvis.analysis.lost_messages`), not as a deadlock.
 
 The pass is linear in the number of events: each rank advances while its next
 event's requirements are met and sleeps on the first unmet one otherwise.
@@ -302,12 +303,15 @@ def potential_deadlocks(m: ModelManager) -> list[dict[str, object]]:
     ``events`` (``[rank, seq]`` of the blocking operations on the cycle),
     ``sends`` (``"rank:seq"`` of the sends on the cycle) and ``reason``.
     Cycles at which the recorded run itself ended blocked are left to the
-    deadlock monitor (they are proven deadlocks).
+    deadlock monitor (they are proven deadlocks), and cycles through a send
+    nobody received to :mod:`~mpvis.analysis.lost_messages` (the lost
+    message is the cause).
     """
     _, cycles = send_cycles(m)
     counts = [m.count(r) for r in range(m.nprocs)]
     return [_entry(used) for used in cycles
-            if not all(_blocked_at(m, counts, e.event) for e in used)]
+            if not all(_blocked_at(m, counts, e.event) for e in used)
+            and not any(e.kind == "send" and m.partner(*e.event) is None for e in used)]
 
 
 def _blocked_at(m: ModelManager, counts: Sequence[int], ev: tuple[int, int]) -> bool:

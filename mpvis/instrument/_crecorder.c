@@ -37,7 +37,7 @@
 
 enum { K_SEND = 1, K_RECV = 2, K_CONSUME = 3, K_WAIT = 4, K_COLL = 5, K_COLL_EXIT = 6,
        K_STATE = 7, K_FINAL = 8, K_RECV_CONSUME = 9 };
-enum { F_BLOCKING = 1, F_SYNC = 2, F_SEND = 4, F_CHAN = 8, F_BUF = 16 };
+enum { F_BLOCKING = 1, F_SYNC = 2, F_SEND = 4, F_CHAN = 8, F_BUF = 16, F_PAIR = 32 };
 
 typedef struct {
     uint8_t kind;
@@ -306,7 +306,8 @@ static int nargs_ok(const char *name, Py_ssize_t n, Py_ssize_t want) {
 
 static PyObject *seq_of(rec_t *r) { return PyLong_FromLongLong(r->seq); }
 
-/* send(comm, dest, tag, flags) -> seq; flags: 1 blocking, 2 sync, 16 buffer message. */
+/* send(comm, dest, tag, flags) -> seq; flags: 1 blocking, 2 sync, 16 buffer message,
+ * 32 the send half of a Sendrecv (its receive is the next record). */
 static PyObject *R_send(Recorder *self, PyObject *const *args, Py_ssize_t n) {
     int64_t comm, flags; int32_t dest, tag;
     if (!nargs_ok("send", n, 4) || get_i64(args[0], &comm) || get_i32(args[1], &dest) ||
@@ -314,7 +315,7 @@ static PyObject *R_send(Recorder *self, PyObject *const *args, Py_ssize_t n) {
         return NULL;
     rec_t *r = append(self, K_SEND, 1);
     if (!r) return NULL;
-    r->flags = (uint8_t)(flags & (F_BLOCKING | F_SYNC | F_BUF));
+    r->flags = (uint8_t)(flags & (F_BLOCKING | F_SYNC | F_BUF | F_PAIR));
     r->comm = comm; r->a = dest; r->b = tag;
     return seq_of(r);
 }

@@ -21,7 +21,9 @@ Methods (positional arguments; each returns the event's ``seq``):
 
 * ``send(comm, dest, tag, flags)``: flags :data:`BLOCKING`, :data:`SYNC`,
   :data:`BUF` (a buffer message: its consume is matched by the channel rule,
-  see :mod:`mpvis.protocol.chansend`); a nonblocking send's ``req`` is its seq;
+  see :mod:`mpvis.protocol.chansend`), :data:`PAIR` (the send half of a
+  Sendrecv: the record gets ``call``, so analyses know its receive runs
+  concurrently); a nonblocking send's ``req`` is its seq;
 * ``recv(comm, src, tag, blocking)`` (wildcards already ``-1``);
 * ``consume(comm, recv, src, tag, send_seq | None)``;
 * ``unwrap(comm, recv, msg, src, tag)``: the consume of an object message
@@ -49,7 +51,9 @@ from typing import Any
 
 from mpvis.instrument._crecorder import RECORD_SIZE, Recorder
 
-__all__ = ["BLOCKING", "BUF", "RECORD_SIZE", "SYNC", "Drained", "Recorder", "Site", "clean_state"]
+__all__ = [
+    "BLOCKING", "BUF", "PAIR", "RECORD_SIZE", "SYNC", "Drained", "Recorder", "Site", "clean_state",
+]
 
 #: A call site, ``"file:line"``.
 Site = str
@@ -58,6 +62,7 @@ Site = str
 BLOCKING = 1
 SYNC = 2
 BUF = 16
+PAIR = 32
 
 #: What ``Recorder.drain`` returns: (records, first new site id, new sites,
 #: first payload's index, payloads); see :func:`mpvis.protocol.compact.compact_body`.

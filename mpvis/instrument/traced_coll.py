@@ -1,11 +1,12 @@
 """Collective wrappers of :class:`~mpvis.instrument.traced_comm.TracedIntracomm`.
 
 Each wrapped collective records ``coll`` on entry (with ``op``, and ``root``,
-``count``, ``dtype``, ``redop`` where known) and ``coll_exit`` on return
-(trace-format spec, "coll / coll_exit").  ``root`` is a world rank.  ``count``
-and ``dtype`` are recorded for buffer (upper-case) calls only, from the buffer
-every member passes alike (Roy et al.: collective matching compares these
-single-valued arguments); object calls carry neither.  The first ``coll`` of a
+``count``, ``dtype``, ``bytes`` (the type signature's size), ``redop`` where
+known) and ``coll_exit`` on return (trace-format spec, "coll / coll_exit").
+``root`` is a world rank.  ``count``, ``dtype`` and ``bytes`` are recorded
+for buffer (upper-case) calls only, from the buffer every member passes
+alike (Roy et al.: collective matching compares these single-valued
+arguments); object calls carry none of them.  The first ``coll`` of a
 rank on a derived communicator carries ``group``: the communicator's members
 as world ranks, in their local rank order, so analyses know who must take part.
 
@@ -24,7 +25,14 @@ from mpi4py import MPI
 from mpvis.instrument.recorder import Site
 from mpvis.instrument.traced_comm import TracedIntracomm
 
-__all__ = ["COLLECTIVES", "buffer_info", "install_collectives", "redop_name", "set_precheck"]
+__all__ = [
+    "COLLECTIVES",
+    "buffer_info",
+    "buffer_signature",
+    "install_collectives",
+    "redop_name",
+    "set_precheck",
+]
 
 _C = MPI.Intracomm
 
@@ -113,6 +121,13 @@ def buffer_info(spec: object) -> tuple[int, str] | None:
     Accepts a buffer-protocol object or ``[data, MPI.TYPE]`` /
     ``[data, count, MPI.TYPE]`` / ``[data, (count, displ), MPI.TYPE]``.
     """
+    sig = buffer_signature(spec)
+    return None if sig is None else (sig[0], sig[1])
+
+
+def buffer_signature(spec: object) -> tuple[int, str, int] | None:
+    """``(count, dtype, bytes)`` of a buffer specification (see :func:`buffer_info`):
+    ``bytes`` is the size of its type signature, count times the type's size."""
     if spec is None or spec is MPI.IN_PLACE:
         return None
     try:
@@ -121,15 +136,15 @@ def buffer_info(spec: object) -> tuple[int, str] | None:
             dtype = spec[-1] if isinstance(spec[-1], MPI.Datatype) else None
             count = spec[1] if len(spec) > 2 and type(spec[1]) is int else None
             if dtype is None:
-                return buffer_info(data)
+                return buffer_signature(data)
             name = (dtype.Get_name() or "derived").lower().removeprefix("mpi_")
             if count is None:
                 count = memoryview(data).nbytes // dtype.Get_extent()[1]
-            return count, name
+            return count, name, count * dtype.Get_size()
         view = memoryview(spec)  # type: ignore[arg-type]
         fmt = view.format.lstrip("@=<>!")
-        return view.nbytes // max(view.itemsize, 1), _FORMATS.get(fmt, fmt or "byte")
-    except (TypeError, ValueError, IndexError, MPI.Exception):
+        return view.nbytes // max(view.itemsize, 1), _FORMATS.get(fmt, fmt or "byte"), view.nbytes
+    except (TypeError, ValueError, IndexError, ZeroDivisionError, MPI.Exception):
         return None
 
 
@@ -158,9 +173,9 @@ def _make(
             spec = _arg(args, kwargs, bufs[0][0], bufs[0][1], None)
             if spec is MPI.IN_PLACE and len(bufs) > 1:
                 spec = _arg(args, kwargs, bufs[1][0], bufs[1][1], None)
-            info = buffer_info(spec)
+            info = buffer_signature(spec)
             if info is not None:
-                fields["count"], fields["dtype"] = info
+                fields["count"], fields["dtype"], fields["bytes"] = info
         if not self._mv_group_sent:
             fields["group"] = list(self._mv_group)
             self._mv_group_sent = True

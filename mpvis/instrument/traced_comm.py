@@ -74,7 +74,7 @@ from mpvis.instrument.hooks import ACTIVE as _HOOKS
 from mpvis.instrument.hooks import MessageHooks
 from mpvis.instrument.piggyback import call as _call
 from mpvis.instrument.piggyback import install as _install_piggyback
-from mpvis.instrument.recorder import BLOCKING, BUF, SYNC, Recorder
+from mpvis.instrument.recorder import BLOCKING, BUF, PAIR, SYNC, Recorder
 from mpvis.instrument.traced_request import (
     RECV_BUF,
     RECV_OBJ,
@@ -353,7 +353,7 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
     ) -> Any:
         seq, extra = (None, None)
         if dest != _PROC_NULL:
-            seq, extra = self._mv_post_send(dest, sendtag, BLOCKING)
+            seq, extra = self._mv_post_send(dest, sendtag, BLOCKING | PAIR)
         if source == _PROC_NULL:
             args = (self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
             return _call(seq, extra, False, _C.sendrecv, *args)
@@ -480,7 +480,7 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
         status: MPI.Status | None = None,
     ) -> None:
         if dest != _PROC_NULL:
-            self._mv_buf_header(dest, sendtag, BLOCKING)
+            self._mv_buf_header(dest, sendtag, BLOCKING | PAIR)
         if source == _PROC_NULL:
             return _C.Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
         rseq, source, recvtag = self._mv_post_recv(source, recvtag, True)
@@ -499,7 +499,7 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
         status: MPI.Status | None = None,
     ) -> None:
         if dest != _PROC_NULL:
-            self._mv_buf_header(dest, sendtag, BLOCKING)
+            self._mv_buf_header(dest, sendtag, BLOCKING | PAIR)
         if source == _PROC_NULL:
             return _C.Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, status)
         rseq, source, recvtag = self._mv_post_recv(source, recvtag, True)

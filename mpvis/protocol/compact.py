@@ -23,7 +23,8 @@ the rank's recorder started), ``comm``, ``a``, ``b``, ``c``, ``d``:
 kind       fields
 ========== ===================================================================
 1 send     a=dest, b=tag; flags: 1 blocking, 2 sync (``req`` = seq if nonblocking),
-           16 a buffer message (field ``buf``, see below)
+           16 a buffer message (field ``buf``, see below), 32 the send half of a
+           Sendrecv (field ``call`` = seq; its receive is the next record)
 2 recv     a=src, b=tag (-1: wildcard); flags: 1 blocking
 3 consume  a=src, b=tag, c=recv; flags 4: d is the matched send's seq;
            flags 8: d is the channel ordinal (field ``chan``, see below)
@@ -78,7 +79,7 @@ RECORD_SIZE: Final = RECORD.size
 K_SEND, K_RECV, K_CONSUME, K_WAIT, K_COLL, K_COLL_EXIT, K_STATE, K_FINAL, K_RECV_CONSUME = range(
     1, 10
 )
-F_BLOCKING, F_SYNC, F_SEND, F_CHAN, F_BUF = 1, 2, 4, 8, 16
+F_BLOCKING, F_SYNC, F_SEND, F_CHAN, F_BUF, F_PAIR = 1, 2, 4, 8, 16, 32
 
 Record = dict[str, Any]
 
@@ -176,6 +177,8 @@ class CompactDecoder:
                 rec["req"] = seq
             if flags & F_BUF:
                 rec["buf"] = True
+            if flags & F_PAIR:
+                rec["call"] = seq
         elif kind == K_RECV:
             rec.update(kind="recv", t=t, site=site, comm=comm, src=a, tag=b)
             rec["blocking"] = bool(flags & F_BLOCKING)

@@ -127,3 +127,10 @@ def test_a_run_that_hung_in_the_cycle_is_left_to_the_proven_deadlock() -> None:
 def test_an_unreceived_send_is_no_cycle() -> None:
     recs = trace(2, [send(1), FINAL], [FINAL])
     assert potential_deadlocks(model(recs)) == []
+
+
+def test_a_cycle_through_an_unreceived_send_is_a_lost_message_not_a_deadlock() -> None:
+    enter: Rec = {"kind": "coll", "op": "barrier"}
+    leave: Rec = {"kind": "coll_exit", "op": "barrier"}
+    recs = trace(2, [send(1, tag=9), enter, leave, FINAL], [enter, leave, FINAL])
+    assert potential_deadlocks(model(recs)) == []
