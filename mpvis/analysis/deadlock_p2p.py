@@ -24,7 +24,9 @@ A rank whose trace ends, without ``final``, with requests still open is taken
 to be blocked in a wait on all of them when the input has ended
 (``final=True``).  The optional record ``{"kind": "waiting", "reqs": [...],
 "mode": "all" | "any"}`` written on entry to MPI_Wait* makes this exact and
-also works live; see docs/deadlocks.md.
+also works live; see docs/deadlocks.md.  With a field ``"probe": {"src", "tag"}``
+(and ``comm``) it says the rank is blocked in MPI_Probe, waiting for a message
+as a receive with those arguments would.
 
 Only live state is kept: unconsumed messages per destination and channel, and
 open requests per rank; both shrink as consumes and waits arrive.
@@ -171,6 +173,13 @@ class P2PState:
         if kind == "send" and cur["blocking"] and (cur["sync"] or may_block(cur)):
             c = self._ssend_clause(cur, curs, cur, "")
             return [] if c is None else [c]
+        if kind == WAITING and isinstance(cur.get("probe"), dict):
+            # blocked in MPI_Probe: waits for a matching message, as a receive would
+            probe = cur["probe"]
+            pseudo = {"kind": "recv", "rank": rank, "seq": cur["seq"], "blocking": True,
+                      "src": probe.get("src", -1), "tag": probe.get("tag", -1),
+                      "comm": cur.get("comm", 0), "site": cur.get("site")}
+            return self._recv_clauses(rank, [pseudo], cur, " in MPI_Probe")
         if kind == WAITING:
             reqs = [self._open[rank][q] for q in cur["reqs"] if q in self._open[rank]]
             return self._wait_clauses(

@@ -306,7 +306,7 @@ _KIND_OK = {
 def _group_ok(g: _Group, nprocs: int) -> bool:
     """Whether :func:`~mpvis.protocol.records.check_record` surely accepts every
     record of ``g`` (``False`` means: check them one by one)."""
-    kind_ok = None if g.kind is None else _KIND_OK[g.kind]
+    kind_ok = None if g.kind is None else _KIND_OK.get(g.kind)  # None: one by one
     return (kind_ok is not None
             and _int_field(g, "rank", 0, nprocs) and _int_field(g, "seq", 0)
             and ("t" not in g.vals or g.types("t") <= _NUMBERS)

@@ -160,6 +160,7 @@ void mvp_x_int(mvp_x *x, const char *k, int64_t v) { mp_str(XB(x), k); mp_int(XB
 void mvp_x_str(mvp_x *x, const char *k, const char *v) { mp_str(XB(x), k); mp_str(XB(x), v); x->n++; }
 void mvp_x_bool(mvp_x *x, const char *k, int v) { mp_str(XB(x), k); mp_bool(XB(x), v); x->n++; }
 void mvp_x_key_array(mvp_x *x, const char *k, uint32_t n) { mp_str(XB(x), k); mp_array(XB(x), n); x->n++; }
+void mvp_x_key(mvp_x *x, const char *k) { mp_str(XB(x), k); x->n++; }
 void mvp_x_raw_int(mvp_x *x, int64_t v) { mp_int(XB(x), v); }
 void mvp_x_raw_str(mvp_x *x, const char *v) { mp_str(XB(x), v); }
 void mvp_x_raw_map(mvp_x *x, uint32_t n) { mp_map(XB(x), n); }

@@ -62,8 +62,9 @@ typedef struct mvp_comm {
 
 /* A request the library follows. */
 enum { MVR_SEND = 1, MVR_RECV, MVR_COLL, MVR_OTHER };
-typedef struct {
-    int used;
+typedef struct mvp_req {
+    struct mvp_req *next;  /* the next request with the same handle (see req.c) */
+    uint64_t claim;        /* the completion call that took it last (p2p.c: take) */
     MPI_Request handle;
     int64_t seq;          /* the post (or Start) record: the trace's `req` */
     int type, persistent, active, started, probed;
@@ -101,6 +102,7 @@ void mvp_x_int(mvp_x *x, const char *key, int64_t v);
 void mvp_x_str(mvp_x *x, const char *key, const char *v);
 void mvp_x_bool(mvp_x *x, const char *key, int v);
 void mvp_x_key_array(mvp_x *x, const char *key, uint32_t n);
+void mvp_x_key(mvp_x *x, const char *key);   /* its value follows (mvp_x_raw_*) */
 void mvp_x_raw_int(mvp_x *x, int64_t v);
 void mvp_x_raw_str(mvp_x *x, const char *v);
 void mvp_x_raw_map(mvp_x *x, uint32_t n);
@@ -116,7 +118,8 @@ void mvp_comm_forget(MPI_Comm c);
 
 /* -- req.c --------------------------------------------------------------------- */
 mvp_req *mvp_req_new(MPI_Request h);
-mvp_req *mvp_req_find(MPI_Request h);
+mvp_req *mvp_req_find(MPI_Request h);          /* the oldest with this handle */
+mvp_req *mvp_req_find_nth(MPI_Request h, int k); /* the k-th oldest (k from 0) */
 void mvp_req_drop(mvp_req *q);
 void mvp_req_leaks(mvp_x *x);        /* the `requests` field of `final` */
 int64_t mvp_req_count(void);

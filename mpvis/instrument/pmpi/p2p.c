@@ -243,11 +243,24 @@ NONBLOCKING_RECV(MPI_Irecv_c, PMPI_Irecv_c, MPI_Count)
 #endif
 
 /* -- Sendrecv: a nonblocking send and receive completed together ---------------------- */
+/* The send and receive halves, and a `waiting` on both: the rank may block in
+ * the call (the live deadlock check must see where). */
 static void sendrecv_pre(mvp_comm *cs, mvp_comm *cr, int dest, int stag, int64_t bytes, int src,
                          int rtag, uint32_t site, int64_t call, int64_t *sseq, int64_t *rseq) {
     *sseq = *rseq = -1;
     if (cs) *sseq = rec_send(cs, mvp_world_of(cs, dest), stag, MVF_NONBLOCKING_REQ, MVM_STANDARD, bytes, site, call);
     if (cr) *rseq = rec_recv(cr, mvp_world_of(cr, src), TAG(rtag), MVF_NONBLOCKING_REQ, site, call);
+    mvp_x x = {0};
+    mvp_x_key_array(&x, "reqs", (uint32_t)((*sseq >= 0) + (*rseq >= 0)));
+    if (*sseq >= 0) mvp_x_raw_int(&x, *sseq);
+    if (*rseq >= 0) mvp_x_raw_int(&x, *rseq);
+    mvp_rec r = {0};
+    r.kind = MVK_WAITING;
+    r.site = site;
+    r.t = mvp_now();
+    r.call = call;
+    mvp_append(&r, &x);
+    mvp_x_free(&x);
 }
 
 static void sendrecv_post(mvp_comm *cr, int64_t sseq, int64_t rseq, const MPI_Status *st, uint32_t site,
@@ -315,11 +328,40 @@ SENDRECV_REPLACE(MPI_Sendrecv_replace_c, PMPI_Sendrecv_replace_c, MPI_Count)
 #endif
 
 /* -- probes ------------------------------------------------------------------------------- */
+/* A blocking probe that finds nothing yet: `waiting` with the probe's arguments,
+ * so that a rank blocked there shows (and deadlocks in probes are found). */
+static void probe_waits(mvp_comm *c, int src, int tag, uint32_t site) {
+    mvp_x x = {0};
+    mvp_x_key_array(&x, "reqs", 0);
+    mvp_x_int(&x, "comm", c->id);
+    mvp_x_key(&x, "probe");
+    mvp_x_raw_map(&x, 2);
+    mvp_x_raw_str(&x, "src");
+    mvp_x_raw_int(&x, src == MPI_ANY_SOURCE ? -1 : mvp_world_of(c, src));
+    mvp_x_raw_str(&x, "tag");
+    mvp_x_raw_int(&x, TAG(tag));
+    mvp_rec r = {0};
+    r.kind = MVK_WAITING;
+    r.site = site;
+    r.t = mvp_now();
+    r.call = mvp_next_call();
+    mvp_append(&r, &x);
+    mvp_x_free(&x);
+}
+
+static int blocking_probe(mvp_comm *c, int src, int tag, MPI_Comm comm, MPI_Status *st, void *pc) {
+    int flag = 0, rc = PMPI_Iprobe(src, tag, comm, &flag, st);
+    if (rc != MPI_SUCCESS || flag) return rc;
+    probe_waits(c, src, tag, mvp_site(pc));
+    return PMPI_Probe(src, tag, comm, st);
+}
+
 int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
-    if (!ON || !traced(comm, src)) return PMPI_Probe(src, tag, comm, status);
+    mvp_comm *c;
+    if (!ON || !(c = traced(comm, src))) return PMPI_Probe(src, tag, comm, status);
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    int rc = PMPI_Probe(src, tag, comm, st);
+    int rc = blocking_probe(c, src, tag, comm, st, MVP_PC());
     if (rc == MPI_SUCCESS) probed(comm, src, tag, st);
     return rc;
 }
@@ -346,8 +388,12 @@ int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status *st
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     uint32_t site = mvp_site(MVP_PC());
+    int flag = 0, rc = PMPI_Improbe(src, tag, comm, &flag, msg, st);
+    if (rc == MPI_SUCCESS && !flag) {
+        probe_waits(c, src, tag, site);
+        rc = PMPI_Mprobe(src, tag, comm, msg, st);
+    }
     int64_t call = mvp_next_call();
-    int rc = PMPI_Mprobe(src, tag, comm, msg, st);
     if (rc == MPI_SUCCESS) matched(c, src, tag, st, site, call);
     return rc;
 }
@@ -451,7 +497,7 @@ int MPI_Request_free(MPI_Request *req) {
 }
 
 /* -- completions ------------------------------------------------------------------------------ */
-typedef struct { mvp_req q; int traced; } snap;
+typedef struct { mvp_req *q; int traced; } snap;
 
 #define SNAP_MAX_STACK 64
 
@@ -461,20 +507,20 @@ static void completed(snap *s, const int *idx, MPI_Status *sts, int n, uint32_t 
     for (int k = 0; k < n; k++) {
         snap *e = &s[idx[k]];
         if (!e->traced) continue;
-        if (e->q.type == MVR_RECV) {
+        if (e->q->type == MVR_RECV) {
             int cancelled = 0;
             PMPI_Test_cancelled(&sts[k], &cancelled);
             if (cancelled || sts[k].MPI_SOURCE == MPI_PROC_NULL) { e->traced = 2; continue; }
-            rec_consume(e->q.comm, e->q.seq, &sts[k], site, call);
+            rec_consume(e->q->comm, e->q->seq, &sts[k], site, call);
         }
-        if (e->q.type == MVR_SEND || e->q.type == MVR_RECV) nreq++;
+        if (e->q->type == MVR_SEND || e->q->type == MVR_RECV) nreq++;
     }
     if (nreq) {
         mvp_x x = {0};
         mvp_x_key_array(&x, "reqs", (uint32_t)nreq);
         for (int k = 0; k < n; k++) {
             snap *e = &s[idx[k]];
-            if (e->traced == 1 && (e->q.type == MVR_SEND || e->q.type == MVR_RECV)) mvp_x_raw_int(&x, e->q.seq);
+            if (e->traced == 1 && (e->q->type == MVR_SEND || e->q->type == MVR_RECV)) mvp_x_raw_int(&x, e->q->seq);
         }
         mvp_rec r = {0};
         r.kind = MVK_WAIT;
@@ -487,20 +533,24 @@ static void completed(snap *s, const int *idx, MPI_Status *sts, int n, uint32_t 
     for (int k = 0; k < n; k++) {
         snap *e = &s[idx[k]];
         if (!e->traced) continue;
-        mvp_req *q = mvp_req_find(e->q.handle);
-        if (!q) continue;
-        if (q->persistent) q->active = 0;
-        else mvp_req_drop(q);
+        if (e->q->persistent) e->q->active = 0;
+        else mvp_req_drop(e->q);
     }
 }
 
-/* Snapshot the traced requests among `reqs` (before MPI nulls their handles). */
+/* The traced requests among `reqs`: a handle that occurs k times takes its
+ * k oldest entries (see req.c). */
 static int take(snap *s, const MPI_Request *reqs, int n) {
+    static uint64_t stamp;
     int any = 0;
+    stamp++;
     for (int i = 0; i < n; i++) {
         mvp_req *q = mvp_req_find(reqs[i]);
+        while (q && q->claim == stamp) q = q->next;
+        s[i].q = q;
         s[i].traced = q && q->active;
-        if (s[i].traced) { s[i].q = *q; any = 1; }
+        if (q) q->claim = stamp;
+        any |= s[i].traced;
     }
     return any;
 }
@@ -508,12 +558,12 @@ static int take(snap *s, const MPI_Request *reqs, int n) {
 /* `waiting`: the rank is about to block in a wait on these requests. */
 static void waiting(snap *s, int n, int any_mode, uint32_t site, int64_t call) {
     int m = 0;
-    for (int i = 0; i < n; i++) if (s[i].traced && (s[i].q.type == MVR_SEND || s[i].q.type == MVR_RECV)) m++;
+    for (int i = 0; i < n; i++) if (s[i].traced && (s[i].q->type == MVR_SEND || s[i].q->type == MVR_RECV)) m++;
     if (!m) return;
     mvp_x x = {0};
     mvp_x_key_array(&x, "reqs", (uint32_t)m);
     for (int i = 0; i < n; i++)
-        if (s[i].traced && (s[i].q.type == MVR_SEND || s[i].q.type == MVR_RECV)) mvp_x_raw_int(&x, s[i].q.seq);
+        if (s[i].traced && (s[i].q->type == MVR_SEND || s[i].q->type == MVR_RECV)) mvp_x_raw_int(&x, s[i].q->seq);
     mvp_rec r = {0};
     r.kind = MVK_WAITING;
     r.flags = any_mode ? MVF_ANY : 0;
