@@ -130,6 +130,7 @@ def test_large_send_cycle_hangs_and_is_proven(tmp_path: Path) -> None:
 
 def test_errors_of_a_run_that_finishes(tmp_path: Path) -> None:
     proc, rep = run(tmp_path, 2, ERRORS)
+    assert proc.returncode == 1, proc.stderr
     kinds = sorted(e["kind"] for e in rep["errors"])
     assert kinds == ["collective_mismatch", "lost_message", "request_leak"], rep["errors"]
     lost = next(e for e in rep["errors"] if e["kind"] == "lost_message")
