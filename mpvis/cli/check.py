@@ -53,6 +53,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    analyses: Analyses | None = None
     try:
         analyses = Analyses.for_header(read_header(args.trace))
         load_trace(args.trace, model=analyses.model)
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             conflicts = all_conflicts((rec for _, rec in iter_records(args.trace)),
                                       analyses.model.nprocs)
     except TraceFileError as exc:
-        if not (exc.truncated and exc.model is analyses.model):
+        if analyses is None or not (exc.truncated and exc.model is analyses.model):
             raise UserError(f"invalid trace: {exc}") from None
         # An interrupted run's compressed trace: report what was read, then fail.
         _print(analyses.report(nonadjacent=args.nonadjacent), args)
