@@ -32,6 +32,7 @@ COMMANDS: tuple[str, ...] = (
     "render",
     "export",
     "orderings",
+    "explore",
 )
 
 #: What ``mpvis`` with no arguments runs.

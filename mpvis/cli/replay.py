@@ -11,7 +11,11 @@ first did not.
 
 ``--flip RANK:SEQ`` re-executes with that race resolved the other way
 (:func:`mpvis.instrument.replay.find_flip`) and prints, rank by rank, the new
-run beside the recorded one.  ``--stats`` prints the record's figures only
+run beside the recorded one.  ``--order RANK:SEQ=SRC:SEND,...`` forces
+several racing receives of one rank to take the messages named (a delivery
+order ``mpvis explore`` found; :func:`mpvis.instrument.replay.find_order`).
+``--rank-output DIR`` writes each rank's standard output to
+``DIR/rank-<r>.out`` (MPICH's ``-outfile-pattern``).  ``--stats`` prints the record's figures only
 (messages, recorded deliveries, lower bound on the minimum).
 
 Exit status: the program's when it failed; else 0 when the replay matched
@@ -30,10 +34,10 @@ from typing import Any
 from mpvis.cli.errors import UserError
 from mpvis.cli.record_options import LAUNCH_MODULE, record_summary, run_unstreamed
 from mpvis.instrument.record_file import RankRecord, RecordError, read_record
-from mpvis.instrument.replay import Flip, find_flip
+from mpvis.instrument.replay import Flip, find_flip, find_order, parse_order
 from mpvis.instrument.replay_launch import parse_flip
 
-__all__ = ["register", "replay", "summarize"]
+__all__ = ["rank_output_options", "register", "replay", "summarize"]
 
 
 def register(sub: Any) -> None:
@@ -42,7 +46,8 @@ def register(sub: Any) -> None:
         help="re-execute a recorded run with the same message deliveries",
         description="Replay a run recorded with 'mpvis run --record DIR': the racing "
         "deliveries are forced, so the run consumes the same messages in the same order.",
-        usage="mpvis replay RECORD [--flip RANK:SEQ] [-n N] [--no-stream] -- prog.py [args]",
+        usage="mpvis replay RECORD [--flip RANK:SEQ | --order ORDER] [-n N] [--no-stream] "
+        "-- prog.py [args]",
     )
     p.add_argument("record", type=Path, metavar="RECORD", help="the record directory")
     p.add_argument(
@@ -50,6 +55,13 @@ def register(sub: Any) -> None:
         metavar="RANK:SEQ",
         help="resolve the race of receive RANK:SEQ the other way and show both runs",
     )
+    p.add_argument(
+        "--order",
+        metavar="RANK:SEQ=SRC:SEND,...",
+        help="force these racing receives of one rank to take these messages, e.g. 0:3=2:0,5=1:0",
+    )
+    p.add_argument("--rank-output", type=Path, metavar="DIR",
+                   help="write each rank's stdout to DIR/rank-<r>.out (MPICH mpiexec)")
     p.add_argument("-n", "-np", type=int, dest="nprocs", metavar="N", help="number of ranks")
     p.add_argument("--no-stream", action="store_true", help="do not stream the replay")
     p.add_argument("--out", type=Path, help="trace file when no window is running")
@@ -93,6 +105,16 @@ def replay(args: argparse.Namespace) -> int:
     if nprocs != len(records):
         raise UserError(f"the record has {len(records)} ranks, not {nprocs}")
     flip = None
+    if args.flip and args.order:
+        raise UserError("--flip and --order cannot be combined")
+    if args.order:
+        try:
+            flip = find_order(records, *parse_order(args.order))
+        except (RecordError, ValueError) as exc:
+            raise UserError(f"--order: {exc}") from None
+        moves = [(flip.recv, flip.src, flip.send), *((m[0], m[1], m[3]) for m in flip.more)]
+        print("order: " + ", ".join(f"receive {flip.rank}:{y} takes [{s}, {x}]"
+                                     for y, s, x in moves), flush=True)
     if args.flip:
         try:
             flip = find_flip(records, *parse_flip(args.flip))
@@ -107,8 +129,11 @@ def replay(args: argparse.Namespace) -> int:
         env = {"MPVIS_REPLAY": str(args.record.resolve()), "MPVIS_REPLAY_OUT": out}
         if args.flip:
             env["MPVIS_REPLAY_FLIP"] = args.flip
+        if args.order:
+            env["MPVIS_REPLAY_ORDER"] = args.order
         if args.no_stream:
-            code = run_unstreamed(nprocs, args.program, env, mpiexec=args.mpiexec)
+            code = run_unstreamed(nprocs, args.program, env, mpiexec=args.mpiexec,
+                                  options=rank_output_options(args.rank_output))
         else:
             code = _run_streamed(args, nprocs, env)
         verdicts = _read_verdicts(Path(out), nprocs)
@@ -132,12 +157,20 @@ def _run_streamed(args: argparse.Namespace, nprocs: int, env: dict[str, str]) ->
         run_id=None,
         collector_port=None,
         mpiexec=args.mpiexec,
-        mpiexec_options=[],
+        mpiexec_options=rank_output_options(args.rank_output),
         program=args.program,
         stuck_after=run_cmd.STUCK_AFTER,
         stop_on_deadlock=False,
     )
     return run_cmd.run_program(run_args, extra_env=env, launch_module=LAUNCH_MODULE)
+
+
+def rank_output_options(directory: Path | None) -> list[str]:
+    """mpiexec options that write each rank's stdout to ``directory/rank-<r>.out`` (MPICH)."""
+    if directory is None:
+        return []
+    directory.mkdir(parents=True, exist_ok=True)
+    return ["-outfile-pattern", str(directory.resolve() / "rank-%r.out")]
 
 
 def _read_verdicts(directory: Path, nprocs: int) -> list[dict[str, Any] | None]:

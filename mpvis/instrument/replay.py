@@ -54,7 +54,9 @@ from typing import Any
 from mpvis.instrument.hooks import MessageHooks
 from mpvis.instrument.record_file import RaceEntry, RankRecord, RecordError, chain
 
-__all__ = ["Flip", "ReplayHooks", "ReplayPlan", "find_flip", "plan_for"]
+__all__ = [
+    "Flip", "ReplayHooks", "ReplayPlan", "find_flip", "find_order", "parse_order", "plan_for",
+]
 
 #: Where a receive is posted (see :meth:`ReplayHooks.route_recv`).
 USER, CHANNEL, POLL = 0, 1, 2
@@ -66,7 +68,13 @@ _WINDOW = 16
 
 @dataclass(frozen=True, slots=True)
 class Flip:
-    """Receive ``recv`` of ``rank`` takes ``[src, send]`` (tag ``tag``) instead."""
+    """Receive ``recv`` of ``rank`` takes ``[src, send]`` (tag ``tag``) instead.
+
+    An *order* (:func:`find_order`) forces several receives of one rank at
+    once: ``recv`` is the first, ``more`` the later ones, each
+    ``(recv, src, tag, send)``, and ``more_was`` the messages they took in
+    the recording.  The rank stays pinned until the last of them (:attr:`last`).
+    """
 
     rank: int
     recv: int
@@ -74,6 +82,13 @@ class Flip:
     tag: int
     send: int
     was: tuple[int, int]  # the message it took in the recording
+    more: tuple[tuple[int, int, int, int], ...] = ()
+    more_was: tuple[tuple[int, int], ...] = ()
+
+    @property
+    def last(self) -> int:
+        """The last receive this flip or order forces."""
+        return max([self.recv, *(m[0] for m in self.more)])
 
 
 @dataclass(slots=True)
@@ -115,6 +130,54 @@ def find_flip(records: list[RankRecord], rank: int, seq: int) -> Flip:
     return Flip(rank, hit.prev[0], hit.src, hit.tag, hit.send, (hit.prev[1], hit.prev[2]))
 
 
+def parse_order(text: str) -> tuple[int, list[tuple[int, int, int]]]:
+    """``RANK:SEQ=SRC:SEND[,SEQ=SRC:SEND...]`` as ``(rank, [(seq, src, send), ...])``.
+
+    Raises ``ValueError`` naming the expected form.
+    """
+    form = "an order is RANK:SEQ=SRC:SEND[,SEQ=SRC:SEND...] (numbers)"
+    rank_text, colon, rest = text.strip().partition(":")
+    if not colon or not rank_text.isdigit():
+        raise ValueError(f"{form}, not {text!r}")
+    moves: list[tuple[int, int, int]] = []
+    for item in rest.split(","):
+        seq, eq, msg = item.strip().partition("=")
+        src, colon2, send = msg.partition(":")
+        if not (eq and colon2 and seq.isdigit() and src.isdigit() and send.isdigit()):
+            raise ValueError(f"{form}, not {text!r}")
+        moves.append((int(seq), int(src), int(send)))
+    if len({m[0] for m in moves}) != len(moves):
+        raise ValueError(f"an order names each receive once: {text!r}")
+    return int(rank_text), moves
+
+
+def find_order(records: list[RankRecord], rank: int, moves: list[tuple[int, int, int]]) -> Flip:
+    """The order ``moves`` (receive ``seq`` of ``rank`` takes ``[src, send]``) as a :class:`Flip`.
+
+    Every receive must be one of a recorded race on ``COMM_WORLD`` (the
+    receives the record knows the message of); a message's tag comes from
+    the record when it was traced, else any tag on the replay channel.
+    """
+    if not 0 <= rank < len(records):
+        raise RecordError(f"rank {rank} is not in the record ({len(records)} ranks)")
+    took: dict[int, tuple[int, int]] = {}
+    for e in records[rank].races:
+        if e.comm == 0:
+            took[e.recv] = (e.src, e.send)
+            if e.prev is not None:
+                took.setdefault(e.prev[0], (e.prev[1], e.prev[2]))
+    tags = {(e.src, e.send): e.tag for rec in records for e in rec.races if e.comm == 0}
+    for seq, _, _ in moves:
+        if seq not in took:
+            known = ", ".join(str(y) for y in sorted(took)) or "none"
+            raise RecordError(f"{rank}:{seq} is not a receive of a recorded race "
+                              f"(racing receives of rank {rank}: {known})")
+    ordered = sorted(moves)
+    full = [(y, s, tags.get((s, x), ANY_TAG), x) for y, s, x in ordered]
+    (y0, s0, t0, x0), rest = full[0], full[1:]
+    return Flip(rank, y0, s0, t0, x0, took[y0], tuple(rest), tuple(took[m[0]] for m in rest))
+
+
 def plan_for(records: list[RankRecord], rank: int, flip: Flip | None = None) -> ReplayPlan:
     """Collate ``records`` (one per rank) into the plan of ``rank``."""
     mine = records[rank]
@@ -136,10 +199,19 @@ def plan_for(records: list[RankRecord], rank: int, flip: Flip | None = None) -> 
         if flip.was[0] == rank:
             # Off COMM_WORLD too: no receive before the flip took it when recorded.
             plan.routed_sends.setdefault(flip.was[1], (flip.rank, ANY_TAG))
+        for _, src, tag, send in flip.more:
+            if src == rank:
+                plan.routed_sends[send] = (flip.rank, tag)
+        for src, send in flip.more_was:
+            if src == rank:
+                plan.routed_sends.setdefault(send, (flip.rank, ANY_TAG))
         if flip.rank == rank:
-            plan.unpinned = {y for y in plan.forced if y > flip.recv}
+            moved = {m[0] for m in flip.more}
+            plan.unpinned = {y for y in plan.forced if y > flip.recv and y not in moved}
             plan.forced = {y: f for y, f in plan.forced.items() if y < flip.recv}
             plan.forced[flip.recv] = (flip.src, flip.tag, flip.send)
+            for y, src, tag, send in flip.more:
+                plan.forced[y] = (src, tag, send)
     return plan
 
 
@@ -150,6 +222,7 @@ class ReplayHooks(MessageHooks):
         self.plan = plan
         self.flipping = plan.flip is not None
         self.free = False  # the flipped receive happened before this point
+        self.reordered = False  # this rank passed the first receive of its flip or order
         self.next_force: tuple[int, int] | None = None
         self._posted: dict[int, tuple[int, int, int]] = {}
         self.consumes = 0
@@ -215,10 +288,12 @@ class ReplayHooks(MessageHooks):
         self.consumes += 1
         self.digest = chain(self.digest, src, sseq)
         if sender_free or (
-            flip is not None and flip.rank == self.plan.rank and recv_seq == flip.recv
+            flip is not None and flip.rank == self.plan.rank and recv_seq == flip.last
         ):
             self.free = True
-        if not self.free:
+        if flip is not None and flip.rank == self.plan.rank and recv_seq == flip.recv:
+            self.reordered = True
+        if not self.free and not self.reordered:
             self._window.append((recv_seq, src, sseq))
             del self._window[:-_WINDOW]
             check = self.plan.checks.get(self.consumes)

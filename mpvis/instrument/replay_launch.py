@@ -13,8 +13,9 @@ Environment (set by ``mpvis run --record`` and ``mpvis replay``, see
   delivery (the baseline of tracing every message);
 * ``MPVIS_REPLAY=DIR``: replay the record in ``DIR``
   (:mod:`mpvis.instrument.replay`); ``MPVIS_REPLAY_FLIP=RANK:SEQ`` flips that
-  race; ``MPVIS_REPLAY_OUT=DIR`` receives each rank's verdict
-  ``DIR/rank-<r>.json``.
+  race; ``MPVIS_REPLAY_ORDER=RANK:SEQ=SRC:SEND,...`` forces those receives of
+  one rank to take those messages (:func:`~mpvis.instrument.replay.find_order`);
+  ``MPVIS_REPLAY_OUT=DIR`` receives each rank's verdict ``DIR/rank-<r>.json``.
 
 With neither variable it behaves exactly as ``launch``.
 """
@@ -73,7 +74,7 @@ def install_layer(runtime: Runtime, env: Mapping[str, str]) -> Callable[[], None
         return rec_hooks.close
 
     from mpvis.instrument.record_file import read_record
-    from mpvis.instrument.replay import ReplayHooks, find_flip, plan_for
+    from mpvis.instrument.replay import ReplayHooks, find_flip, find_order, parse_order, plan_for
     from mpvis.instrument.replay_route import install_routing, make_channel
 
     records = read_record(Path(replay_dir))
@@ -81,6 +82,9 @@ def install_layer(runtime: Runtime, env: Mapping[str, str]) -> Callable[[], None
         raise SystemExit(f"mpvis: the record has {len(records)} ranks, this run {nprocs}")
     flip_text = env.get("MPVIS_REPLAY_FLIP", "")
     flip = find_flip(records, *parse_flip(flip_text)) if flip_text else None
+    order_text = env.get("MPVIS_REPLAY_ORDER", "")
+    if order_text:
+        flip = find_order(records, *parse_order(order_text))
     hooks = ReplayHooks(plan_for(records, rank, flip))
     channel = make_channel(world)
     install_routing(world, channel, hooks, next_seq)

@@ -1,0 +1,71 @@
+"""``mpvis explore`` on real mpi4py programs (MPICH): a hidden ordering bug, harmless races."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mpvis.cli.main import main
+from mpvis.collector.mpiexec import find_mpiexec
+
+pytestmark = [
+    pytest.mark.mpi,
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec"),
+]
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+def _explore(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict, str]:
+    code = main(["explore", *args])
+    out = capsys.readouterr()
+    return code, json.loads(out.out), out.err
+
+
+def test_finds_the_order_that_the_natural_schedule_hides(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, err = _explore(capsys, "-n", "3", "--json", "--workdir", str(tmp_path),
+                                 "--", str(EXAMPLES / "order_bug.py"))
+    assert code == 1
+    assert report["orderings_total"] == 2 and report["runs"] == 2 and report["complete"]
+    (diff,) = report["differences"]
+    assert diff["order"] == "0:0=2:0,2=1:0"
+    assert diff["what"] == ["rank 0 printed 'folded: 21' instead of 'folded: 12'"]
+    assert "--order 0:0=2:0,2=1:0" in diff["replay"]
+    assert "run 2/2" in err and "DIFFERENT" in err
+    # the replay command given reproduces the wrong result
+    code = main(["replay", str(tmp_path / "record"), "--order", diff["order"], "-n", "3",
+                 "--no-stream", "--rank-output", str(tmp_path / "again"), "--",
+                 str(EXAMPLES / "order_bug.py")])
+    assert code == 0
+    assert (tmp_path / "again" / "rank-0.out").read_text() == "folded: 21\n"
+
+
+def test_stop_at_first(capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = _explore(capsys, "-n", "4", "--json", "--stop-at-first", "--",
+                               str(EXAMPLES / "order_bug.py"))
+    assert code == 1
+    assert report["runs"] == 2 and not report["complete"]
+    assert report["stopped"] == "--stop-at-first" and len(report["differences"]) == 1
+    assert report["orderings_total"] == 6
+
+
+def test_harmless_races_report_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = _explore(capsys, "-n", "3", "--json", "--",
+                               str(EXAMPLES / "order_harmless.py"))
+    assert code == 0
+    assert report["differences"] == [] and report["unrealised"] == []
+    assert report["runs"] == report["runs_needed"] == 2 and report["complete"]
+
+
+def test_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explore", "-n", "2"]) == 2
+    assert "no program given" in capsys.readouterr().err
+    assert main(["explore", "-n", "2", "--max-runs", "0", "--", "x.py"]) == 2
+    missing = tmp_path / "missing.py"
+    assert main(["explore", "-n", "2", "--run-timeout", "60", "--", str(missing)]) == 2
+    err = capsys.readouterr().err
+    assert "the program could not be recorded" in err and "Traceback" not in err
