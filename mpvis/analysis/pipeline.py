@@ -22,6 +22,7 @@ so ``False`` there means "not shown by the on-the-fly test").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -62,13 +63,16 @@ class Analyses:
         still checks the rules that need context)."""
         return cls(ModelManager(header, validate=validate), **kw)
 
-    def add_exact_afterwards(self, batch: int = 50_000) -> ExactRaceDetector:
+    def add_exact_afterwards(
+        self, batch: int = 50_000, progress: Callable[[int, int], object] | None = None
+    ) -> ExactRaceDetector:
         """Run the exact detector over a model already built without it.
 
         For post-mortem browsing: the window shows a trace as soon as the model
         is built and runs this pass afterwards.  The model's events are fed in
         Lamport-clock order, a linear extension of happened-before, so the
         detector sees a causally consistent stream (``mpvis.model.stream``).
+        ``progress(done, total)`` is called after every batch of events.
         """
         m = self.model
         det = ExactRaceDetector(m.nprocs)
@@ -82,6 +86,8 @@ class Analyses:
                 rec.setdefault("comm", 0)
                 recs.append(rec)
             det.feed(recs)
+            if progress is not None:
+                progress(min(lo + batch, n), n)
         det.finish()
         self.exact = det
         return det

@@ -60,14 +60,28 @@ class DeadlockPanel(QtWidgets.QWidget):
         lay.addWidget(self.table, 1)
         lay.addWidget(self.reason)
         window.deadlocks_changed.connect(self.refresh)
-        window.model_replaced.connect(lambda _m: self.refresh())
+        window.model_replaced.connect(lambda _m: self.reset())
+        self.refresh()
+
+    def reset(self) -> None:
+        """Forget the previous run's deadlocks (selection, reason, overlays), then
+        show the current model's (File > Open, a new live run)."""
+        self.deadlocks = []
+        self.table.blockSignals(True)
+        self.table.clearSelection()
+        self.table.setRowCount(0)
+        self.table.blockSignals(False)
+        self.reason.setText("")
+        self.count.setText("")
+        self.export.setEnabled(False)
+        self._clear_overlays()
         self.refresh()
 
     def refresh(self) -> None:
         """Show the monitor's current list (keeps the selection when it is still there)."""
         a = self.window_.analyses
         found = list(a.deadlock.deadlocks) if a is not None and a.deadlock is not None else []
-        if [d.to_report() for d in found] == [d.to_report() for d in self.deadlocks]:
+        if found and [d.to_report() for d in found] == [d.to_report() for d in self.deadlocks]:
             return
         self.deadlocks = found
         self.table.blockSignals(True)

@@ -11,6 +11,10 @@ computes the logical clocks, an event-by-event pass, and emits
 detector (Cypher and Leu) runs over the built model
 (:meth:`~mpvis.analysis.pipeline.Analyses.add_exact_afterwards`) and
 ``exact_ready`` is emitted: the trace is browsable meanwhile.
+
+Every phase is announced (``phase(name)``: :data:`PHASES`) and reports its
+progress in per mille where it can (``progressed``; ``(0, 0)`` for a phase
+that cannot tell), so a long load never looks like an empty window.
 """
 
 from __future__ import annotations
@@ -38,6 +42,15 @@ def lay_out(analyses: Analyses) -> tuple[Layout, FrameIndex]:
     return layout, FrameIndex(layout, message_index(layout), not layout.has_time)
 
 
+#: The loader's phases, in order, as shown to the user.
+PHASES = (
+    "reading the trace",
+    "laying out the diagram",
+    "computing logical clocks",
+    "exact race test (Cypher and Leu)",
+)
+
+
 class TraceLoader(QtCore.QThread):
     """Loads ``path``; emits ``progressed(done, total)``, then ``loaded`` or ``failed``.
 
@@ -51,6 +64,7 @@ class TraceLoader(QtCore.QThread):
     failed = QtCore.Signal(str, object, object, object)  # message, partial or None, ...
     logical_ready = QtCore.Signal()
     exact_ready = QtCore.Signal()
+    phase = QtCore.Signal(str)  # one of PHASES
 
     def __init__(self, path: str | Path, parent: QtCore.QObject | None = None) -> None:
         super().__init__(parent)
@@ -62,6 +76,7 @@ class TraceLoader(QtCore.QThread):
     def run(self) -> None:
         clock = QtCore.QElapsedTimer()
         clock.start()
+        self.phase.emit(PHASES[0])
         try:
             # the exact detector runs after the trace is shown (add_exact_afterwards)
             analyses = Analyses.for_header(read_header(self.path), exact=False)
@@ -83,18 +98,23 @@ class TraceLoader(QtCore.QThread):
             self.failed.emit(f"{self.path}: {exc}", None, None, None)
             return
         self.timings["model"] = clock.restart() / 1e3
+        self.phase.emit(PHASES[1])
+        self.progressed.emit(0, 0)
         layout, index = lay_out(analyses)
         self.timings["layout"] = clock.restart() / 1e3
         self.loaded.emit(analyses, layout, index)
         self._logical(layout)
         self.timings["logical"] = clock.restart() / 1e3
         if not self.cancel.is_set():
-            analyses.add_exact_afterwards()
+            self.phase.emit(PHASES[3])
+            analyses.add_exact_afterwards(progress=self._progress)
             self.timings["exact"] = clock.elapsed() / 1e3
             self.exact_ready.emit()
 
     def _logical(self, layout: Layout) -> None:
         if layout.logical_pending:
+            self.phase.emit(PHASES[2])
+            self.progressed.emit(0, 0)
             layout.update_logical()
             layout.logical_pending = False
         self.logical_ready.emit()

@@ -130,6 +130,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setCentralWidget(center)
         self.notifier = RaceNotifier(self.diagram)
         self.notifier.locate = self._locate_race
+        self._phase = ""
         self._focusing = False
         self.details = DetailsPanel()
         self.races = RacePanel()
@@ -246,12 +247,35 @@ class MainWindow(QtWidgets.QMainWindow):
         dlg.setWindowModality(QtCore.Qt.WindowModality.NonModal)
         dlg.setMinimumDuration(400)
         dlg.canceled.connect(loader.cancel.set)
-        loader.progressed.connect(lambda done, total: dlg.setValue(int(100 * done / max(total, 1))))
+        loader.progressed.connect(lambda done, total: self._load_progress(loader, done, total))
+        loader.phase.connect(lambda name: self._load_phase(loader, name))
+        self.deadlock_panel.reset()
+        self.status_label.setText(f"loading {Path(path).name}…")
         loader.loaded.connect(lambda a, lay, ix: self._loaded(loader, a, lay, ix, None))
         loader.failed.connect(lambda msg, a, lay, ix: self._loaded(loader, a, lay, ix, msg))
         loader.logical_ready.connect(lambda: self._logical_ready(loader))
         loader.exact_ready.connect(lambda: self._exact_ready(loader))
         loader.start()
+
+    def _load_phase(self, loader: TraceLoader, name: str) -> None:
+        """A new loading phase: in the progress dialog while the trace is not
+        shown yet, then in the status bar (the diagram is usable meanwhile)."""
+        self._phase = name
+        if loader is not self.loader and self.model is None:
+            return
+        if self.progress is not None and loader is self.loader:
+            self.progress.setLabelText(f"{loader.path.name}: {name}…")
+        else:
+            self.statusBar().showMessage(f"{loader.path.name}: {name}…")
+
+    def _load_progress(self, loader: TraceLoader, done: int, total: int) -> None:
+        dlg = self.progress if loader is self.loader else None
+        if dlg is not None:
+            dlg.setMaximum(100 if total else 0)  # 0: busy, the phase cannot tell
+            dlg.setValue(int(100 * done / max(total, 1)) if total else 0)
+        elif total and self.model is not None:
+            self.statusBar().showMessage(
+                f"{loader.path.name}: {self._phase}… {100 * done // total}%")
 
     def _loaded(
         self,
@@ -569,7 +593,10 @@ class MainWindow(QtWidgets.QMainWindow):
         m = self.model
         if m is None:
             self.setWindowTitle("mpvis")
-            self.status_label.setText("no trace: File > Open, drop a file, or 'mpvis run'")
+            self.status_label.setText(
+                f"loading {self.loader.path.name}: {self._phase or 'starting'}…"
+                if self.loader is not None
+                else "no trace: File > Open, drop a file, or 'mpvis run'")
             return
         prog = m.header.get("program") or m.header.get("demo") or "run"
         state = "ended" if m.input_ended else "live"

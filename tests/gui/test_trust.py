@@ -294,3 +294,40 @@ def test_go_to_an_event_a_rank_and_a_site(qtbot) -> None:  # type: ignore[no-unt
     assert d.selected == at_site[0] and _view_contains(win, at_site)
     assert not box.go("9:0") and "no rank 9" in win.statusBar().currentMessage()
     assert not box.go("nowhere.py:1") and "no event at a site" in win.statusBar().currentMessage()
+
+
+def test_loading_announces_every_phase_and_its_progress(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from mpvis.gui.loader import PHASES
+    from mpvis.protocol.records import make_header
+    from mpvis.sim.synthetic import generate_records
+    from mpvis.tracefile.writer import write_trace
+
+    path = tmp_path / "big.jsonl"
+    write_trace(path, make_header(16, program="synthetic.py"), generate_records(120_000, 16))
+    win = _window(qtbot)
+    phases: list[str] = []
+    progress: list[tuple[int, int]] = []
+    labels: list[str] = []
+    win.open_trace(path)
+    loader = win.loader
+    assert loader is not None
+    loader.phase.connect(phases.append)
+    loader.progressed.connect(lambda d, t: progress.append((d, t)))
+    labels.append(win.status_label.text())
+    qtbot.waitSignal(loader.exact_ready, timeout=120000).wait()
+    qtbot.waitUntil(lambda: win.model is not None, timeout=10000)
+    assert labels[0].startswith("loading big.jsonl")  # never "no trace" while loading
+    assert phases[-3:] == list(PHASES[1:])  # (the first may come before we listen)
+    assert any(t and d == t for d, t in progress)  # the exact pass reports up to its end
+
+
+def test_opening_another_trace_resets_the_deadlock_panel(qtbot) -> None:  # type: ignore[no-untyped-def]
+    win = _window(qtbot)
+    _open(qtbot, win, ROOT / "sample_traces" / "deadlock_three_cycle.jsonl", exact=False)
+    panel = win.deadlock_panel
+    qtbot.waitUntil(lambda: bool(panel.deadlocks), timeout=20000)
+    panel.select(0)
+    assert panel.reason.text() and "deadlock" in win.diagram.overlays()
+    _open(qtbot, win, ROOT / "sample_traces" / "ring.jsonl", exact=False)
+    assert panel.deadlocks == [] and panel.table.rowCount() == 0
+    assert panel.reason.text() == "" and "deadlock" not in win.diagram.overlays()
