@@ -37,6 +37,8 @@ never a traceback from the C library.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -99,15 +101,21 @@ def read_otf2(path: str | Path, *, any_source: bool | None = None,
         any_source = os.environ.get("MPVIS_OTF2_RECV", "actual") == "any"
     otf2 = require_otf2()
     anchor = _anchor(Path(path))
+    # The package prints a traceback of its own when one of its definition
+    # callbacks fails on a corrupt archive: keep it out of the user's terminal
+    # and quote its last line in the error instead.
+    noise = io.StringIO()
     try:
-        with otf2.reader.open(str(anchor)) as tr:
+        with contextlib.redirect_stderr(noise), otf2.reader.open(str(anchor)) as tr:
             return _Archive(tr, any_source, trust_attributes).read()
     except Otf2ImportError as exc:
         raise Otf2ImportError(f"{anchor}: {exc}") from None
     except Exception as exc:  # the C library's errors have no common base class
+        said = [ln.strip() for ln in noise.getvalue().splitlines() if ln.strip()]
+        cause = f" ({said[-1]})" if said else ""
         raise Otf2ImportError(
             f"{anchor}: not a readable OTF2 archive (corrupt or truncated?): "
-            f"{type(exc).__name__}: {exc}") from None
+            f"{type(exc).__name__}: {exc}{cause}") from None
 
 
 @dataclass
