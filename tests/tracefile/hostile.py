@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ def _long_trace(events: int = 20000) -> bytes:
     return b"".join(out)
 
 
+@cache
 def cases() -> dict[str, bytes]:
     """File name -> content: the hostile files of issue 15 (each must give a clean
     error naming the file, or a valid report)."""
