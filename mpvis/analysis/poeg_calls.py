@@ -23,8 +23,9 @@ Call indices come from the optional ``call`` field (one value per MPI call on
 a rank, on every record that call produced) when every MPI record of the rank
 carries it.  Otherwise they are derived from ``seq``: a blocking receive's
 ``consume`` belongs to its ``recv``; the two halves of a Sendrecv are paired
-by their ``call`` where both carry the same one (a library may mark only the
-calls that produce several records), else by **site and adjacency**: a
+by ``call`` where only some records carry it (the mpi4py library gives a
+Sendrecv's send half a ``call`` and its receive is the next record; a
+library may also mark both halves), else by **site and adjacency**: a
 blocking ``send`` immediately followed (next ``seq``) by a blocking ``recv``
 with the same ``site`` and communicator is one call, which is how the mpi4py
 library records ``sendrecv``/``Sendrecv`` (send, recv, consume of one call
@@ -76,8 +77,11 @@ def _has_calls(records: Sequence[Record]) -> bool:
 
 def _same_call(prev: Record, rec: Record) -> bool:
     """Is ``rec`` the receive half of a Sendrecv whose send is ``prev``?"""
-    if type(prev.get("call")) is int and prev.get("call") == rec.get("call"):
-        return True  # a library that marks only some calls (e.g. the Sendrecv pair)
+    call = prev.get("call")
+    if prev.get("kind") == "send" and type(call) is int and rec.get("call") in (None, call):
+        # the mpi4py library marks only a Sendrecv's send half, its receive being
+        # the next record (docs/trace-format.md); others may mark both halves
+        return True
     return (prev.get("kind") == "send" and bool(prev.get("blocking"))
             and prev.get("site") is not None and prev.get("site") == rec.get("site")
             and prev.get("comm", 0) == rec.get("comm", 0))

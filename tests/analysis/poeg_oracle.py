@@ -110,6 +110,9 @@ def trace_order(nprocs: int, records: list[Record]) -> tuple[list[Key], list[int
                         g.add_edge((r, e), ("in", r, s))
                     if pe > s:
                         g.add_edge(("out", r, s), (r, e))
+                for s0 in range(s):  # program order between the rank's collectives
+                    if recs[s0]["kind"] == "coll":
+                        g.add_edge(("out", r, s0), ("in", r, s))
     for inst in colls.values():
         exited = {r: rec for r, rec in inst.items()
                   if any(x["kind"] == "coll_exit" and x["seq"] > rec["seq"]

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from mpvis.cli.main import main
+from mpvis.collector.mpiexec import find_mpiexec
 from mpvis.sim.neighbor_exchange import neighbor_exchange_trace
 
 
@@ -52,3 +55,24 @@ def test_bad_input_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert err.startswith("mpvis: invalid trace:") and "Traceback" not in err
     assert main(["orderings", str(tmp_path / "missing.jsonl")]) == 2
     assert main(["orderings", _write(tmp_path, 3, 1), "--limit", "0"]) == 2
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec")
+@pytest.mark.parametrize(("iterations", "expected"), [(1, 60), (2, 6268)])
+def test_real_mpi4py_run_of_figure10(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                     iterations: int, expected: int) -> None:
+    """examples/neighbor_exchange.py traced by the mpi4py library: its Sendrecv halves
+    are paired by the ``call`` of the send half, and section 7's counts come out."""
+    trace = tmp_path / "ne.jsonl"
+    example = Path(__file__).resolve().parents[2] / "examples" / "neighbor_exchange.py"
+    done = subprocess.run(
+        [sys.executable, "-m", "mpvis", "run", "-n", "3", "--headless", "--out", str(trace),
+         "--", str(example), str(iterations)],
+        capture_output=True, text=True, timeout=90, check=False)
+    assert done.returncode == 0, done.stderr
+    assert main(["orderings", str(trace), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["orderings"] == expected
+    assert out["ranks"][1]["after_subgroups"] == 2 * 2 * iterations
