@@ -9,6 +9,7 @@ from PySide6 import QtGui, QtWidgets
 from mpvis.gui.export import export_png, export_races, export_svg
 from mpvis.gui.export_trace import add_trace_exports
 from mpvis.gui.goto_box import GotoBox
+from mpvis.scene.vocabulary import glossary_html
 
 if TYPE_CHECKING:
     from mpvis.gui.window import MainWindow
@@ -70,6 +71,8 @@ def build_menus(win: MainWindow) -> None:
         win.panels_menu.addAction(dock.toggleViewAction())
     h = bar.addMenu("&Help")
     _action(win, h, "&Keys and mouse", lambda: win.show_message(HELP))
+    _action(win, h, "&Glossary (situations, verdicts, notation)", lambda: show_glossary(win),
+            "F1")
     tb = win.addToolBar("View")
     tb.setObjectName("toolbar-view")
     for act in (win.act_fit, win.act_logical, win.act_follow):
@@ -89,6 +92,22 @@ HELP = (
     "A red star is a recv(ANY_SOURCE, ANY_TAG): clicking it lists, selects and draws its "
     "races."
 )
+
+
+def show_glossary(win: MainWindow) -> QtWidgets.QDialog:
+    """Help > Glossary: the words of :mod:`mpvis.scene.vocabulary`, non-modal."""
+    dlg = getattr(win, "glossary", None)
+    if not isinstance(dlg, QtWidgets.QDialog):
+        dlg = QtWidgets.QDialog(win)
+        dlg.setWindowTitle("mpvis glossary")
+        text = QtWidgets.QTextBrowser(dlg)
+        text.setHtml(glossary_html())
+        QtWidgets.QVBoxLayout(dlg).addWidget(text)
+        dlg.resize(640, 560)
+        win.glossary = dlg
+    dlg.show()
+    dlg.raise_()
+    return dlg
 
 
 def _follow(win: MainWindow, on: bool) -> None:

@@ -18,9 +18,17 @@ from typing import Any
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.analysis.exact_events import ExactRace
-from mpvis.analysis.race_groups import SiteOf
+from mpvis.analysis.race_groups import SiteOf, relative_site
 from mpvis.gui.race_group_view import GroupTableModel, group_rows
 from mpvis.model.races import Race
+from mpvis.scene.vocabulary import (
+    CONFIRMED,
+    CONSUMPTION,
+    COULD_MATCH,
+    VERDICTS,
+    event,
+    situation_text,
+)
 
 _COLUMNS = (
     "#",
@@ -68,7 +76,7 @@ VERDICT_FILTERS = {
 
 
 def _msg(k: Any) -> str:
-    return "-" if k is None else f"{k[0]}#{k[1]}"
+    return "-" if k is None else event(k[0], k[1])
 
 
 class RaceTableModel(QtCore.QAbstractTableModel):
@@ -76,6 +84,8 @@ class RaceTableModel(QtCore.QAbstractTableModel):
 
     def __init__(self) -> None:
         super().__init__()
+        #: the program's directory: sites are shown relative to it
+        self.base: str | None = None
         self.races: list[Row] = []
         self.confirmed: set[tuple[int, int, tuple[int, int], tuple[int, int]]] = set()
 
@@ -107,7 +117,7 @@ class RaceTableModel(QtCore.QAbstractTableModel):
                     "",
                     "exact",
                     str(r.rank),
-                    f"#{r.recv}",
+                    event(r.rank, r.recv),
                     "-",
                     "legitimate",
                     "-",
@@ -120,20 +130,38 @@ class RaceTableModel(QtCore.QAbstractTableModel):
                 "✓" if key is not None and key in self.confirmed else "",
                 "classifier",
                 str(r.rank),
-                f"#{r.recvs[0]} / #{r.recvs[1]}",
+                f"{event(r.rank, r.recvs[0])} / {event(r.rank, r.recvs[1])}",
                 str(r.situation),
                 r.verdict,
                 r.scope,
                 f"{_msg(r.messages[0])}, {_msg(r.messages[1])}",
-                f"{r.sites[0] or '?'} / {r.sites[1] or '?'}",
+                f"{relative_site(r.sites[0], self.base)} / "
+                f"{relative_site(r.sites[1], self.base)}",
             )[col]
         if role == QtCore.Qt.ItemDataRole.ForegroundRole and col == _VERDICT_COL:
             verdict = "legitimate" if isinstance(r, ExactRace) else r.verdict
             return QtGui.QBrush(QtGui.QColor(_VERDICT_COLORS.get(verdict, "#000")))
         if role == QtCore.Qt.ItemDataRole.ForegroundRole and col == 1:
             return QtGui.QBrush(QtGui.QColor("#2e7d32"))
-        if role == QtCore.Qt.ItemDataRole.ToolTipRole and col == 1:
-            return "confirmed by the exact test (Cypher and Leu)"
+        if role == QtCore.Qt.ItemDataRole.ToolTipRole:
+            return self._tooltip(r, col)
+        return None
+
+    @staticmethod
+    def _tooltip(r: Row, col: int) -> str | None:
+        """Plain words for a cell (:mod:`mpvis.scene.vocabulary`)."""
+        name = _COLUMNS[col]
+        if name == "✓":
+            return CONFIRMED
+        if isinstance(r, ExactRace):
+            return COULD_MATCH if name in ("messages", "method") else None
+        if name == "situation":
+            return (f"{situation_text(r.situation)}; {r.consumption}: "
+                    f"{CONSUMPTION.get(r.consumption, '')}")
+        if name == "verdict":
+            return f"{r.verdict}: {VERDICTS.get(r.verdict, '')}"
+        if name == "method":
+            return "the 16-case classifier of MPVisualizer (Help > Glossary)"
         return None
 
 

@@ -17,12 +17,14 @@ queued), *Dismiss all* forgets them, and exports leave it out
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.gui.race_settings import RaceSettings, race_identity
 from mpvis.model.races import Race
+from mpvis.scene.vocabulary import CONSUMPTION, VERDICTS, event, situation_text
 
 _RANK = {"legitimate": 2, "unverified": 1}
 #: Widgets with this property set are hidden while a view is exported.
@@ -47,6 +49,8 @@ class RaceNotifier(QtWidgets.QFrame):
         self.setProperty(NO_EXPORT, True)
         #: Maps a race to the on-screen point (parent coordinates) of its receives.
         self.locate: Callable[[Race], QtCore.QPointF | None] | None = None
+        #: Spells receive ``(rank, seq)`` out (``recv(ANY_SOURCE, ANY_TAG) at f.py:3``).
+        self.call_of: Callable[[int, int], str] | None = None
         self.setStyleSheet(
             "#raceNotifier{background:#fff8e1;border:2px solid #ff6f00;border-radius:6px}"
             "QPushButton{padding:2px 6px}"
@@ -154,12 +158,20 @@ class RaceNotifier(QtWidgets.QFrame):
         what = {"legitimate": "Race", "unverified": "Possible race (unverified)"}.get(
             r.verdict, "Receive pair"
         )
-        sites = " and ".join(s for s in r.sites if s) or "unknown sites"
+        if self.call_of is not None:
+            calls = " and ".join(f"{event(r.rank, q)} {html.escape(self.call_of(r.rank, q))}"
+                                 for q in r.recvs)
+        else:
+            sites = " and ".join(s for s in r.sites if s) or "unknown sites"
+            calls = f"{event(r.rank, r.recvs[0])} and {event(r.rank, r.recvs[1])} at {sites}"
         self.title.setText(
-            f"<b>{what} on rank {r.rank}</b>: receives #{r.recvs[0]} and #{r.recvs[1]} "
-            f"(situation {r.situation}, {r.consumption}) at {sites}. "
-            "Either message could have been consumed first."
+            f"<b>{what} on rank {r.rank}</b>: receives {calls} "
+            f"(situation {r.situation}, {r.consumption}). "
+            + ("Either message could have been consumed first." if r.verdict == "legitimate"
+               else VERDICTS.get(r.verdict, "").capitalize() + ".")
         )
+        self.title.setToolTip(f"{situation_text(r.situation)}\n{r.consumption}: "
+                              f"{CONSUMPTION.get(r.consumption, '')}")
         tags = sorted(self.tags_of.get(id(r), set()))
         self.btn_tag.setText(f"Mute tag {','.join(map(str, tags))}" if tags else "Mute tag")
         self.btn_tag.setEnabled(bool(tags))

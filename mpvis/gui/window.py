@@ -21,7 +21,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.exact_offline import conflicting_sends
 from mpvis.analysis.pipeline import Analyses
-from mpvis.analysis.race_groups import tolerant
+from mpvis.analysis.race_groups import relative_site, tolerant
 from mpvis.gui import (
     actions,
     cones_overlay,
@@ -56,6 +56,7 @@ from mpvis.scene.race_marks import (
     races_overlay,
 )
 from mpvis.scene.symbols import CODE as SYMBOL_CODE
+from mpvis.scene.vocabulary import call
 from mpvis.tracefile.reader import TraceFileError, iter_records
 
 DRAIN_MS = 80
@@ -130,6 +131,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.setCentralWidget(center)
         self.notifier = RaceNotifier(self.diagram)
         self.notifier.locate = self._locate_race
+        self.notifier.call_of = self._call_of
         self._phase = ""
         self._focusing = False
         self.details = DetailsPanel()
@@ -140,6 +142,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.act_logical: QtGui.QAction | None = None
         self.act_follow: QtGui.QAction | None = None
         self.goto: QtWidgets.QLineEdit | None = None  # the toolbar's Go to box
+        self.glossary: QtWidgets.QDialog | None = None  # Help > Glossary, once opened
         self.add_panel("details", "Event details", self.details, "right")
         self.add_panel("races", "Races", self.races, "bottom")
         self.deadlock_panel = DeadlockPanel(self)
@@ -223,6 +226,8 @@ class MainWindow(QtWidgets.QMainWindow):
             ]
         self.model, self.source = model, source
         self.races.site_of = tolerant(model.site_of) if model is not None else None
+        cwd = model.header.get("cwd") if model is not None else None
+        self.races.model.base = str(cwd) if isinstance(cwd, str) and cwd else None
         self.changes.clear()
         self.races.clear()
         header = model.header if model is not None else {}
@@ -303,7 +308,7 @@ class MainWindow(QtWidgets.QMainWindow):
     def _exact_ready(self, loader: TraceLoader) -> None:
         """The exact races of the opened trace are in: list them, mark confirmations."""
         if self.model is not None and loader.path == Path(self.source):
-            self._races_changed([])
+            self._note_deadlocks()  # the deadlock monitor ran in the same pass
             self.statusBar().showMessage("exact races (Cypher and Leu) computed", 5000)
 
     def _logical_ready(self, loader: TraceLoader) -> None:
@@ -569,6 +574,16 @@ class MainWindow(QtWidgets.QMainWindow):
                 self.docks["races"].raise_()
         finally:
             self._focusing = False
+
+    def _call_of(self, rank: int, seq: int) -> str:
+        """Receive ``rank:seq`` spelled out: ``recv(ANY_SOURCE, ANY_TAG) at f.py:3``."""
+        m = self.model
+        if m is None or seq >= m.count(rank):
+            return "recv(?)"
+        rec = m.record(rank, seq)
+        site = relative_site(rec.get("site"), self.races.model.base)
+        return call(int(rec.get("src", -1)), int(rec.get("tag", -1)),
+                    None if site == "?" else site)
 
     def _locate_race(self, race: Race) -> QtCore.QPointF | None:
         """Where the receives of ``race`` are, in the diagram widget's coordinates."""

@@ -331,3 +331,31 @@ def test_opening_another_trace_resets_the_deadlock_panel(qtbot) -> None:  # type
     _open(qtbot, win, ROOT / "sample_traces" / "ring.jsonl", exact=False)
     assert panel.deadlocks == [] and panel.table.rowCount() == 0
     assert panel.reason.text() == "" and "deadlock" not in win.diagram.overlays()
+
+
+def test_races_speak_plainly(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from mpvis.gui.actions import show_glossary
+    from mpvis.model.races import Race
+
+    win = _window(qtbot)
+    _open(qtbot, win, FARM)
+    panel = win.races
+    panel.method.setCurrentText("classifier")
+    tm = panel.model
+    col = {name: i for i, name in enumerate(
+        tm.headerData(c, QtCore.Qt.Orientation.Horizontal, QtCore.Qt.ItemDataRole.DisplayRole)
+        for c in range(tm.columnCount()))}
+    race = tm.races[0]
+    assert isinstance(race, Race)
+    recvs = tm.data(tm.index(0, col["receives"]), QtCore.Qt.ItemDataRole.DisplayRole)
+    assert recvs == f"0:{race.recvs[0]} / 0:{race.recvs[1]}"  # rank:seq, as the CLI
+    tip = tm.data(tm.index(0, col["situation"]), QtCore.Qt.ItemDataRole.ToolTipRole)
+    assert "recv(ANY_SOURCE, ANY_TAG), then recv(ANY_SOURCE, ANY_TAG)" in tip and "RCRC" in tip
+    tip = tm.data(tm.index(0, col["verdict"]), QtCore.Qt.ItemDataRole.ToolTipRole)
+    assert tip.startswith("legitimate: a real race")
+    assert win._call_of(0, race.recvs[0]) == "recv(ANY_SOURCE, ANY_TAG) at master_worker.py:34"
+    win.notifier.current = race
+    win.notifier.refresh()
+    assert "0:5 recv(ANY_SOURCE, ANY_TAG) at master_worker.py:34" in win.notifier.title.text()
+    dlg = show_glossary(win)
+    assert dlg.isVisible()
