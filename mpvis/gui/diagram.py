@@ -343,7 +343,9 @@ class DiagramView(pg.PlotWidget):
         assert lay is not None and self._msgs is not None
         self._extents = messages.rank_extents(lay, self.logical)
         self._xbounds = lay.bounds(self.logical)
-        self._lost_segments = messages.unconsumed_segments(lay, self._msgs, self.logical)
+        self._lost_segments = np.concatenate([
+            messages.unconsumed_segments(lay, self._msgs, self.logical),
+            messages.lost_send_segments(lay, self.logical)])
 
     def _frame_index(self) -> frame.FrameIndex:
         """The cached :class:`~mpvis.scene.frame.FrameIndex`, rebuilt when stale.

@@ -84,6 +84,10 @@ class ModelManager:
         self._live_reqs: list[dict[int, int]] = [{} for _ in range(n)]  # req -> seq
         self._channels = ChannelBook(self._send_claimed)
         self._early: dict[Key, int] = {}  # send key -> consume gidx awaiting that send
+        #: After :meth:`finish`: sends consumed but never recorded because their
+        #: rank died first (send key -> the consume's gidx).
+        self.lost_sends: dict[Key, int] = {}
+        self._early_of: dict[int, Key] | None = None  # consume gidx -> _early key, in finish
         self._inferring = False  # some consume lacked 'send': channels are indexed
         self._channel_upto = 0
         self.colls = CollectiveBook(n)
@@ -329,8 +333,12 @@ class ModelManager:
     def finish(self) -> None:
         """The input has ended: settle everything that waited for more records.
 
-        Raises :class:`ModelInputError` if a consume names a send that never
-        arrived or a consume without ``send`` has no send to infer.
+        A consume naming a send beyond the end of a rank without ``final``
+        (the rank was killed before it shipped the send) is kept: the send is
+        a *lost send* (:attr:`lost_sends`) and its rank is marked dead with
+        what it lost.  Raises :class:`ModelInputError` if a consume names a
+        send that cannot be lost that way (its rank finished, or the event is
+        not a send) or a consume without ``send`` has no send to infer.
         """
         self.input_ended = True
         self._advance(set(range(self.nprocs)))
@@ -343,10 +351,18 @@ class ModelManager:
             self._advance({stuck[0]}, final=True)
         problem: ModelInputError | None = None
         for key, g in self._early.items():
+            r, s = key
+            if not self.finished[r] and s >= len(self.by_rank[r]):
+                # The sender died before shipping it (a SIGKILLed rank): a lost send.
+                self.lost_sends[key] = g
+                continue
             problem = ModelInputError(
-                f"consume names send {list(key)}, which is not in the trace",
+                f"consume names send {list(key)}, which is not in the trace"
+                + (f" (rank {r} ended with 'final' at seq {len(self.by_rank[r]) - 1})"
+                   if self.finished[r] else ""),
                 rank=int(self.c_rank.data[g]), seq=int(self.c_seq.data[g]))
             break
+        self._mark_lost_senders_dead()
         for chan, cseq in self._channels.pending_inferred():
             problem = problem or ModelInputError(
                 f"consume from rank {chan[0]} with tag {chan[3]} has no send to match "
@@ -358,6 +374,39 @@ class ModelManager:
         self._notify(len(self.c_rank), finished=True)
         if problem is not None:
             raise problem
+
+    def _lost_cause(self, g: int) -> int:
+        """For a consume ``g`` forced at the end of input whose named send is
+        beyond the end of a rank that did not finish (a lost send): the gidx of
+        that rank's last recorded event, once processed (the lost send came
+        after it); else -1."""
+        if self._early_of is None:
+            self._early_of = {cg: key for key, cg in self._early.items()}
+        key = self._early_of.get(g)
+        if key is None:
+            return -1
+        q, qs = key
+        events = self.by_rank[q]
+        if self.finished[q] or not events or qs < len(events) or self.done[q] < len(events):
+            return -1
+        return int(events[-1])
+
+    def _mark_lost_senders_dead(self) -> None:
+        """A rank whose sends were consumed but never recorded died before it
+        shipped its last records: it is dead (for the model and for analyzers
+        that track dead ranks), with what it lost as the detail."""
+        lost: dict[int, list[int]] = {}
+        for r, s in self.lost_sends:
+            lost.setdefault(r, []).append(s)
+        for r, seqs in sorted(lost.items()):
+            detail = (f"its trace ends at seq {len(self.by_rank[r]) - 1} but peers consumed "
+                      f"{len(seqs)} message(s) it sent later (lost sends, seq "
+                      f"{', '.join(map(str, sorted(seqs)[:5]))}{'...' if len(seqs) > 5 else ''})")
+            self.dead.setdefault(r, detail)
+            for a in self.analyzers:
+                mark = getattr(a, "mark_dead", None)  # the deadlock monitor's
+                if mark is not None:
+                    mark(r, self.dead[r])
 
     # ------------------------------------------------------------ helpers
     def _wake_key(self, key: Any) -> None:
@@ -424,6 +473,10 @@ class ModelManager:
                         self._wait_on(("match", r, stop), r)
                         end = stop
                         break
+                    lg = self._lost_cause(g)
+                    if lg >= 0:  # a lost send: after every recorded event of its rank
+                        merge_one(r, stop, c_rank[lg], c_seq[lg])
+                        first = max(first, c_lamport[lg] + 1)
                 else:
                     q, qs = c_rank[sg], c_seq[sg]
                     if done[q] <= qs:
@@ -491,7 +544,10 @@ class ModelManager:
             pend = self._pending[r]
             out.extend(pend[head:head + b - a])
             head += b - a
-            if head > 4096 and head * 2 > len(pend):
+            if head == len(pend):  # all released: keep no record alive
+                pend.clear()
+                head = 0
+            elif head > 4096 and head * 2 > len(pend):
                 del pend[:head]
                 head = 0
             self._head[r] = head

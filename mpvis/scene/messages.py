@@ -95,3 +95,25 @@ def process_lines(layout: Layout, extents: FloatArray) -> FloatArray:
     rows = layout.rows
     ok = (rows >= 0) & ~np.isnan(extents[:, 0])
     return np.column_stack([extents[ok, 0], rows[ok], extents[ok, 1], rows[ok]])
+
+
+def lost_send_segments(layout: Layout, logical: bool) -> FloatArray:
+    """``(k, 4)`` lines into each consume whose send was lost (its rank died before
+    recording it: ``ModelManager.lost_sends``), drawn like unconsumed stubs.
+
+    A line starts on the sender's row a little after the sender's last recorded
+    event (the lost send came later) and ends at the consume.
+    """
+    m, n = layout.model, layout.count
+    x, y = layout.x(logical), layout.y
+    span = layout.bounds(logical)
+    step = (span[1] - span[0]) * 0.015
+    out = []
+    for (q, _), g in m.lost_sends.items():
+        if g >= n or not 0 <= q < layout.nprocs or layout.rows[q] < 0 or np.isnan(x[g]):
+            continue
+        events = m.by_rank[q]
+        last = events[-1] if len(events) else -1
+        x0 = x[last] + step if 0 <= last < n and not np.isnan(x[last]) else x[g] - step
+        out.append((x0, layout.rows[q], x[g], y[g]))
+    return np.asarray(out, dtype=np.float64).reshape(-1, 4)
