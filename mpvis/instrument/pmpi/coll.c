@@ -104,9 +104,11 @@ void mvp_ring_final(void) {
     ring_exchange(w, &s);
 }
 
-/* The collective's record and check; returns the call number for coll_exit. */
+/* The collective's record and check; returns the call number for coll_exit.
+ * `*seq` is the coll record's seq (the request of a nonblocking one). */
 static int64_t enter(MPI_Comm comm, const char *op, int root, MPI_Count count, MPI_Datatype dt,
-                     MPI_Op redop, int has_count, int nonblocking, void *pc, mvp_comm **out) {
+                     MPI_Op redop, int has_count, int nonblocking, void *pc, mvp_comm **out,
+                     int64_t *seq) {
     mvp_comm *c = mvp_comm_of(comm);
     *out = NULL;
     if (!c || c->inter) return -1;
@@ -138,7 +140,7 @@ static int64_t enter(MPI_Comm comm, const char *op, int root, MPI_Count count, M
     r.t = mvp_now();
     r.comm = c->id;
     r.call = call;
-    mvp_append(&r, &x);
+    *seq = mvp_append(&r, &x);
     mvp_x_free(&x);
     int64_t n = c->ncoll++;
     if (!nonblocking && ring_on()) {
@@ -171,17 +173,32 @@ static void leave(mvp_comm *c, const char *op, int64_t call, void *pc) {
     mvp_x_free(&x);
 }
 
-/* Record around PCALL; `nb` for nonblocking ones (entered and left at once). */
+/* A nonblocking collective's request: followed until completed (or leaked). */
+static void coll_request(MPI_Request *r, int64_t seq, const char *fn, void *pc) {
+    mvp_req *q = mvp_req_new(*r);
+    q->type = MVR_COLL;
+    q->seq = seq;
+    q->active = q->started = 1;
+    q->call = fn;
+    q->site = mvp_site(pc);
+}
+
+/* Record around PCALL; `nb` for nonblocking ones (entered and left at once,
+ * their request `r` followed). */
 #define AROUND(comm, op, root, count, dt, redop, has_count, nb, PCALL)                              \
     do {                                                                                            \
         if (!mvp_on) return PCALL;                                                                  \
         mvp_comm *c_;                                                                               \
         void *pc_ = MVP_PC();                                                                       \
-        int64_t call_ = enter(comm, op, root, count, dt, redop, has_count, nb, pc_, &c_);         \
+        int64_t seq_;                                                                               \
+        int64_t call_ = enter(comm, op, root, count, dt, redop, has_count, nb, pc_, &c_, &seq_);  \
         int rc_ = PCALL;                                                                            \
         if (c_) leave(c_, op, call_, pc_);                                                          \
+        if (c_ && (nb) && rc_ == MPI_SUCCESS) coll_request(NB_REQ##nb, seq_, __func__, pc_);      \
         return rc_;                                                                                 \
     } while (0)
+#define NB_REQ0 NULL
+#define NB_REQ1 r
 
 #define NOOP MPI_OP_NULL
 #define NOTYPE MPI_DATATYPE_NULL

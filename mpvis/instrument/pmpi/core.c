@@ -236,7 +236,7 @@ static void name_sites(uint32_t upto) {
     for (; named < upto; named++) {
         Dl_info info;
         void *pc = site_pc[named];
-        char tmp[4096];
+        char tmp[8192];
         if (dladdr(pc, &info) && info.dli_fname) {
             const char *fn = info.dli_sname ? info.dli_sname : "?";
             char real[4096];
