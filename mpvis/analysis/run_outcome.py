@@ -52,9 +52,9 @@ def trace_outcome(m: ModelManager, exit_code: int | None, stdout: dict[int, str]
             rec = m.record(r, s)
             kind = rec["kind"]
             if kind == "send":
-                size = rec.get("size")
+                size = int(m.c_size[m.gidx(r, s)])  # the record rebuilt leaves it out
                 out.messages[(r, rec["dest"], rec["tag"], rec.get("comm", 0),
-                              size if type(size) is int else None)] += 1
+                              size if size >= 0 else None)] += 1
             elif kind == "state":
                 out.state.setdefault(r, {}).update(rec.get("vars") or {})
             elif kind == "final":
@@ -78,8 +78,11 @@ def differences(reference: Outcome, other: Outcome) -> list[str]:
     """What ``other`` does differently from ``reference`` (empty: the same outcome)."""
     what: list[str] = []
     if other.exit_code is None:
-        what.append("the run did not end within its time bound")
-    elif reference.exit_code != other.exit_code:
+        # Its output and messages are cut short: saying so is all that is meaningful.
+        return ["the run did not end within its time bound: a deadlock in this order, or "
+                "a forced delivery waiting for a message this order never sends (the "
+                "program's message set then depends on the order)"]
+    if reference.exit_code != other.exit_code:
         what.append(f"exit status {other.exit_code} instead of {reference.exit_code}")
     for r in sorted(set(reference.stdout) | set(other.stdout)):
         a, b = reference.stdout.get(r, ""), other.stdout.get(r, "")
