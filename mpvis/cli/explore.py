@@ -13,11 +13,14 @@ report every order that changes it, with the command that replays it.
 
 It prints how many runs an exhaustive search of every combination would
 need, how many the decomposition needs, and how many it made (the recording
-included), with a line of progress per run on stderr.  ``--max-runs`` and
+included), with a line of progress per run on stderr.  ``--from-record DIR
+--trace TRACE`` explores a run recorded before (the reference is then an
+exact replay of it) and ``--receive RANK:SEQ`` only the subgroup of that
+receive (what the window's *Explore its orderings* runs).  ``--max-runs`` and
 ``--time-limit`` bound the search; ``--stop-at-first`` ends it at the first
 difference.  ``--json`` prints ``{"runs", "orderings_total",
 "orderings_after_decomposition", "runs_needed", "complete", "groups",
-"differences": [{"order", "replay", "what": [...]}], "unrealised"}``.
+"differences": [{"order", "replay", "what": [...], "trace"}], "unrealised"}``.
 Exit status: 1 when an order changes the outcome, 0 when none does, 2 on
 error (the program cannot be recorded, bad options).
 """
@@ -67,6 +70,12 @@ def register(sub: Any) -> None:
     p.add_argument("--workdir", type=Path, metavar="DIR",
                    help="keep the record, traces and outputs here (default: a temporary "
                    "directory, kept only when a difference is found)")
+    p.add_argument("--from-record", type=Path, metavar="DIR",
+                   help="explore a run recorded before (mpvis run --record DIR; give its "
+                   "trace with --trace): the reference is an exact replay of it")
+    p.add_argument("--trace", type=Path, metavar="TRACE", help="with --from-record: its trace")
+    p.add_argument("--receive", metavar="RANK:SEQ",
+                   help="only the subgroup of this racing receive")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run, program=[])
     _program_after_dashdash(p)
@@ -123,10 +132,15 @@ def run(args: argparse.Namespace) -> int:
         raise UserError("no program given: mpvis explore -n N -- prog.py [args]")
     if args.nprocs < 1 or args.max_runs < 1 or args.time_limit <= 0 or args.run_timeout <= 0:
         raise UserError("-n and --max-runs must be at least 1, the time bounds positive")
+    if (args.from_record is None) != (args.trace is None):
+        raise UserError("--from-record and --trace go together")
     keep = args.workdir is not None
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mpvis-explore-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    args.record_dir = (args.from_record or workdir / "record").resolve()
     report, reference = _record(workdir, args)
+    if args.receive:
+        report.groups = _only(report.groups, args.receive)
     _search(workdir, args, report, reference)
     if report.differences or keep:
         _progress(f"record, traces and outputs kept in {workdir}")
@@ -141,17 +155,27 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _record(workdir: Path, args: argparse.Namespace) -> tuple[Report, Outcome]:
-    """The recording: its outcome and the racing deliveries' subgroups."""
-    _progress(f"run 1: recording {shlex.join(args.program)} on {args.nprocs} ranks")
-    rec = record_run(workdir, args.nprocs, args.program, args.run_timeout)
+    """The reference run (recorded now, or an exact replay of ``--from-record``), its
+    outcome and the subgroups of its racing deliveries."""
+    if args.from_record is None:
+        _progress(f"run 1: recording {shlex.join(args.program)} on {args.nprocs} ranks")
+        rec = record_run(workdir, args.nprocs, args.program, args.run_timeout)
+        trace = workdir / "recorded.jsonl"
+    else:
+        _progress(f"run 1: replaying the record {args.from_record} as it was")
+        rec = replay_run(args.record_dir, workdir / "reference", args.nprocs, args.program,
+                         None, timeout=args.run_timeout)
+        trace = args.trace
     if rec.timed_out or rec.outcome is None:
         why = "it did not end in time" if rec.timed_out else _last_line(rec.errors)
         raise UserError(f"the program could not be recorded: {why}")
     try:
-        records = read_record(workdir / "record")
-        model = load_trace(workdir / "recorded.jsonl", parallel=False)
+        records = read_record(args.record_dir)
+        model = load_trace(trace, parallel=False)
     except (RecordError, TraceFileError, OSError) as exc:
         raise UserError(f"the recording is unusable: {exc}") from None
+    if len(records) != args.nprocs or model.nprocs != args.nprocs:
+        raise UserError(f"the record has {len(records)} ranks, not {args.nprocs}")
     racing: dict[int, set[int]] = {}
     for r in records:
         for e in r.races:
@@ -165,6 +189,19 @@ def _record(workdir: Path, args: argparse.Namespace) -> tuple[Report, Outcome]:
               f"exhaustive search {report.orderings_total:,} runs, after decomposition "
               f"{report.runs_needed:,}")
     return report, rec.outcome
+
+
+def _only(groups: list[DeliveryGroup], text: str) -> list[DeliveryGroup]:
+    """The subgroup holding receive ``RANK:SEQ``; :class:`UserError` if none does."""
+    rank, colon, seq = text.partition(":")
+    if not (colon and rank.isdigit() and seq.isdigit()):
+        raise UserError(f"--receive {text!r} is not RANK:SEQ")
+    mine = [g for g in groups if g.rank == int(rank)
+            and any(d.recv == int(seq) for d in g.deliveries)]
+    if not mine:
+        raise UserError(f"receive {text} is in no subgroup of racing deliveries "
+                        "(not racing, or its subgroup admits a single order)")
+    return mine
 
 
 def _last_line(text: str) -> str:
@@ -186,10 +223,11 @@ def _search(workdir: Path, args: argparse.Namespace, report: Report, reference: 
                 return
             spec = group.order_spec(order)
             report.runs += 1
-            name = f"run-{report.runs}"
-            result = replay_run(workdir, name, args.nprocs, args.program, spec,
+            out = workdir / f"run-{report.runs}"
+            result = replay_run(args.record_dir, out, args.nprocs, args.program, spec,
                                 timeout=args.run_timeout)
-            verdict = _judge(report, result, reference, spec, workdir=workdir, args=args)
+            verdict = _judge(report, result, reference, spec, trace=out.with_suffix(".jsonl"),
+                             args=args)
             _progress(f"run {report.runs}/{budget}: subgroup {gi + 1} (rank {group.rank}) "
                       f"order {spec}: {verdict} ({result.seconds:.1f} s)")
             if verdict == "DIFFERENT" and args.stop_at_first:
@@ -198,8 +236,8 @@ def _search(workdir: Path, args: argparse.Namespace, report: Report, reference: 
 
 
 def _judge(report: Report, result: RunResult, reference: Outcome, spec: str, *,
-           workdir: Path, args: argparse.Namespace) -> str:
-    command = shlex.join(["mpvis", "replay", str(workdir / "record"), "--order", spec,
+           trace: Path, args: argparse.Namespace) -> str:
+    command = shlex.join(["mpvis", "replay", str(args.record_dir), "--order", spec,
                           "-n", str(args.nprocs), "--", *args.program])
     if "diverged:" in result.report:
         why = [x.strip() for x in result.report.splitlines() if "diverged:" in x]
@@ -211,7 +249,8 @@ def _judge(report: Report, result: RunResult, reference: Outcome, spec: str, *,
         what = differences(reference, result.outcome)
     if not what:
         return "same outcome"
-    report.differences.append({"order": spec, "replay": command, "what": what})
+    report.differences.append({"order": spec, "replay": command, "what": what,
+                               "trace": str(trace)})
     return "DIFFERENT"
 
 

@@ -55,11 +55,11 @@ def record_run(workdir: Path, nprocs: int, program: list[str], timeout: float) -
     return _run(cmd, out, timeout)
 
 
-def replay_run(workdir: Path, name: str, nprocs: int, program: list[str], order: str, *,
-               timeout: float) -> RunResult:
-    """``mpvis replay workdir/record --order ORDER``."""
-    out = workdir / name
-    cmd = _mpvis("replay", str(workdir / "record"), "--order", order, "-n", str(nprocs),
+def replay_run(record: Path, out: Path, nprocs: int, program: list[str], order: str | None,
+               *, timeout: float) -> RunResult:
+    """``mpvis replay RECORD [--order ORDER]``: trace ``out.jsonl``, outputs in ``out/``."""
+    chosen = [] if order is None else ["--order", order]
+    cmd = _mpvis("replay", str(record), *chosen, "-n", str(nprocs),
                  "--headless", "--out", str(out.with_suffix(".jsonl")),
                  "--rank-output", str(out), "--", *program)
     return _run(cmd, out, timeout)

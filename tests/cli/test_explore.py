@@ -69,3 +69,24 @@ def test_errors_are_clear(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert main(["explore", "-n", "2", "--run-timeout", "60", "--", str(missing)]) == 2
     err = capsys.readouterr().err
     assert "the program could not be recorded" in err and "Traceback" not in err
+
+
+def test_from_an_earlier_recording_one_receive(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """What the window runs: the subgroup of one racing receive of a recorded run."""
+    import subprocess
+    import sys
+
+    program = str(EXAMPLES / "order_bug.py")
+    trace, record = tmp_path / "run.jsonl", tmp_path / "rec"
+    subprocess.run([sys.executable, "-m", "mpvis", "run", "-n", "3", "--headless", "--out",
+                    str(trace), "--record", str(record), "--", program],
+                   capture_output=True, timeout=120, check=False)
+    code, report, err = _explore(capsys, "-n", "3", "--json", "--from-record", str(record),
+                                 "--trace", str(trace), "--receive", "0:2",
+                                 "--workdir", str(tmp_path / "w"), "--", program)
+    assert code == 1 and "replaying the record" in err
+    (diff,) = report["differences"]
+    assert Path(diff["trace"]).exists() and str(record) in diff["replay"]
+    assert main(["explore", "-n", "3", "--from-record", str(record), "--", program]) == 2
+    assert "go together" in capsys.readouterr().err
