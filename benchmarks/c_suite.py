@@ -188,8 +188,9 @@ def _kill_leftovers(exe_dir: Path) -> int:
 
 
 def run_one(program: Program, exe: Path, workdir: Path, timeout: float,
-            stuck_after: float | None) -> Outcome:
-    """Run ``exe`` under ``mpvis run`` then ``mpvis check --json``; the outcome."""
+            stuck_after: float | None) -> tuple[Outcome, dict[str, Any] | None]:
+    """Run ``exe`` under ``mpvis run`` then ``mpvis check --json``: the outcome,
+    and the report (``None`` when there is no readable trace)."""
     out = Outcome(program.name, program.label, program.nprocs)
     trace = workdir / f"{program.name}.jsonl"
     env = dict(os.environ, MPVIS_RENDEZVOUS=str(workdir / "no-window.json"))
@@ -217,19 +218,19 @@ def run_one(program: Program, exe: Path, workdir: Path, timeout: float,
     out.seconds = time.monotonic() - start
     if not trace.is_file():
         out.problem = (out.problem + "; " if out.problem else "") + "no trace written"
-        return out
+        return out, None
     check = subprocess.run([sys.executable, "-m", "mpvis", "check", str(trace), "--json"],
                            capture_output=True, text=True, env=env, check=False)
     if check.returncode not in (0, 1):
         err = check.stderr.strip().splitlines()[-1:] or [f"exit {check.returncode}"]
         out.problem = (out.problem + "; " if out.problem else "") + f"check failed: {err[0]}"
-        return out
+        return out, None
     report = json.loads(check.stdout)
     out.found = categories(report)
     out.summary = (f"{len(report.get('races', []))} race entries, "
                    f"{len(report.get('deadlocks', []))} deadlocks, "
                    f"{len(report.get('errors', []))} errors")
-    return out
+    return out, report
 
 
 def _ratio(num: int, den: int) -> float | None:
@@ -330,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if problem:
                 out = Outcome(prog.name, prog.label, prog.nprocs, problem=problem)
             else:
-                out = run_one(prog, exe, work, args.timeout, args.stuck_after)
+                out, _ = run_one(prog, exe, work, args.timeout, args.stuck_after)
             outcomes.append(out)
             print(f"[{i}/{len(programs)}] {prog.name}: label {prog.label}, found "
                   f"{', '.join(out.found) or 'nothing'} ({out.seconds:.1f} s)"
