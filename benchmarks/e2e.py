@@ -50,10 +50,10 @@ def _window_child(path: str) -> int:
     """Child mode: open ``path`` in an offscreen window, print timings as JSON."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     t0 = time.perf_counter()
-    from PySide6 import QtCore  # noqa: PLC0415 (Qt only in this child)
+    from PySide6 import QtCore  # Qt only in this child
 
-    from mpvis.gui.app import make_app  # noqa: PLC0415
-    from mpvis.gui.window import MainWindow  # noqa: PLC0415
+    from mpvis.gui.app import make_app
+    from mpvis.gui.window import MainWindow
 
     app = make_app()
     window = MainWindow()
@@ -91,9 +91,9 @@ def _window_child(path: str) -> int:
 
 def _generate(path: str, events: int, ranks: int) -> int:
     """Child mode: write the synthetic trace."""
-    from mpvis.protocol.records import make_header  # noqa: PLC0415 (keeps the parent small)
-    from mpvis.sim.synthetic import generate_records  # noqa: PLC0415
-    from mpvis.tracefile.writer import write_trace  # noqa: PLC0415
+    from mpvis.protocol.records import make_header  # here: keeps the parent small
+    from mpvis.sim.synthetic import generate_records
+    from mpvis.tracefile.writer import write_trace
 
     write_trace(path, make_header(ranks, program="synthetic"),
                 generate_records(events, ranks, seed=1))

@@ -90,10 +90,10 @@ class _Recv:
         "mtag",
         "prior",
         "rank",
-        "send",
         "seq",
         "skey",
         "src",
+        "ssync",
         "tag",
     )
 
@@ -113,11 +113,23 @@ class _Recv:
         self.cseq = _INF  # seq of the consume (the WR)
         self.matched = False
         self.dropped = False  # inconsistent input: treated as unmatched
-        self.send: _Send | None = None
+        self.ssync = False  # whether the send matched (``skey``, once matched) is synchronous
         self.mclock = 0  # A^(s,r) (only A^s while ``fast``: see _process_match)
         self.fast = False
-        self.anc: list[_Recv] = []  # wildcard matches whose D clock events after this update
+        # wildcard matches whose D clock events after this update, besides this one's
+        # own for a wildcard source (see _ancestors: no self-reference, so no cycle)
+        self.anc: list[_Recv] = []
         self.dclock: dict[int, int] = {}  # D^(s,r), sparse, for wildcard sources
+
+
+def _ancestors(r: _Recv) -> list[_Recv]:
+    """The wildcard matches whose D clock the events after r's match update: its own
+    (a wildcard source) and ``r.anc``.
+
+    Kept implicit so that no object refers to itself: ``load_trace`` builds with the
+    cyclic garbage collector off and freezes what is left, so a cycle is never freed.
+    """
+    return [r, *r.anc] if r.src == ANY else r.anc
 
 
 class _Collective:
@@ -310,7 +322,7 @@ class ExactRaceDetector:
             return
         self._cur[rank] = self._sup(self._cur[rank], r.mclock)
         value = seq + 1
-        for a in r.anc:
+        for a in _ancestors(r):
             a.dclock.setdefault(rank, value)
 
     def _begin(self, rank: int, seq: int, join: _Send | None) -> None:
@@ -373,13 +385,14 @@ class ExactRaceDetector:
         if r.matched:
             self._cur[rank] = self._sup(self._cur[rank], r.mclock)
             value = seq + 1
-            for a in r.anc:
+            anc = _ancestors(r)
+            for a in anc:
                 a.dclock.setdefault(rank, value)
-            if len(r.anc) > 1 and not (r.send is not None and r.send.sync):
+            if len(anc) > 1 and not r.ssync:
                 # Later matches read r.anc only through receives still unmatched, and
                 # keep from it only receives open when those were posted.
                 oldest = min((p.seq for p in opened if not p.matched), default=seq)
-                r.anc = [a for a in r.anc if a is r or a.cseq > oldest]
+                r.anc = [a for a in r.anc if a.cseq > oldest]
         return True
 
     def _on_wait(self, rec: Record, rank: int, join: _Send | None) -> bool:
@@ -517,7 +530,7 @@ class ExactRaceDetector:
         """Read the match (s, r): Type A clock, D-clock ancestors, race tests."""
         rank = r.rank
         r.matched = True
-        r.send = s
+        r.ssync = s.sync
         s.match = r
         del self._sends[s.rank][s.seq]
         if self._final:
@@ -532,16 +545,16 @@ class ExactRaceDetector:
             r.mclock = s.clock
             r.fast = True
         wild = r.src == ANY
-        anc: list[_Recv] = [r] if wild else []
+        anc: list[_Recv] = []  # r itself is implicit (_ancestors)
         for p in preds:
-            for a in p.anc:
+            for a in _ancestors(p):
                 if a not in anc and any(a is q for q in r.prior):
                     anc.append(a)
         r.anc = anc
         tables = self._tables[rank]
         prior = r.prior
         r.prior = []  # only needed until the match is read
-        if tables or anc:
+        if tables or anc or wild:
             self._test_matched(r, s, prior, tables)
         if wild:
             self._tabulate(r, tables)
@@ -553,8 +566,8 @@ class ExactRaceDetector:
 
     def _conflict(self, c: _Recv, s2: _Send) -> None:
         """Report (c's match, s2) if they conflict (s2 not matched before c)."""
-        s1 = c.send
-        if s1 is None or s1.rank == s2.rank or c.comm != s2.comm:
+        s1 = c.skey
+        if not c.matched or s1 is None or s1[0] == s2.rank or c.comm != s2.comm:
             return
         if c.tag not in (ANY, s2.tag):
             return
@@ -562,7 +575,7 @@ class ExactRaceDetector:
         for j, v in c.dclock.items():
             if (clock >> (FIELD * j)) & MASK >= v:
                 return  # R_h+((s1, r1), s2), Theorem 3.4
-        self._found[(c.rank, c.seq, s1.rank, s1.seq, s2.rank, s2.seq)] = None
+        self._found[(c.rank, c.seq, s1[0], s1[1], s2.rank, s2.seq)] = None
 
     def _test_matched(
         self, r2: _Recv, s2: _Send, prior: list[_Recv], tables: dict[Key, list[_Recv]]

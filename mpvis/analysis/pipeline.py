@@ -36,6 +36,7 @@ from mpvis.analysis.report import Report, build_report
 from mpvis.analysis.request_leaks import request_leaks
 from mpvis.analysis.unsafe_sends import potential_deadlocks
 from mpvis.model.manager import ModelManager
+from mpvis.model.record_batch import rebuild_records
 
 __all__ = ["Analyses"]
 
@@ -74,23 +75,46 @@ class Analyses:
         detector sees a causally consistent stream (``mpvis.model.stream``).
         ``progress(done, total)`` is called after every batch of events.
         """
+        self.add_afterwards(deadlocks=False, batch=batch, progress=progress)
+        assert self.exact is not None
+        return self.exact
+
+    def add_afterwards(
+        self, *, exact: bool = True, deadlocks: bool = True, batch: int = 50_000,
+        progress: Callable[[int, int], object] | None = None,
+    ) -> None:
+        """Run the exact detector and/or the deadlock monitor over a built model.
+
+        One pass over the model's events in Lamport-clock order (a linear
+        extension of happened-before: a causally consistent stream), the
+        records rebuilt from the columns a batch at a time
+        (:func:`~mpvis.model.record_batch.rebuild_records`).  The window builds
+        the model without analyzers, so the parser ships no record dicts and
+        the diagram shows first, then runs this.  The deadlocks are those of
+        the wait-for graph at the end of the input, as with the analyzers
+        attached; the on-the-fly exact list may differ in which conflicts it
+        keeps (never in whether there is one), so ``mpvis check`` attaches them.
+        """
         m = self.model
-        det = ExactRaceDetector(m.nprocs)
+        todo: list[ExactRaceDetector | DeadlockMonitor] = []
+        if exact:
+            todo.append(ExactRaceDetector(m.nprocs))
+        if deadlocks:
+            todo.append(DeadlockMonitor(m.nprocs))
         n = m.event_count
         order = np.lexsort((m.c_rank.view()[:n], m.c_lamport.view()[:n]))
-        ranks, seqs = m.c_rank.view(), m.c_seq.view()
         for lo in range(0, n, batch):
-            recs = []
-            for g in order[lo:lo + batch].tolist():
-                rec = m.record(int(ranks[g]), int(seqs[g]))
-                rec.setdefault("comm", 0)
-                recs.append(rec)
-            det.feed(recs)
+            recs = rebuild_records(m, order[lo:lo + batch], comm_always=True)
+            for a in todo:
+                a.feed(recs)
             if progress is not None:
                 progress(min(lo + batch, n), n)
-        det.finish()
-        self.exact = det
-        return det
+        for a in todo:
+            a.finish()
+            if isinstance(a, ExactRaceDetector):
+                self.exact = a
+            else:
+                self.deadlock = a
 
     def mark_rank_dead(self, rank: int, detail: str) -> None:
         """A rank crashed or was killed: tell the model and the deadlock monitor."""

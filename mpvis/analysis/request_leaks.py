@@ -22,11 +22,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from mpvis.analysis.deadlock_p2p import describe_p2p
 from mpvis.analysis.deadlock_report import describe_site
 from mpvis.model.manager import ModelManager
+from mpvis.model.record_batch import rebuild_records
+from mpvis.protocol import records as R
 
 __all__ = ["request_leaks"]
+
+_SEND, _RECV, _WAIT = R.KIND_CODE[R.SEND], R.KIND_CODE[R.RECV], R.KIND_CODE[R.WAIT]
 
 
 def _posting(m: ModelManager, rank: int, req: int) -> int | None:
@@ -41,8 +47,14 @@ def _posting(m: ModelManager, rank: int, req: int) -> int | None:
 def _open_requests(m: ModelManager, rank: int) -> list[dict[str, Any]]:
     """Requests the rank's records leave open, as ``final.requests`` entries."""
     live: dict[int, dict[str, Any]] = {}
-    for seq in range(m.count(rank)):
-        rec = m.record(rank, seq)
+    # Only nonblocking sends and receives and waits matter: rebuild just those.
+    gids = np.frombuffer(m.by_rank[rank], dtype=np.int64)
+    codes = m.c_kind.view()[gids]
+    p2p = (codes == _SEND) | (codes == _RECV)
+    blocking = np.asarray(m.c_flags.view()[gids], dtype=np.int64) & 1
+    keep = (p2p & (blocking == 0)) | (codes == _WAIT)
+    for rec in rebuild_records(m, gids[keep]):
+        seq = rec["seq"]
         kind = rec["kind"]
         if kind in ("send", "recv") and not rec["blocking"]:
             live[rec["req"]] = {"req": rec["req"], "call": describe_p2p(rec),

@@ -12,7 +12,6 @@ bad usage.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from mpvis.analysis.race_suppress import (
     mark_suppressed,
     settings_path,
 )
-from mpvis.analysis.report import exit_code, format_report
+from mpvis.analysis.report import exit_code, format_report, report_json
 from mpvis.cli.errors import UserError
 from mpvis.tracefile.reader import TraceFileError, iter_records, load_trace, read_header
 
@@ -79,8 +78,14 @@ def run(args: argparse.Namespace) -> int:
 
 def _print(report: Any, args: argparse.Namespace) -> None:
     if args.json:
-        json.dump(report, sys.stdout)
-        sys.stdout.write("\n")
+        data = report_json(report)
+        binary = getattr(sys.stdout, "buffer", None)  # a redirected stdout may be text only
+        if binary is None:
+            sys.stdout.write(data.decode())
+        else:
+            sys.stdout.flush()
+            binary.write(data)
+            binary.flush()
     else:
         print(format_report(report, source=args.trace, summary=args.summary))
 

@@ -1,16 +1,17 @@
 """Loading a trace file off the GUI thread, with progress and cancel.
 
-The model (built with :class:`~mpvis.analysis.pipeline.Analyses`, so the exact
-race detector and the deadlock monitor see every record), its real-time
+The model (in :class:`~mpvis.analysis.pipeline.Analyses`, built without
+analyzers so that it shows sooner), its real-time
 :class:`~mpvis.scene.layout.Layout` and the frame index
 (:class:`~mpvis.scene.frame.FrameIndex`) are built in a worker thread; the
 window receives them ready to draw (``loaded``).  The same thread then
 computes the logical clocks, an event-by-event pass, and emits
 ``logical_ready``: the real-time view is usable meanwhile (the layout's
-``logical_pending`` keeps the GUI thread away from them).  Last, the exact race
-detector (Cypher and Leu) runs over the built model
-(:meth:`~mpvis.analysis.pipeline.Analyses.add_exact_afterwards`) and
-``exact_ready`` is emitted: the trace is browsable meanwhile.
+``logical_pending`` keeps the GUI thread away from them).  Last, the deadlock
+monitor and the exact race detector (Cypher and Leu) run over the built model
+in one pass (:meth:`~mpvis.analysis.pipeline.Analyses.add_afterwards`) and
+``exact_ready`` is emitted (the window then shows deadlocks and exact races):
+the trace is browsable meanwhile.
 
 Every phase is announced (``phase(name)``: :data:`PHASES`) and reports its
 progress in per mille where it can (``progressed``; ``(0, 0)`` for a phase
@@ -78,8 +79,10 @@ class TraceLoader(QtCore.QThread):
         clock.start()
         self.phase.emit(PHASES[0])
         try:
-            # the exact detector runs after the trace is shown (add_exact_afterwards)
-            analyses = Analyses.for_header(read_header(self.path), exact=False)
+            # No analyzer attached: the parser ships columns only and the model is
+            # built at its own pace; the deadlock monitor and the exact detector
+            # run after the trace is shown (Analyses.add_afterwards)
+            analyses = Analyses.for_header(read_header(self.path), exact=False, deadlocks=False)
             load_trace(self.path, model=analyses.model, progress=self._progress, cancel=self.cancel)
         except LoadCancelled:
             self.failed.emit("loading cancelled", None, None, None)
@@ -90,6 +93,8 @@ class TraceLoader(QtCore.QThread):
                 self.failed.emit(str(exc), None, None, None)
                 return
             got = analyses if partial is analyses.model else Analyses(partial)
+            if got.deadlock is None:
+                got.add_afterwards(exact=False)
             layout, index = lay_out(got)
             self.failed.emit(str(exc), got, layout, index)
             self._logical(layout)
@@ -107,7 +112,7 @@ class TraceLoader(QtCore.QThread):
         self.timings["logical"] = clock.restart() / 1e3
         if not self.cancel.is_set():
             self.phase.emit(PHASES[3])
-            analyses.add_exact_afterwards(progress=self._progress)
+            analyses.add_afterwards(progress=self._progress)
             self.timings["exact"] = clock.elapsed() / 1e3
             self.exact_ready.emit()
 
