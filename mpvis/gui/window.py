@@ -26,6 +26,7 @@ from mpvis.gui import (
     actions,
     cones_overlay,
     flip_action,
+    orderings_view,
     predicate_panel,  # noqa: F401  (registers its panel on import)
 )
 from mpvis.gui.deadlock_panel import DeadlockPanel
@@ -178,6 +179,7 @@ class MainWindow(QtWidgets.QMainWindow):
         )
         cones_overlay.install(self)
         flip_action.install(self)
+        orderings_view.install(self)
 
     def add_panel(
         self,
