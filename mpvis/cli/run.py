@@ -329,6 +329,9 @@ def run_program(
             else:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     proc.wait(0.2)
+                if collector.halt_requested.is_set():
+                    _say("the window asked to stop the run: stopping the ranks")
+                    stop_requested.set()
         if stop_requested.is_set():
             interrupted = True
             _say("interrupted: stopping the ranks")
@@ -346,6 +349,8 @@ def run_program(
             )
         if session is None:
             _say(f"mpiexec exited with status {returncode}; the trace is in the window")
+            if args.out is not None:
+                _copy_journal(collector, args.out)
             return 130 if interrupted else (EXIT_PROGRAM_FAILED if returncode else 0)
         if not session.wait_end(DRAIN_WAIT):
             _say("warning: the run's end was not recorded in time")
@@ -490,11 +495,28 @@ def _window_collector(
         _say(
             f"streaming to the mpvis window (pid {window.pid}) at {format_address(window.address)}"
         )
+        if collector.journal:
+            _say(f"the window journals this run to {collector.journal} while it is open "
+                 "(keep it: File > Save trace as… there, or --out here)")
         return collector
     reason = collector.refused or "no answer"
     collector.stop()
     _say(f"the window did not take this run ({reason}); recording headless")
     return None
+
+
+def _copy_journal(collector: Collector, out: Path) -> None:
+    """``--out`` while streaming to a window: once the window has closed the
+    run's journal (``STATUS stop``), copy it to ``out``."""
+    if not collector.stopped_by_central.wait(DRAIN_WAIT) or collector.journal is None:
+        _say(f"warning: the window did not close the run's journal in time; {out} not written")
+        return
+    try:
+        shutil.copyfile(collector.journal, out)
+    except OSError as exc:
+        _say(f"warning: cannot copy the journal {collector.journal} to {out}: {exc}")
+        return
+    _say(f"trace written to {out}")
 
 
 def _print_remote_instructions(

@@ -178,6 +178,20 @@ class CentralProcess:
         """Stop serving; a run still open is ended (``stopped`` in its info)."""
         self._thread.stop()
 
+    def request_halt(self) -> None:
+        """Ask the launcher of the run in progress to stop its program (the
+        window's Stop command): ``STATUS {"halt": true}`` to its collectors.
+        The run then ends as after Ctrl-C, its records journaled."""
+        self._thread.call(self._halt)
+
+    def _halt(self) -> None:
+        run = self._active
+        if run is None or run.finished:
+            return
+        for c in run.collectors.values():
+            if c.writer is not None:
+                c.writer.write(encode_frame(MsgType.STATUS, {"halt": True}))
+
     def advertise(self, path: Path | None = None) -> Path:
         """Publish this central process for ``mpvis run`` (the window calls this)."""
         self._rendezvous = rendezvous.advertise(self.address, self.token, path)
@@ -284,7 +298,9 @@ class CentralProcess:
         elif coll.writer is not None:
             coll.writer.close()  # a stale connection of a collector that reconnected
         coll.writer = writer
-        writer.write(encode_frame(MsgType.STATUS, {"welcome": True, "acked": coll.acked}))
+        journal = run.journal.path if run.journal else self._journal_path(run_id)
+        writer.write(encode_frame(
+            MsgType.STATUS, {"welcome": True, "acked": coll.acked, "journal": str(journal)}))
         log.info("run %s: collector %s connected from %s", run_id, cid, peer)
         return run, coll
 
@@ -314,6 +330,9 @@ class CentralProcess:
             return
         self._apply(run, coll, body)
 
+    def _journal_path(self, run_id: str) -> Path:
+        return self.journal_path or self.journal_dir / _journal_name(run_id)
+
     def _open_journal(self, run: _Run, header: Record) -> None:
         header = dict(header)
         header.setdefault("run", run.run_id)
@@ -322,7 +341,7 @@ class CentralProcess:
         except RecordError as exc:
             raise ProtocolError(f"bad header: {exc}") from None
         run.header = header
-        path = self.journal_path or self.journal_dir / _journal_name(run.run_id)
+        path = self._journal_path(run.run_id)
         run.journal = Journal(path, header)
         log.info("run %s: journal %s", run.run_id, path)
         self._callback(self.on_run_start, header, path)
@@ -438,7 +457,8 @@ class CentralProcess:
         self._callback(self.on_run_end, info)
         for c in run.collectors.values():
             if c.writer is not None:
-                c.writer.write(encode_frame(MsgType.STATUS, {"stop": True}))
+                c.writer.write(encode_frame(
+                    MsgType.STATUS, {"stop": True, "journal": str(journal.path)}))
 
     def _callback(self, fn: Callable[..., None] | None, *args: Any) -> None:
         if fn is None:

@@ -134,6 +134,10 @@ class Collector:
         self.welcomed = threading.Event()
         #: Set when the central process says the run is over (or refused us).
         self.stopped_by_central = threading.Event()
+        #: Set when the central process asks the launcher to stop the program.
+        self.halt_requested = threading.Event()
+        #: Where the central process journals this run (when it says so).
+        self.journal: str | None = None
         #: The central process's reason, when it refused this collector.
         self.refused: str | None = None
         #: Reconnections after a lost connection to the central process.
@@ -477,6 +481,10 @@ class Collector:
             if self._unacked_bytes <= self.max_unacked_bytes:
                 self._room.set()
         elif msg.type == MsgType.STATUS:
+            if isinstance(msg.body.get("journal"), str):
+                self.journal = msg.body["journal"]
+            if msg.body.get("halt"):
+                self.halt_requested.set()
             if msg.body.get("welcome"):
                 self.welcomed.set()
             if msg.body.get("stop"):

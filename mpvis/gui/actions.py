@@ -9,6 +9,7 @@ from PySide6 import QtGui, QtWidgets
 from mpvis.gui.export import export_png, export_races, export_svg
 from mpvis.gui.export_trace import add_trace_exports
 from mpvis.gui.goto_box import GotoBox
+from mpvis.gui.keep_run import add_run_actions
 from mpvis.scene.vocabulary import glossary_html
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ def build_menus(win: MainWindow) -> None:
     bar = win.menuBar()
     f = bar.addMenu("&File")
     _action(win, f, "&Open trace…", lambda: _open(win), "Ctrl+O")
+    add_run_actions(win, f)  # Save trace as…, Stop the run (mpvis.gui.keep_run)
     f.addSeparator()
     _action(win, f, "Export view as &PNG…", lambda: _export_view(win, "png"), "Ctrl+E")
     _action(win, f, "Export view as &SVG…", lambda: _export_view(win, "svg"))

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
-from PySide6 import QtGui, QtWidgets
+from PySide6 import QtCore, QtGui, QtWidgets
 
+from mpvis.collector.rendezvous import discover
 from mpvis.gui.live import LiveSession
 from mpvis.gui.window import MainWindow
 
@@ -40,6 +42,19 @@ def is_visible_platform() -> bool:
     return QtGui.QGuiApplication.platformName() not in INVISIBLE_PLATFORMS
 
 
+def may_advertise(visible: bool) -> tuple[bool, str]:
+    """May a new window receive runs?  ``(yes, why not)``: not when it cannot be
+    seen, nor when another live window already does (runs would go to whichever
+    advertised last: the first window then is clearly the one, and this one says so)."""
+    if not visible:
+        return False, ""
+    other = discover()
+    if other is not None and other.pid != os.getpid():
+        return False, (f"another mpvis window (pid {other.pid}) receives the runs; "
+                       "this one only browses traces")
+    return True, ""
+
+
 def open_live_window(live: LiveSession | None = None) -> tuple[MainWindow, LiveSession]:
     """A window with its own central process started; queue wired up.
 
@@ -48,18 +63,31 @@ def open_live_window(live: LiveSession | None = None) -> tuple[MainWindow, LiveS
     run must never stream into a window nobody can look at.
     """
     window = MainWindow()
-    live = (live or LiveSession(advertise=is_visible_platform())).start()
+    advertise, why = may_advertise(is_visible_platform())
+    live = (live or LiveSession(advertise=advertise)).start()
+    window.live = live
+    if why:
+        window.statusBar().showMessage(why, 30000)
     window.inbox = live.inbox
     window.destroyed.connect(live.stop)
     return window, live
 
 
 def _exec(window: MainWindow, live: LiveSession) -> int:
+    """Run the event loop; SIGTERM and SIGHUP quit it like closing the window
+    (without the question), so the run's temporary files are removed."""
     app = make_app()
     window.show()
+    previous = {sig: signal.signal(sig, lambda *_: app.quit())
+                for sig in (signal.SIGTERM, signal.SIGHUP)}
+    wake = QtCore.QTimer()
+    wake.start(200)  # lets Python run its signal handlers while Qt waits
     try:
         return int(app.exec())
     finally:
+        wake.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         live.stop()
 
 

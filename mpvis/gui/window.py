@@ -14,7 +14,7 @@ import math
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -32,6 +32,7 @@ from mpvis.gui import (
 from mpvis.gui.deadlock_panel import DeadlockPanel
 from mpvis.gui.details import DetailsPanel
 from mpvis.gui.diagram import DiagramView
+from mpvis.gui.keep_run import confirm_close
 from mpvis.gui.legend import LegendStrip
 from mpvis.gui.loader import TraceLoader
 from mpvis.gui.overview import Overview
@@ -59,6 +60,9 @@ from mpvis.scene.race_marks import (
 from mpvis.scene.symbols import CODE as SYMBOL_CODE
 from mpvis.scene.vocabulary import call
 from mpvis.tracefile.reader import TraceFileError, iter_records
+
+if TYPE_CHECKING:
+    from mpvis.gui.live import LiveSession
 
 DRAIN_MS = 80
 #: A live run with no record for this long is checked for deadlocks (ms).
@@ -144,6 +148,12 @@ class MainWindow(QtWidgets.QMainWindow):
         self.act_follow: QtGui.QAction | None = None
         self.goto: QtWidgets.QLineEdit | None = None  # the toolbar's Go to box
         self.glossary: QtWidgets.QDialog | None = None  # Help > Glossary, once opened
+        #: the live run's journal (None for an opened trace) and the events saved of it
+        self.journal: Path | None = None
+        self.saved_events = 0
+        self.close_confirmed = False  # the user chose to close despite an unsaved run
+        #: the window's own central process, when it runs one (mpvis.gui.app)
+        self.live: LiveSession | None = None
         self.add_panel("details", "Event details", self.details, "right")
         self.add_panel("races", "Races", self.races, "bottom")
         self.deadlock_panel = DeadlockPanel(self)
@@ -227,6 +237,7 @@ class MainWindow(QtWidgets.QMainWindow):
                 o for o in self.model.observers if not isinstance(o, _Observer)
             ]
         self.model, self.source = model, source
+        self.journal = None  # a live run's "start" sets it right after
         self.races.site_of = tolerant(model.site_of) if model is not None else None
         cwd = model.header.get("cwd") if model is not None else None
         self.races.model.base = str(cwd) if isinstance(cwd, str) and cwd else None
@@ -342,6 +353,7 @@ class MainWindow(QtWidgets.QMainWindow):
             if what == "start":
                 a = Analyses.for_header(args[0], validate=False)  # the journal checked them
                 self.set_model(a.model, f"live run (journal {args[1]})", analyses=a)
+                self.journal, self.saved_events = Path(args[1]), 0
             elif self.model is None or not self.source.startswith("live run"):
                 continue  # a trace was opened meanwhile: the run's leftovers are not for it
             elif what == "records":
@@ -605,6 +617,13 @@ class MainWindow(QtWidgets.QMainWindow):
     def _jump_partner(self, g: int) -> None:
         if self.model is not None and self.model.c_partner[g] >= 0:
             self.diagram.select_event(int(self.model.c_partner[g]), center=True)
+
+    def closeEvent(self, ev: QtGui.QCloseEvent) -> None:
+        """Ask before a live run that was not saved goes away with the window."""
+        if confirm_close(self):
+            ev.accept()
+        else:
+            ev.ignore()
 
     def _update_title(self) -> None:
         m = self.model

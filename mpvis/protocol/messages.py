@@ -24,8 +24,12 @@ each message's map holds, for the two links of MPVisualizer's section 2:
     The central process answers ``STATUS {"welcome": true}`` or
     ``REFUSED {"reason"}`` to the hello, ``ACK {"batch": n}`` once every
     envelope up to ``n`` is journaled, and ``STATUS {"stop": true}`` when the
-    run has ended.  An envelope is applied in the order header, records, ends,
-    end, so that a rank's end never precedes its records.
+    run has ended (its journal closed).  ``welcome`` and ``stop`` may carry
+    ``"journal"``: where the run is journaled.  ``STATUS {"halt": true}``
+    asks the run's launcher to stop the program (the window's Stop command);
+    the collector keeps forwarding until the run's end.  An envelope is
+    applied in the order header, records, ends, end, so that a rank's end
+    never precedes its records.
 
 Checks raise :class:`~mpvis.protocol.framing.ProtocolError`: a message with
 the wrong shape is a protocol violation, like garbage bytes.

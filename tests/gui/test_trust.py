@@ -359,3 +359,70 @@ def test_races_speak_plainly(qtbot) -> None:  # type: ignore[no-untyped-def]
     assert "0:5 recv(ANY_SOURCE, ANY_TAG) at master_worker.py:34" in win.notifier.title.text()
     dlg = show_glossary(win)
     assert dlg.isVisible()
+
+
+def _live_run(qtbot, tmp_path: Path) -> MainWindow:  # type: ignore[no-untyped-def]
+    """A window showing a live run whose journal is a real file."""
+    from mpvis.sim.api import simulate
+    from mpvis.tracefile.writer import write_trace
+
+    header, recs = simulate("ring", 0)
+    journal = tmp_path / "journal.jsonl"
+    write_trace(journal, header, recs)
+    win = _window(qtbot)
+    win.inbox.append(("start", header, journal))
+    win.inbox.append(("records", recs))
+    win.drain()
+    return win
+
+
+def test_a_live_run_is_saved_or_the_window_asks_before_closing(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from PySide6 import QtWidgets
+
+    from mpvis.gui.keep_run import save_trace_as, unsaved_run
+
+    win = _live_run(qtbot, tmp_path)
+    assert unsaved_run(win)
+    assert not win.close() and win.isVisible()  # asks instead
+    box = win.findChild(QtWidgets.QMessageBox, "unsavedRun")
+    assert box is not None and box.isVisible()
+    box.button(QtWidgets.QMessageBox.StandardButton.Cancel).click()
+    assert win.isVisible()
+    out = tmp_path / "kept.jsonl"
+    assert save_trace_as(win, out)
+    assert out.read_bytes() == (tmp_path / "journal.jsonl").read_bytes()
+    assert not unsaved_run(win) and win.close()  # saved: closes without asking
+
+
+def test_discard_closes_the_window(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from PySide6 import QtWidgets
+
+    win = _live_run(qtbot, tmp_path)
+    assert not win.close()
+    box = win.findChild(QtWidgets.QMessageBox, "unsavedRun")
+    assert box is not None
+    box.button(QtWidgets.QMessageBox.StandardButton.Discard).click()
+    assert not win.isVisible()
+
+
+def test_a_second_window_says_it_does_not_receive_runs(tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+
+    from mpvis.gui.app import may_advertise
+
+    assert may_advertise(False) == (False, "")
+    assert may_advertise(True) == (True, "")  # no other window
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        path = rendezvous_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "w") as fh:
+            json.dump({"host": "127.0.0.1", "port": 1, "token": "t", "pid": other.pid}, fh)
+        ok, why = may_advertise(True)
+        assert not ok and f"another mpvis window (pid {other.pid})" in why
+    finally:
+        other.kill()
+        other.wait()
