@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from mpvis.cli.errors import UserError
+from mpvis.cli.native import is_native_program
 from mpvis.cli.record_options import LAUNCH_MODULE, record_summary, run_unstreamed
 from mpvis.instrument.record_file import RankRecord, RecordError, read_record
 from mpvis.instrument.replay import Flip, find_flip, find_order, parse_order
@@ -125,6 +126,16 @@ def replay(args: argparse.Namespace) -> int:
             f"(recorded: [{flip.was[0]}, {flip.was[1]}])",
             flush=True,
         )
+    if is_native_program(args.program):  # a compiled program: the PMPI library forces
+        from mpvis.cli import run as run_cmd
+        from mpvis.cli.native_replay import replay_run
+
+        verdicts, code = replay_run(_run_args(args, nprocs), records, flip, run_cmd.run_program)
+        text, diverged = summarize(records, verdicts, flip)
+        print(text, flush=True)
+        if code and any(v is None for v in verdicts):
+            return code
+        return 1 if diverged else 0
     with tempfile.TemporaryDirectory(prefix="mpvis-replay-") as out:
         env = {"MPVIS_REPLAY": str(args.record.resolve()), "MPVIS_REPLAY_OUT": out}
         if args.flip:
@@ -148,7 +159,14 @@ def _run_streamed(args: argparse.Namespace, nprocs: int, env: dict[str, str]) ->
     """Run through ``mpvis run``'s live path, with the replay launcher in every rank."""
     from mpvis.cli import run as run_cmd
 
-    run_args = argparse.Namespace(
+    return run_cmd.run_program(_run_args(args, nprocs), extra_env=env, launch_module=LAUNCH_MODULE)
+
+
+def _run_args(args: argparse.Namespace, nprocs: int) -> argparse.Namespace:
+    """``mpvis run``'s arguments for the replay of ``args``."""
+    from mpvis.cli import run as run_cmd
+
+    return argparse.Namespace(
         nprocs=nprocs,
         out=args.out,
         headless=args.headless,
@@ -161,8 +179,8 @@ def _run_streamed(args: argparse.Namespace, nprocs: int, env: dict[str, str]) ->
         program=args.program,
         stuck_after=run_cmd.STUCK_AFTER,
         stop_on_deadlock=False,
+        record=args.record,
     )
-    return run_cmd.run_program(run_args, extra_env=env, launch_module=LAUNCH_MODULE)
 
 
 def rank_output_options(directory: Path | None) -> list[str]:

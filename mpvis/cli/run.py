@@ -207,6 +207,12 @@ def run(args: argparse.Namespace) -> int:
     """``mpvis run``: with ``--record``, under the record launcher (Netzer and Miller)."""
     preflight(args.program, args.out)
     env = record_options.record_env(args)
+    if env and native.is_native_program(args.program):
+        from mpvis.cli.native_replay import record_run
+
+        code = record_run(args, run_program)
+        print(record_options.record_summary(args.record), flush=True)
+        return code
     if getattr(args, "no_stream", False) and not env:
         raise UserError("--no-stream goes with --record DIR")
     if env and args.no_stream:

@@ -328,9 +328,10 @@ SENDRECV_REPLACE(MPI_Sendrecv_replace_c, PMPI_Sendrecv_replace_c, MPI_Count)
 #endif
 
 /* -- probes ------------------------------------------------------------------------------- */
-/* A blocking probe that finds nothing yet: `waiting` with the probe's arguments,
- * so that a rank blocked there shows (and deadlocks in probes are found). */
-static void probe_waits(mvp_comm *c, int src, int tag, uint32_t site) {
+/* A blocking probe: `waiting` with the probe's arguments first, so that a rank
+ * blocked there shows (and deadlocks in probes are found).  Written whether or
+ * not the probe blocks, so a rank's event numbers do not depend on timing. */
+static void probe_waits(mvp_comm *c, int src, int tag, uint32_t site, int64_t call) {
     mvp_x x = {0};
     mvp_x_key_array(&x, "reqs", 0);
     mvp_x_int(&x, "comm", c->id);
@@ -344,16 +345,20 @@ static void probe_waits(mvp_comm *c, int src, int tag, uint32_t site) {
     r.kind = MVK_WAITING;
     r.site = site;
     r.t = mvp_now();
-    r.call = mvp_next_call();
+    r.call = call;
     mvp_append(&r, &x);
     mvp_x_free(&x);
 }
 
-static int blocking_probe(mvp_comm *c, int src, int tag, MPI_Comm comm, MPI_Status *st, void *pc) {
-    int flag = 0, rc = PMPI_Iprobe(src, tag, comm, &flag, st);
-    if (rc != MPI_SUCCESS || flag) return rc;
-    probe_waits(c, src, tag, mvp_site(pc));
-    return PMPI_Probe(src, tag, comm, st);
+/* Replay: the source a wildcard probe must find, when the receive that will
+ * take its message (event `recv_seq`) is forced. */
+static int forced_probe(mvp_comm *c, int src, int64_t recv_seq) {
+    int fsrc, ftag;
+    if (src != MPI_ANY_SOURCE || !mvp_replay_active() || !mvp_replay_source(recv_seq, &fsrc, &ftag))
+        return src;
+    for (int i = 0; i < c->size; i++)
+        if (c->world[i] == fsrc) return i;
+    return src;
 }
 
 int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
@@ -361,16 +366,19 @@ int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
     if (!ON || !(c = traced(comm, src))) return PMPI_Probe(src, tag, comm, status);
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    int rc = blocking_probe(c, src, tag, comm, st, MVP_PC());
+    int psrc = forced_probe(c, src, mvp_peek_seq() + 1);  /* after the waiting record */
+    probe_waits(c, src, tag, mvp_site(MVP_PC()), mvp_next_call());
+    int rc = PMPI_Probe(psrc, tag, comm, st);
     if (rc == MPI_SUCCESS) probed(comm, src, tag, st);
     return rc;
 }
 
 int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
-    if (!ON || !traced(comm, src)) return PMPI_Iprobe(src, tag, comm, flag, status);
+    mvp_comm *c;
+    if (!ON || !(c = traced(comm, src))) return PMPI_Iprobe(src, tag, comm, flag, status);
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    int rc = PMPI_Iprobe(src, tag, comm, flag, st);
+    int rc = PMPI_Iprobe(forced_probe(c, src, mvp_peek_seq()), tag, comm, flag, st);
     if (rc == MPI_SUCCESS && *flag) probed(comm, src, tag, st);
     return rc;
 }
@@ -412,12 +420,10 @@ int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status *st
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     uint32_t site = mvp_site(MVP_PC());
-    int flag = 0, rc = PMPI_Improbe(src, tag, comm, &flag, msg, st);
-    if (rc == MPI_SUCCESS && !flag) {
-        probe_waits(c, src, tag, site);
-        rc = PMPI_Mprobe(src, tag, comm, msg, st);
-    }
     int64_t call = mvp_next_call();
+    int psrc = forced_probe(c, src, mvp_peek_seq() + 1);
+    probe_waits(c, src, tag, site, call);
+    int rc = PMPI_Mprobe(psrc, tag, comm, msg, st);
     if (rc == MPI_SUCCESS) matched(c, src, tag, st, site, call);
     return rc;
 }
@@ -427,7 +433,7 @@ int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg, MP
     if (!ON || !(c = traced(comm, src))) return PMPI_Improbe(src, tag, comm, flag, msg, status);
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    int rc = PMPI_Improbe(src, tag, comm, flag, msg, st);
+    int rc = PMPI_Improbe(forced_probe(c, src, mvp_peek_seq()), tag, comm, flag, msg, st);
     if (rc == MPI_SUCCESS && *flag) matched(c, src, tag, st, mvp_site(MVP_PC()), mvp_next_call());
     return rc;
 }
@@ -526,7 +532,10 @@ typedef struct { mvp_req *q; int traced; } snap;
 #define SNAP_MAX_STACK 64
 
 /* Record the completion of snapshot entries `idx[0..n)` with their statuses. */
-static void completed(snap *s, const int *idx, MPI_Status *sts, int n, uint32_t site, int64_t call) {
+/* `any_index` >= 0: the call was Waitany/Testany and completed that entry of
+ * its array (field `index` of the wait: replay forces it). */
+static void completed(snap *s, const int *idx, MPI_Status *sts, int n, uint32_t site, int64_t call,
+                      int any_index) {
     int nreq = 0;
     for (int k = 0; k < n; k++) {
         snap *e = &s[idx[k]];
@@ -546,6 +555,7 @@ static void completed(snap *s, const int *idx, MPI_Status *sts, int n, uint32_t 
             snap *e = &s[idx[k]];
             if (e->traced == 1 && (e->q->type == MVR_SEND || e->q->type == MVR_RECV)) mvp_x_raw_int(&x, e->q->seq);
         }
+        if (any_index >= 0) mvp_x_int(&x, "index", any_index);
         mvp_rec r = {0};
         r.kind = MVK_WAIT;
         r.site = site;
@@ -579,7 +589,8 @@ static int take(snap *s, const MPI_Request *reqs, int n) {
     return any;
 }
 
-/* `waiting`: the rank is about to block in a wait on these requests. */
+/* `waiting`: the rank enters a blocking wait on these requests (written whether
+ * or not it blocks, so a rank's event numbers do not depend on timing). */
 static void waiting(snap *s, int n, int any_mode, uint32_t site, int64_t call) {
     int m = 0;
     for (int i = 0; i < n; i++) if (s[i].traced && (s[i].q->type == MVR_SEND || s[i].q->type == MVR_RECV)) m++;
@@ -605,14 +616,11 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status) {
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     uint32_t site = mvp_site(MVP_PC());
     int64_t call = mvp_next_call();
-    int flag = 0, rc = PMPI_Test(req, &flag, st);
-    if (rc == MPI_SUCCESS && !flag) {
-        waiting(s, 1, 0, site, call);
-        rc = PMPI_Wait(req, st);
-    }
+    waiting(s, 1, 0, site, call);
+    int rc = PMPI_Wait(req, st);
     if (rc == MPI_SUCCESS) {
         int idx = 0;
-        completed(s, &idx, st, 1, site, call);
+        completed(s, &idx, st, 1, site, call, -1);
     }
     return rc;
 }
@@ -625,7 +633,7 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
     int rc = PMPI_Test(req, flag, st);
     if (rc == MPI_SUCCESS && *flag) {
         int idx = 0;
-        completed(s, &idx, st, 1, mvp_site(MVP_PC()), mvp_next_call());
+        completed(s, &idx, st, 1, mvp_site(MVP_PC()), mvp_next_call(), -1);
     }
     return rc;
 }
@@ -651,14 +659,11 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[]) {
     MPI_Status *st = sts == MPI_STATUSES_IGNORE ? w.st : sts;
     uint32_t site = mvp_site(MVP_PC());
     int64_t call = mvp_next_call();
-    int flag = 0, rc = PMPI_Testall(n, reqs, &flag, st);
-    if (rc == MPI_SUCCESS && !flag) {
-        waiting(w.s, n, 0, site, call);
-        rc = PMPI_Waitall(n, reqs, st);
-    }
+    waiting(w.s, n, 0, site, call);
+    int rc = PMPI_Waitall(n, reqs, st);
     if (rc == MPI_SUCCESS) {
         for (int i = 0; i < n; i++) w.idx[i] = i;
-        completed(w.s, w.idx, st, n, site, call);
+        completed(w.s, w.idx, st, n, site, call, -1);
     }
     scratch_close(&w);
     return rc;
@@ -673,7 +678,7 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[]) {
     int rc = PMPI_Testall(n, reqs, flag, st);
     if (rc == MPI_SUCCESS && *flag) {
         for (int i = 0; i < n; i++) w.idx[i] = i;
-        completed(w.s, w.idx, st, n, mvp_site(MVP_PC()), mvp_next_call());
+        completed(w.s, w.idx, st, n, mvp_site(MVP_PC()), mvp_next_call(), -1);
     }
     scratch_close(&w);
     return rc;
@@ -689,18 +694,15 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
     uint32_t site = mvp_site(MVP_PC());
     int64_t call = mvp_next_call();
     int rc, forced;
-    if (mvp_replay_active() && mvp_replay_index(mvp_peek_seq(), &forced) && forced >= 0 && forced < n) {
+    int64_t at = mvp_peek_seq();
+    waiting(w.s, n, 1, site, call);
+    if (mvp_replay_active() && mvp_replay_index(at, &forced) && forced >= 0 && forced < n) {
         *index = forced;
         rc = PMPI_Wait(&reqs[forced], st);
     } else {
-        int flag = 0;
-        rc = PMPI_Testany(n, reqs, index, &flag, st);
-        if (rc == MPI_SUCCESS && !flag) {
-            waiting(w.s, n, 1, site, call);
-            rc = PMPI_Waitany(n, reqs, index, st);
-        }
+        rc = PMPI_Waitany(n, reqs, index, st);
     }
-    if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED) completed(w.s, index, st, 1, site, call);
+    if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED) completed(w.s, index, st, 1, site, call, *index);
     scratch_close(&w);
     return rc;
 }
@@ -720,7 +722,7 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
         rc = PMPI_Testany(n, reqs, index, flag, st);
     }
     if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
-        completed(w.s, index, st, 1, mvp_site(MVP_PC()), mvp_next_call());
+        completed(w.s, index, st, 1, mvp_site(MVP_PC()), mvp_next_call(), *index);
     scratch_close(&w);
     return rc;
 }
@@ -735,13 +737,15 @@ static int some(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status 
     }
     MPI_Status *st = sts == MPI_STATUSES_IGNORE ? w.st : sts;
     int64_t call = mvp_next_call();
-    int rc = PMPI_Testsome(n, reqs, outcount, idx, st);
-    if (rc == MPI_SUCCESS && wait && *outcount == 0) {
+    int rc;
+    if (wait) {
         waiting(w.s, n, 1, site, call);
         rc = PMPI_Waitsome(n, reqs, outcount, idx, st);
+    } else {
+        rc = PMPI_Testsome(n, reqs, outcount, idx, st);
     }
     if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0)
-        completed(w.s, idx, st, *outcount, site, call);
+        completed(w.s, idx, st, *outcount, site, call, -1);
     scratch_close(&w);
     return rc;
 }
