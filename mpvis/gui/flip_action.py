@@ -3,10 +3,13 @@
 When the run shown was recorded (``mpvis run -n N --record DIR``: its header
 names the record directory, the program and its working directory),
 right-clicking a receive of a recorded race offers *Replay with this race
-flipped*: ``mpvis replay DIR --flip RANK:SEQ --no-stream -- PROGRAM`` runs in
-the background (Netzer and Miller's replay, everything before the race kept as
-recorded) and a dialog shows the recorded and the flipped run side by side:
-what each rank consumed, in order, and whether the results differ.
+flipped*: ``mpvis replay DIR --flip RANK:SEQ --headless --out TRACE -- PROGRAM``
+runs in the background (Netzer and Miller's replay, everything before the race
+kept as recorded) and writes the flipped run's trace into the record
+directory (``DIR/flip-RANK-SEQ.jsonl``).  A dialog then shows the recorded and
+the flipped run as two diagrams side by side, the first event where each rank
+diverges ringed in both (:func:`mpvis.analysis.divergence.first_divergence`),
+a summary in words and the replay's report below.
 """
 
 from __future__ import annotations
@@ -15,10 +18,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from mpvis.analysis.divergence import first_divergence
+from mpvis.gui.diagram import DiagramView
 from mpvis.instrument.record_file import RecordError, read_record
+from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as rec_kinds
+from mpvis.scene.overlay import Overlay
+from mpvis.scene.vocabulary import event
+from mpvis.tracefile.reader import TraceFileError, load_trace
 
 _RECV = rec_kinds.KIND_CODE[rec_kinds.RECV]
 
@@ -32,6 +42,11 @@ class FlipController(QtCore.QObject):
         self._races: dict[str, set[tuple[int, int]]] = {}
         self.process: QtCore.QProcess | None = None
         self.dialog: QtWidgets.QDialog | None = None
+        #: the flipped run's trace, once written, and its model
+        self.flipped_path: Path | None = None
+        self.flipped: ModelManager | None = None
+        self.views: tuple[DiagramView, DiagramView] | None = None
+        self.divergence: dict[int, int] = {}
 
     def _recorded(self) -> tuple[dict[str, Any], set[tuple[int, int]]] | None:
         m = self.window.model
@@ -76,8 +91,10 @@ class FlipController(QtCore.QObject):
         proc.finished.connect(lambda *_: self._done(which))
         self.process = proc
         self.window.statusBar().showMessage(f"replaying with the race of receive {which} flipped…")
+        self.flipped_path = Path(header["record"]) / f"flip-{which.replace(':', '-')}.jsonl"
         proc.start(sys.executable, ["-m", "mpvis", "replay", header["record"], "--flip", which,
-                                    "--no-stream", "--", *map(str, header["argv"])])
+                                    "--headless", "--out", str(self.flipped_path),
+                                    "--", *map(str, header["argv"])])
 
     def _done(self, which: str) -> None:
         proc, self.process = self.process, None
@@ -87,17 +104,82 @@ class FlipController(QtCore.QObject):
         self.window.statusBar().showMessage(f"flip of {which}: replay finished", 8000)
         dlg = QtWidgets.QDialog(self.window)
         dlg.setWindowTitle(f"Race of receive {which} flipped: recorded run beside the new one")
+        lay = QtWidgets.QVBoxLayout(dlg)
+        summary = QtWidgets.QLabel()
+        summary.setWordWrap(True)
+        summary.setTextInteractionFlags(QtCore.Qt.TextInteractionFlag.TextSelectableByMouse)
+        summary.setObjectName("flipSummary")
+        lay.addWidget(summary)
+        diagrams = self._diagrams(which)
+        if diagrams is not None:
+            lay.addWidget(diagrams, 3)
+        summary.setText(self._summary(which))
         box = QtWidgets.QPlainTextEdit(text)
         box.setReadOnly(True)
         box.setFont(QtGui.QFontDatabase.systemFont(QtGui.QFontDatabase.SystemFont.FixedFont))
+        box.setMaximumHeight(160 if diagrams is not None else 16777215)
+        lay.addWidget(box, 1)
         buttons = QtWidgets.QDialogButtonBox(QtWidgets.QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(dlg.reject)
-        lay = QtWidgets.QVBoxLayout(dlg)
-        lay.addWidget(box)
         lay.addWidget(buttons)
-        dlg.resize(760, 420)
+        dlg.resize(1200, 760 if diagrams is not None else 420)
         dlg.show()
+        if self.views is not None:
+            for view in self.views:
+                view.fit_all()
         self.dialog = dlg
+
+    def _diagrams(self, which: str) -> QtWidgets.QWidget | None:
+        """The recorded and the flipped run side by side, divergences ringed."""
+        self.flipped, self.views, self.divergence = None, None, {}
+        recorded = self.window.model
+        path = self.flipped_path
+        if recorded is None or path is None or not path.is_file():
+            return None
+        try:
+            flipped = load_trace(path)
+        except (TraceFileError, OSError) as exc:
+            self.window.statusBar().showMessage(f"cannot read the flipped run: {exc}", 10000)
+            return None
+        self.flipped = flipped
+        self.divergence = first_divergence(recorded, flipped)
+        split = QtWidgets.QSplitter(QtCore.Qt.Orientation.Horizontal)
+        views = []
+        for title, m in (("recorded run", recorded), (f"{which} flipped", flipped)):
+            pane = QtWidgets.QWidget()
+            box = QtWidgets.QVBoxLayout(pane)
+            box.setContentsMargins(0, 0, 0, 0)
+            head = QtWidgets.QLabel(f"<b>{title}</b>")
+            head.setAlignment(QtCore.Qt.AlignmentFlag.AlignCenter)
+            view = DiagramView()
+            view.set_model(m)
+            marks = [m.gidx(r, s) for r, s in self.divergence.items() if s < m.count(r)]
+            rank, seq = (int(x) for x in which.split(":"))
+            view.set_overlay("divergence", Overlay(
+                highlight=np.array(marks, dtype=np.int64), color="#6a1b9a", width=3.0,
+                label="first divergence", z=4))
+            if seq < m.count(rank):
+                view.set_overlay("flipped", Overlay(
+                    highlight=np.array([m.gidx(rank, seq)], dtype=np.int64), color="#e65100",
+                    width=2.5, label=f"flipped receive {which}", z=5))
+            box.addWidget(head)
+            box.addWidget(view, 1)
+            split.addWidget(pane)
+            views.append(view)
+        self.views = (views[0], views[1])
+        return split
+
+    def _summary(self, which: str) -> str:
+        """The flip in words: what changed and where the trace is."""
+        if self.flipped is None:
+            return (f"The race of receive {which} was replayed flipped; the flipped run's "
+                    "trace could not be read (see the report below).")
+        diverged = sorted(self.divergence.items())
+        where = ", ".join(event(r, s) for r, s in diverged) or "nowhere"
+        same = self.flipped.nprocs - len(diverged)
+        return (f"<b>Race of receive {which} flipped.</b> The runs first differ at {where} "
+                f"(ringed in purple on both sides); {same} rank{'s' * (same != 1)} did exactly "
+                f"the same. The flipped run's trace: <code>{self.flipped_path}</code>")
 
 
 def install(window: Any) -> FlipController:
