@@ -143,11 +143,35 @@ def _compile(mpicc: str, target: Path, *, quiet: bool) -> None:
         os.replace(out, target)
 
 
-_NEEDED = re.compile(rb"(libmpi[a-z_]*\.so[.0-9]*)")
+_NEEDED = re.compile(rb"(libmpi[a-z0-9_]*\.so[.0-9]*)")
+#: Language bindings layered on an MPI's C library (Fortran, C++): not the MPI itself.
+_BINDING = re.compile(r"fort|cxx|f08|f90|usempi|mpifh")
 
 
 def _needed_mpi(path: Path) -> str | None:
-    """The ``libmpi*`` shared library ``path`` is linked with, from its dynamic section."""
+    """The MPI C library (``libmpi*``/``libmpich*``) ``path`` is linked with.
+
+    Its dynamic section names it, or only a language binding (``libmpichfort``,
+    ``libmpicxx``) that brings it in: then the libraries ``ldd`` resolves tell.
+    """
+    names = _mpi_names(path)
+    core = [n for n in names if not _BINDING.search(n)]
+    if core or not names:
+        return core[0] if core else None
+    ldd = shutil.which("ldd")
+    if ldd:
+        try:
+            out = subprocess.run(
+                [ldd, str(path)], capture_output=True, timeout=30, check=False
+            ).stdout
+        except (OSError, subprocess.SubprocessError):
+            out = b""
+        core = [m.decode() for m in _NEEDED.findall(out) if not _BINDING.search(m.decode())]
+    return core[0] if core else names[0]
+
+
+def _mpi_names(path: Path) -> list[str]:
+    """The ``libmpi*`` entries of ``path``'s dynamic section, in order."""
     readelf = shutil.which("readelf")
     if readelf:
         try:
@@ -156,17 +180,12 @@ def _needed_mpi(path: Path) -> str | None:
             ).stdout
         except (OSError, subprocess.SubprocessError):
             out = b""
-        for line in out.splitlines():
-            if b"(NEEDED)" in line:
-                m = _NEEDED.search(line)
-                if m:
-                    return m.group(1).decode()
-        return None
+        return [m.group(1).decode() for line in out.splitlines()
+                if b"(NEEDED)" in line and (m := _NEEDED.search(line))]
     try:  # no binutils: the soname strings in the file itself
-        m = _NEEDED.search(path.read_bytes())
+        return [m.decode() for m in _NEEDED.findall(path.read_bytes())]
     except OSError:
-        return None
-    return m.group(1).decode() if m else None
+        return []
 
 
 def _mpi_soname(lib: Path) -> str | None:
