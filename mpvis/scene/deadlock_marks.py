@@ -60,6 +60,7 @@ def deadlock_overlays(m: ModelManager, d: Deadlock) -> dict[str, Overlay]:
         width=3.0,
         label=label + (" (wait-for cycle)" if cycle else ""),
         z=6,
+        arrows=True,
     )
     if chain:
         out["deadlock-chain"] = Overlay(
@@ -69,5 +70,6 @@ def deadlock_overlays(m: ModelManager, d: Deadlock) -> dict[str, Overlay]:
             dashed=True,
             label="waits for (not on a cycle)",
             z=6,
+            arrows=True,
         )
     return out

@@ -46,7 +46,9 @@ class Overlay:
     * ``polyline``: global indices joined in the given order (a frontier);
     * ``color`` (``#rrggbb``), ``width`` in pixels, ``dashed``; ``label`` is
       shown in the diagram's legend while the overlay is set;
-    * ``z``: overlays are drawn in increasing ``z``.
+    * ``z``: overlays are drawn in increasing ``z``;
+    * ``arrows``: each segment ends in an arrowhead at its second event (a
+      wait-for edge points at the rank waited for), :func:`arrowheads`.
     """
 
     highlight: IntArray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -59,6 +61,7 @@ class Overlay:
     dashed: bool = False
     label: str = ""
     z: int = 0
+    arrows: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "highlight", _ints(self.highlight, (0,)).ravel())
@@ -74,6 +77,29 @@ class OverlayGeometry:
     highlight_xy: FloatArray  # (k, 2)
     segments_xy: FloatArray  # (k, 4): x0, y0, x1, y1
     polyline_xy: FloatArray  # (k, 2)
+
+
+def arrowheads(
+    segments_xy: FloatArray, px_x: float, px_y: float, size: float = 10.0, spread: float = 0.45
+) -> FloatArray:
+    """Two short strokes at the end of each segment ``(x0, y0, x1, y1)``, as
+    ``(2k, 4)`` segments in data coordinates.  ``px_x``/``px_y``: pixels per
+    data unit, so the head is ``size`` pixels long whatever the zoom;
+    ``spread``: half its opening angle, in radians.  Zero-length segments get
+    none."""
+    seg = np.asarray(segments_xy, dtype=float).reshape(-1, 4)
+    dx = (seg[:, 2] - seg[:, 0]) * px_x
+    dy = (seg[:, 3] - seg[:, 1]) * px_y
+    length = np.hypot(dx, dy)
+    seg, dx, dy, length = seg[length > 0], dx[length > 0], dy[length > 0], length[length > 0]
+    ux, uy = dx / length, dy / length  # unit direction, in pixels
+    out = []
+    for sign in (1.0, -1.0):
+        c, s = np.cos(spread), sign * np.sin(spread)
+        bx, by = -(ux * c - uy * s) * size, -(ux * s + uy * c) * size  # rotated back
+        out.append(np.column_stack([seg[:, 2], seg[:, 3],
+                                    seg[:, 2] + bx / px_x, seg[:, 3] + by / px_y]))
+    return np.concatenate(out) if out else np.zeros((0, 4))
 
 
 def dim_mask(overlays: list[Overlay], count: int) -> npt.NDArray[np.bool_] | None:

@@ -426,3 +426,16 @@ def test_a_second_window_says_it_does_not_receive_runs(tmp_path: Path) -> None:
     finally:
         other.kill()
         other.wait()
+
+
+def test_wait_for_edges_have_arrowheads(qtbot) -> None:  # type: ignore[no-untyped-def]
+    win = _window(qtbot)
+    _open(qtbot, win, ROOT / "sample_traces" / "deadlock_three_cycle.jsonl", exact=False)
+    panel = win.deadlock_panel
+    qtbot.waitUntil(lambda: bool(panel.deadlocks), timeout=20000)
+    panel.select(0)
+    win.diagram.redraw()
+    ov = win.diagram.overlays()["deadlock"]
+    assert ov.arrows and len(ov.segments) >= 3  # a cycle of three ranks
+    drawn = win.diagram._overlay_items["deadlock"].lines.segment_count()
+    assert drawn == 3 * len(ov.segments)  # each edge and its two strokes of arrowhead
