@@ -63,7 +63,12 @@ static int differs(const sig_t *a, const sig_t *b) {
     if (strcmp(a->op, b->op)) return 1;
     if (a->root != b->root) return 1;
     if (strcmp(a->redop, b->redop)) return 1;
-    if (a->count >= 0 && b->count >= 0 && (a->count != b->count || strcmp(a->dtype, b->dtype))) return 1;
+    /* count and datatype compare only between predefined types: a derived type
+     * of four ints matches four MPI_INTs (the type signature is what counts) */
+    int predefined = strcmp(a->dtype, "derived") && strcmp(b->dtype, "derived");
+    if (predefined && a->count >= 0 && b->count >= 0 &&
+        (a->count != b->count || strcmp(a->dtype, b->dtype)))
+        return 1;
     if (a->bytes >= 0 && b->bytes >= 0 && a->bytes != b->bytes) return 1;
     return 0;
 }
