@@ -47,6 +47,7 @@ from mpvis.analysis.deadlock_report import describe_site
 from mpvis.analysis.waitfor import WaitEdge, weak_components
 from mpvis.model.collectives import ALL_TO_ALL, FROM_ROOT, TO_ROOT
 from mpvis.model.manager import ModelManager
+from mpvis.model.record_batch import rank_records
 from mpvis.model.stream import Record
 
 __all__ = [
@@ -134,7 +135,7 @@ def requirements(m: ModelManager) -> tuple[list[list[Record]], Requirements]:
     is blocked there).
     """
     n = m.nprocs
-    events = [[m.record(r, s) for s in range(m.count(r))] for r in range(n)]
+    events = [rank_records(m, r) for r in range(n)]  # columns read once per rank
     reqs: Requirements = {}
 
     def add(at: tuple[int, int], req: Requirement) -> None:

@@ -22,7 +22,7 @@ from mpvis.protocol import records as R
 if TYPE_CHECKING:
     from mpvis.model.manager import ModelManager
 
-__all__ = ["rebuild_records"]
+__all__ = ["rank_records", "rebuild_records"]
 
 Record = dict[str, Any]
 
@@ -103,3 +103,8 @@ def rebuild_records(
             rec["comm"] = 0
         append(rec)
     return out
+
+
+def rank_records(m: ModelManager, rank: int) -> list[Record]:
+    """Every record of ``rank``, in ``seq`` order (``[m.record(rank, s) for s ...]``)."""
+    return rebuild_records(m, np.frombuffer(m.by_rank[rank], dtype=np.int64))

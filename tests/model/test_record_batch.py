@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mpvis.model.entities import rebuild_record
 from mpvis.model.manager import ModelManager
-from mpvis.model.record_batch import rebuild_records
+from mpvis.model.record_batch import rank_records, rebuild_records
 from mpvis.tracefile.reader import load_trace
 from tests.model.random_traces import interleave, random_execution
 
@@ -48,3 +48,10 @@ def test_random_executions(seed: int, nprocs: int) -> None:
 def test_empty() -> None:
     m = ModelManager({"kind": "header", "format": "mpvis-trace", "version": 1, "nprocs": 2})
     assert rebuild_records(m, np.zeros(0, dtype=np.int64)) == []
+
+
+@pytest.mark.parametrize("path", SAMPLES[:8], ids=[p.stem for p in SAMPLES[:8]])
+def test_rank_records(path: Path) -> None:
+    m = load_trace(path)
+    for r in range(m.nprocs):
+        assert rank_records(m, r) == [m.record(r, s) for s in range(m.count(r))]
