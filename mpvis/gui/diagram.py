@@ -25,12 +25,14 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
+from mpvis.gui.density_item import DensityItem
 from mpvis.gui.layers import LineLayer, SymbolLayer
 from mpvis.gui.symbol_art import FADED_OPACITY, ring_pixmap, symbol_pixmap
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as rec_kinds
 from mpvis.scene import describe, frame, hittest, lod, messages
 from mpvis.scene import symbols as sym
+from mpvis.scene.density import is_dense
 from mpvis.scene.layout import Layout
 from mpvis.scene.overlay import Overlay, arrowheads, dim_mask, overlay_geometry
 
@@ -169,6 +171,12 @@ class DiagramView(pg.PlotWidget):
             pi.addItem(item, ignoreBounds=True)
         self._select.setZValue(50)
         pi.addItem(self._select, ignoreBounds=True)
+        #: zoomed out, activity density replaces symbols and lines (mpvis.gui.density_item)
+        self.density_enabled = True
+        self.density_shown = False
+        self._density = DensityItem()
+        self._density.setZValue(0.5)  # above the grid, below lost messages and stops
+        pi.addItem(self._density, ignoreBounds=True)
         self.vb.sigRangeChanged.connect(self._range_changed)
         self.vb.sigRangeChangedManually.connect(self._user_moved)
         self.scene().sigMouseMoved.connect(self._mouse_moved)
@@ -549,11 +557,34 @@ class DiagramView(pg.PlotWidget):
                 heads = arrowheads(geo.segments_xy, view.px_per_x, view.px_per_y)
             items.lines.set_segments(np.concatenate([geo.segments_xy, poly_seg, heads]))
             items.marks.set_points(geo.highlight_xy, np.zeros(len(geo.highlight_xy), np.int8))
+        self._density_if_dense(view)
         if 0 <= self.selected < lay.count and not np.isnan(x[self.selected]):
             g = self.selected
             self._select.set_points(np.array([[x[g], y[g]]]), np.zeros(1, np.int8))
         else:
             self._select.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))
+
+    def _density_if_dense(self, view: lod.Viewport) -> None:
+        """Zoomed out past one event per two pixels per row: the density view."""
+        lay = self.layout_
+        assert lay is not None
+        lo, hi = self._xbounds
+        share = max(0.0, min(view.x1, hi) - max(view.x0, lo)) / max(hi - lo, 1e-300)
+        dense = self.density_enabled and is_dense(min(share, 1.0) * lay.count, view.width_px,
+                                                  lay.visible_rows)
+        self.density_shown = dense
+        if not dense:
+            self._density.clear()
+            return
+        self._density.update_view(lay, self.logical, view)
+        for item in (self._proc, self._msg):
+            item.set_segments(np.zeros((0, 4)))
+        self._syms.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))
+        note = ("zoomed out: activity per pixel (blue sending, green receiving, grey other, "
+                "orange in collectives, red blocked; zoom in for events)")
+        if note != self.lod_note:
+            self.lod_note = note
+            self.lod_changed.emit(note)
 
     def _draw_grid(self, view: lod.Viewport) -> None:
         levels = self.getPlotItem().getAxis("bottom").tickValues(view.x0, view.x1, view.width_px)
