@@ -44,12 +44,15 @@ class DensityItem(pg.GraphicsObject):
             self._image = None
             self.update()
 
-    def update_view(self, layout: Layout, logical: bool, view: Viewport) -> None:
-        """Compute the density of ``view``'s ``x`` range, one column per pixel."""
+    def update_view(self, layout: Layout, logical: bool, view: Viewport,
+                    rows: IntArray | None = None) -> None:
+        """Compute the density of ``view``'s ``x`` range, one column per
+        :data:`COLUMN_PX` pixels; ``rows[rank]``: the row of each rank's activity
+        (folded groups share one), by default the layout's."""
         key = (id(layout), layout.count)
         if self._spans is None or self._spans_key != key:  # intervals: once per layout size
             self._spans, self._spans_key = intervals(layout), key
-        rows = layout.rows.astype(np.int64)
+        rows = layout.rows.astype(np.int64) if rows is None else rows
         nrows = int(rows.max()) + 1 if len(rows) and rows.max() >= 0 else 0
         grid = activity_density(layout, logical, view.x0, view.x1,
                                 max(view.width_px // COLUMN_PX, 1),

@@ -109,6 +109,8 @@ class DiagramView(pg.PlotWidget):
     notice = QtCore.Signal(str)
     #: the overlays shown changed: ``[(label, color, dashed), ...]`` for the legend
     overlays_changed = QtCore.Signal(object)
+    #: a left click on no event: the row clicked (folded rank groups expand on it)
+    row_clicked = QtCore.Signal(int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent, background="w")
@@ -174,6 +176,10 @@ class DiagramView(pg.PlotWidget):
         #: zoomed out, activity density replaces symbols and lines (mpvis.gui.density_item)
         self.density_enabled = True
         self.density_shown = False
+        #: rank -> row of its density (folded groups: mpvis.gui.rank_folding); None: rows
+        self.density_rows: np.ndarray | None = None
+        #: labels replacing "rank N" (a folded group's first rank: "ranks 3-17 (15)")
+        self.row_labels: dict[int, str] = {}
         self._density = DensityItem()
         self._density.setZValue(0.5)  # above the grid, below lost messages and stops
         pi.addItem(self._density, ignoreBounds=True)
@@ -236,6 +242,7 @@ class DiagramView(pg.PlotWidget):
         self._axis_label()
         self.selected = -1
         self.stuck_events = {}
+        self.density_rows, self.row_labels = None, {}  # folding is per model
         for name in list(self._overlays):
             self.clear_overlay(name)
         self.follow = True
@@ -451,7 +458,7 @@ class DiagramView(pg.PlotWidget):
                 row = int(lay.rows[r])
                 if row >= 0 and (row % step == 0 or r in self.stuck_events):
                     mark = " (DL)" if r in self.stuck_events else ""
-                    ticks.append((float(row), f"rank {r}{mark}"))
+                    ticks.append((float(row), self.row_labels.get(r, f"rank {r}") + mark))
         self.getPlotItem().getAxis("left").setTicks([ticks, []])
 
     # ------------------------------------------------------------ drawing
@@ -576,7 +583,7 @@ class DiagramView(pg.PlotWidget):
         if not dense:
             self._density.clear()
             return
-        self._density.update_view(lay, self.logical, view)
+        self._density.update_view(lay, self.logical, view, self.density_rows)
         for item in (self._proc, self._msg):
             item.set_segments(np.zeros((0, 4)))
         self._syms.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))
@@ -709,6 +716,8 @@ class DiagramView(pg.PlotWidget):
         button = ev.button()  # type: ignore[attr-defined]
         if button == QtCore.Qt.MouseButton.LeftButton:
             self.select_event(-1 if g is None else g)
+            if g is None:
+                self.row_clicked.emit(round(self.vb.mapSceneToView(pos).y()))
         elif button == QtCore.Qt.MouseButton.RightButton and g is not None:
             self.select_event(g)
             self.context_menu(g).popup(QtGui.QCursor.pos())

@@ -40,6 +40,7 @@ from mpvis.gui.panels import Area, registered_panels
 from mpvis.gui.race_panel import RacePanel
 from mpvis.gui.race_popup import RaceNotifier
 from mpvis.gui.race_settings import RaceSettings
+from mpvis.gui.rank_folding import FOLD_MIN_RANKS, RankFolder
 from mpvis.model.errors import ModelInputError
 from mpvis.model.manager import ModelManager
 from mpvis.model.observer import ModelChange
@@ -124,6 +125,7 @@ class MainWindow(QtWidgets.QMainWindow):
     # ------------------------------------------------------------ building
     def _build(self) -> None:
         self.diagram = DiagramView()
+        self.folder = RankFolder(self.diagram)  # 256+ ranks: groups that expand on click
         self.legend = LegendStrip()
         self.overview = Overview(self.diagram)
         center = QtWidgets.QWidget()
@@ -311,6 +313,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.loader = None
         if analyses is not None:
             self.set_model(analyses.model, str(loader.path), layout, analyses=analyses, index=index)
+            if analyses.model.nprocs >= FOLD_MIN_RANKS:  # rows of similar ranks, click expands
+                self.folder.fold_similar()
             self._note_deadlocks()
         if error is not None:
             self.show_message(

@@ -57,3 +57,32 @@ def test_density_can_be_turned_off(qtbot) -> None:  # type: ignore[no-untyped-de
     view.density_enabled = False
     view.redraw()
     assert not view.density_shown and view._syms._xy.shape[0] > 0
+
+
+def test_256_ranks_fold_into_groups_that_expand_on_click(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from mpvis.gui.rank_folding import MAX_GROUPS, RankFolder
+
+    view = _view(qtbot, 30_000, 256)
+    folder = RankFolder(view)
+    folder.fold_similar()
+    lay = view.layout_
+    assert lay is not None
+    assert 1 < len(folder.groups) <= MAX_GROUPS
+    assert sorted(r for g in folder.groups for r in g) == list(range(256))
+    assert lay.visible_rows == len(folder.groups)
+    big = next(i for i, g in enumerate(folder.groups) if len(g) > 1)
+    members = folder.groups[big]
+    assert view.row_labels[members[0]] == f"ranks {members[0]}-{members[-1]} ({len(members)})"
+    assert view.density_rows is not None
+    assert set(view.density_rows[members].tolist()) == {lay.rows[members[0]]}
+    ticks = view.getPlotItem().getAxis("left")._tickLevels[0]
+    assert any(label.startswith("ranks ") for _, label in ticks)
+    row = int(lay.rows[members[0]])
+    view.row_clicked.emit(row)  # what a click on that row does
+    assert big in folder.expanded
+    assert lay.visible_rows == len(folder.groups) - 1 + len(members)
+    assert all(lay.rows[r] >= 0 for r in members)
+    view.row_clicked.emit(int(lay.rows[members[-1]]))  # a click on a member folds it back
+    assert lay.visible_rows == len(folder.groups)
+    folder.unfold_all()
+    assert lay.visible_rows == 256 and view.density_rows is None
