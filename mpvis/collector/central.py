@@ -182,15 +182,20 @@ class CentralProcess:
         """Ask the launcher of the run in progress to stop its program (the
         window's Stop command): ``STATUS {"halt": true}`` to its collectors.
         The run then ends as after Ctrl-C, its records journaled."""
-        self._thread.call(self._halt)
+        self._thread.call(self._status, {"halt": True})
 
-    def _halt(self) -> None:
+    def tell_run(self, text: str) -> None:
+        """Send ``text`` to the launcher of the run in progress, which prints it
+        (the window relays the deadlocks it proves: ``STATUS {"notice"}``)."""
+        self._thread.call(self._status, {"notice": text})
+
+    def _status(self, body: dict[str, Any]) -> None:
         run = self._active
         if run is None or run.finished:
             return
         for c in run.collectors.values():
             if c.writer is not None:
-                c.writer.write(encode_frame(MsgType.STATUS, {"halt": True}))
+                c.writer.write(encode_frame(MsgType.STATUS, body))
 
     def advertise(self, path: Path | None = None) -> Path:
         """Publish this central process for ``mpvis run`` (the window calls this)."""

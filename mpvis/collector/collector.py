@@ -138,6 +138,8 @@ class Collector:
         self.halt_requested = threading.Event()
         #: Where the central process journals this run (when it says so).
         self.journal: str | None = None
+        #: Texts the central process asked the launcher to print (``STATUS notice``).
+        self.notices: deque[str] = deque()
         #: The central process's reason, when it refused this collector.
         self.refused: str | None = None
         #: Reconnections after a lost connection to the central process.
@@ -485,6 +487,8 @@ class Collector:
                 self.journal = msg.body["journal"]
             if msg.body.get("halt"):
                 self.halt_requested.set()
+            if isinstance(msg.body.get("notice"), str):
+                self.notices.append(msg.body["notice"])
             if msg.body.get("welcome"):
                 self.welcomed.set()
             if msg.body.get("stop"):

@@ -10,6 +10,7 @@ from pathlib import Path
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.collector.rendezvous import discover
+from mpvis.gui.keep_run import relay_deadlocks
 from mpvis.gui.live import LiveSession
 from mpvis.gui.window import MainWindow
 
@@ -66,6 +67,8 @@ def open_live_window(live: LiveSession | None = None) -> tuple[MainWindow, LiveS
     advertise, why = may_advertise(is_visible_platform())
     live = (live or LiveSession(advertise=advertise)).start()
     window.live = live
+    told: set[str] = set()
+    window.deadlocks_changed.connect(lambda: relay_deadlocks(window, told))
     if why:
         window.statusBar().showMessage(why, 30000)
     window.inbox = live.inbox

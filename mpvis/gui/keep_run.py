@@ -9,7 +9,9 @@ directory that goes away with the window.  So:
   program (:meth:`mpvis.collector.central.CentralProcess.request_halt`): a
   hung run ends like after Ctrl-C in its terminal, every record kept;
 * closing the window with a live run not saved asks first
-  (:func:`confirm_close`): *Save…*, *Discard* or *Cancel*.
+  (:func:`confirm_close`): *Save…*, *Discard* or *Cancel*;
+* the deadlocks the window proves in a live run are also printed by the
+  ``mpvis run`` that streams it (:func:`relay_deadlocks`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from PySide6 import QtGui, QtWidgets
 if TYPE_CHECKING:
     from mpvis.gui.window import MainWindow
 
-__all__ = ["add_run_actions", "confirm_close", "save_trace_as", "unsaved_run"]
+__all__ = [
+    "add_run_actions", "confirm_close", "relay_deadlocks", "save_trace_as", "unsaved_run",
+]
 
 SAVE_FILTER = "Traces (*.jsonl);;All files (*)"
 
@@ -106,6 +110,20 @@ def stop_run(win: MainWindow) -> bool:
     live.central.request_halt()
     win.statusBar().showMessage("asked the run to stop (its records are kept)", 10000)
     return True
+
+
+def relay_deadlocks(win: MainWindow, told: set[str]) -> None:
+    """Send each new deadlock of the live run to its launcher's terminal once
+    (``told``: the reasons sent so far)."""
+    a, live, m = win.analyses, win.live, win.model
+    if a is None or a.deadlock is None or live is None or m is None or win.journal is None:
+        return
+    for d in a.deadlock.deadlocks:
+        if d.reason not in told:
+            told.add(d.reason)
+            live.central.tell_run(
+                f"the window found a deadlock ({d.kind}, ranks "
+                f"{', '.join(map(str, d.ranks))}): {d.reason}")
 
 
 def add_run_actions(win: MainWindow, menu: QtWidgets.QMenu) -> None:

@@ -374,6 +374,7 @@ class MainWindow(QtWidgets.QMainWindow):
                     self.analyses.mark_rank_dead(args[0], f"{args[1]}: {args[2]}")
                 else:
                     self.model.mark_rank_dead(args[0], f"{args[1]}: {args[2]}")
+                self.statusBar().showMessage(f"rank {args[0]} died: {args[1]}: {args[2]}", 30000)
             elif what == "end" and not self.model.input_ended:
                 try:
                     self.model.finish()

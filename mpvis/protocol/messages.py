@@ -27,7 +27,8 @@ each message's map holds, for the two links of MPVisualizer's section 2:
     run has ended (its journal closed).  ``welcome`` and ``stop`` may carry
     ``"journal"``: where the run is journaled.  ``STATUS {"halt": true}``
     asks the run's launcher to stop the program (the window's Stop command);
-    the collector keeps forwarding until the run's end.  An envelope is
+    the collector keeps forwarding until the run's end.  ``STATUS {"notice":
+    text}`` is a line for the launcher to print (a deadlock the window found).  An envelope is
     applied in the order header, records, ends, end, so that a rank's end
     never precedes its records.
 

@@ -40,7 +40,10 @@ def summary(m: ModelManager, g: int) -> str:
     else:
         body = kind
     site = rec.get("site")
-    return head + body + (f"  @ {site}" if site else "")
+    r, s = int(rec["rank"]), int(rec["seq"])
+    died = (f"  | rank {r} died here: {m.dead[r]}"
+            if r in m.dead and s == m.count(r) - 1 else "")
+    return head + body + (f"  @ {site}" if site else "") + died
 
 
 def details(m: ModelManager, g: int) -> list[tuple[str, Any]]:
@@ -65,4 +68,6 @@ def details(m: ModelManager, g: int) -> list[tuple[str, Any]]:
         )
     )
     rows.append(("global index", g))
+    if r in m.dead:
+        rows.append(("rank status", f"dead: {m.dead[r]}"))
     return rows

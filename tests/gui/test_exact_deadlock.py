@@ -93,7 +93,7 @@ def test_deadlock_panel_overlay_marker_and_dot(qtbot, tmp_path: Path) -> None:  
     assert sorted(map(tuple, ov.segments.tolist())) == sorted([(a, b), (b, a)])
     assert sorted(ov.highlight.tolist()) == sorted([a, b])
     win.diagram.redraw()
-    assert win.diagram._overlay_items["deadlock"].lines.segment_count() == 2
+    assert win.diagram._overlay_items["deadlock"].lines.segment_count() == 6  # + arrowheads
     out = tmp_path / "waitfor.dot"
     panel.export_dot(out)
     text = out.read_text()

@@ -79,3 +79,41 @@ def test_sigterm_removes_the_windows_temporary_files(tmp_path: Path) -> None:
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+
+
+RECV_RECV = """
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+comm.recv(source=1 - comm.Get_rank(), tag=1)
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(180)
+@pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec")
+def test_the_terminal_hears_of_a_deadlock_found_in_the_window(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from mpvis.gui.app import open_live_window
+    from mpvis.gui.keep_run import stop_run
+
+    win, live = open_live_window()
+    qtbot.addWidget(win)
+    live.central.advertise(rendezvous_path())
+    (tmp_path / "dl.py").write_text(RECV_RECV)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mpvis", "run", "-n", "2", "--", "dl.py"],
+        cwd=tmp_path, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        qtbot.waitUntil(lambda: win.analyses is not None and win.analyses.deadlock is not None
+                        and bool(win.analyses.deadlock.deadlocks), timeout=60000)
+        qtbot.wait(1500)  # the notice travels to the run's terminal
+        assert stop_run(win)
+        _, err = proc.communicate(timeout=90)
+        assert "the window found a deadlock (p2p, ranks 0, 1)" in err, err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        win.close_confirmed = True
+        live.central.withdraw()
+        live.stop()

@@ -439,3 +439,22 @@ def test_wait_for_edges_have_arrowheads(qtbot) -> None:  # type: ignore[no-untyp
     assert ov.arrows and len(ov.segments) >= 3  # a cycle of three ranks
     drawn = win.diagram._overlay_items["deadlock"].lines.segment_count()
     assert drawn == 3 * len(ov.segments)  # each edge and its two strokes of arrowhead
+
+
+def test_a_dead_ranks_reason_is_shown(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from mpvis.scene.describe import details, summary
+    from mpvis.sim.api import simulate
+
+    win = _window(qtbot)
+    header, recs = simulate("ring", 0)
+    win.inbox.append(("start", header, Path("journal.jsonl")))
+    mine = [r for r in recs if r["rank"] != 2 or r["seq"] < 3]
+    win.inbox.append(("records", mine))
+    win.inbox.append(("rank_end", 2, "killed", "Traceback...\nZeroDivisionError: boom"))
+    win.drain()
+    m = win.model
+    assert m is not None and 2 in m.dead
+    assert "rank 2 died: killed" in win.statusBar().currentMessage()
+    last = m.gidx(2, m.count(2) - 1)
+    assert "rank 2 died here: killed" in summary(m, last)
+    assert ("rank status", f"dead: {m.dead[2]}") in details(m, last)
