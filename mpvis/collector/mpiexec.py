@@ -50,12 +50,33 @@ def rank_command(
     return [mpiexec, *n, *options, sys.executable, "-m", module, *program]
 
 
+#: Run before mpiexec, in its process (then exec'd): SIGTERM when the launching
+#: thread's process dies, whatever kills it (``PR_SET_PDEATHSIG`` survives exec).
+#: A wrapper rather than ``preexec_fn``, which is unsafe in a process with threads.
+_DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys\n"
+    "ctypes.CDLL(None).prctl(1, signal.SIGTERM, 0, 0, 0)\n"  # 1: PR_SET_PDEATHSIG
+    "if os.getppid() != int(sys.argv[1]):\n"  # the parent died before prctl
+    "    sys.exit(143)\n"
+    "os.execvp(sys.argv[2], sys.argv[2:])\n"
+)
+
+
 def launch(command: Sequence[str], env: Mapping[str, str]) -> subprocess.Popen[bytes]:
-    """Start ``command`` in a new session; this mpvis's package is on the ranks' path."""
+    """Start ``command`` in a new session; this mpvis's package is on the ranks' path.
+
+    On Linux ``command`` gets SIGTERM if this process dies (even by SIGKILL):
+    MPICH's mpiexec forwards it to the ranks, which ship or spill their records
+    and leave (:mod:`mpvis.instrument.transport`), so nothing of the run
+    outlives it.  The process keeps the pid of ``Popen`` (exec).
+    """
     env = dict(env)
     root = str(Path(mpvis.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-    return subprocess.Popen(list(command), env=env, start_new_session=True)
+    argv = list(command)
+    if sys.platform.startswith("linux"):
+        argv = [sys.executable, "-c", _DIE_WITH_PARENT, str(os.getpid()), *argv]
+    return subprocess.Popen(argv, env=env, start_new_session=True)
 
 
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:

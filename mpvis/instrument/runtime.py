@@ -25,6 +25,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import signal
+import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -82,6 +85,36 @@ class Runtime:
         self._grace = max(ABORT_GRACE, 2 * longest)  # a busy rank's longest delay, twice
         self._closed = False
         _CURRENT[0] = self
+        self._watch_sigterm()
+
+    def _watch_sigterm(self) -> None:
+        """On SIGTERM, ship or spill the records and leave (``Flusher.terminated``),
+        even while the program's thread is blocked inside MPI (where a Python
+        signal handler would never run): the signal's wakeup byte is read by a
+        watch thread.  A program that installs its own SIGTERM handler keeps it."""
+        if threading.current_thread() is not threading.main_thread():
+            return
+        rd, wr = socket.socketpair()
+        wr.setblocking(False)
+        try:
+            signal.set_wakeup_fd(wr.fileno(), warn_on_full_buffer=False)
+        except ValueError:
+            rd.close()
+            wr.close()
+            return
+        self._wakeup = (rd, wr)  # kept open for the life of the process
+
+        def on_sigterm(signum: int, frame: object) -> None:
+            self.flusher.terminated(signum)
+
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+        def watch() -> None:
+            while data := rd.recv(64):
+                if signal.SIGTERM in data and signal.getsignal(signal.SIGTERM) is on_sigterm:
+                    self.flusher.terminated(signal.SIGTERM)
+
+        threading.Thread(target=watch, name="mpvis-sigterm", daemon=True).start()
 
     def _ring(self, comm: Any) -> Any:
         """A ring checker for a new traced communicator (collective over it)."""

@@ -21,6 +21,18 @@ Sinks (chosen by :func:`open_sink` from the environment that ``mpvis run`` sets)
 * else: :class:`NullSink`, records are dropped (the program still runs with
   the wrappers, so its behaviour does not depend on being watched).
 
+Leaving when the collector is gone (no orphans): the flusher checks every
+:data:`WATCH_EVERY` seconds that the collector's connection is still open (a
+non-blocking ``MSG_PEEK`` read: end of stream or an error other than "would
+block" means it is closed), and treats a failed send the same way.  Then the
+rank writes the records it has not shipped, and those it shipped during the
+last :data:`KEEP_SHIPPED` seconds (the collector may have died holding them),
+to its spill file (:func:`spill_path`, format in :mod:`mpvis.tracefile.spill`),
+says so on stderr and leaves the process with status :data:`ORPHAN_EXIT`
+(``os._exit``: a rank blocked in MPI never returns to Python), so nothing of
+the run outlives the process that watched it.  ``mpvis run`` and ``mpvis
+recover DIR`` merge spill files into the trace.
+
 Flushing (:class:`Flusher`): the program's thread never encodes or writes.  A
 daemon thread waits without the GIL (``Recorder.idle_wait``, polling the
 recorder's counters) and ships the pending records,
@@ -43,11 +55,15 @@ mpi4py message (see ``benchmarks/overhead_pingpong.py``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import sys
+import tempfile
 import threading
+import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -57,12 +73,35 @@ from mpvis.instrument.recorder import Drained, Recorder
 from mpvis.protocol.compact import CompactDecoder, compact_body
 from mpvis.protocol.framing import MsgType, encode_frame_parts
 
-__all__ = ["FileSink", "Flusher", "NullSink", "Sink", "SocketSink", "open_sink"]
+__all__ = ["FileSink", "Flusher", "NullSink", "Sink", "SocketSink", "open_sink", "spill_path"]
 
 Record = dict[str, Any]
 
 #: Records per ``COMPACT`` frame (56 bytes each); keeps a frame far below the 16 MiB bound.
 BATCH_RECORDS = 50_000
+#: Seconds between two checks that the collector's connection is still open.
+WATCH_EVERY = 0.5
+#: Shipped batches are kept this many seconds, to be spilled if the collector dies.
+KEEP_SHIPPED = 2.0
+#: Exit status of a rank that left because its collector was gone (EX_TEMPFAIL).
+ORPHAN_EXIT = 75
+#: Seconds a rank lingers after spilling, before leaving: MPICH's mpiexec kills
+#: every rank once one leaves, and the peers need time to spill too.
+ORPHAN_LINGER = 1.5
+#: Seconds a rank that got SIGTERM watches for its collector's connection to close.
+TERM_LOOK = 0.5
+#: The spill file format's first line (``kind``), see :mod:`mpvis.tracefile.spill`.
+SPILL_KIND = "mpvis-spill"
+#: Records written (and flushed) at a time to a spill file.
+SPILL_PIECE = 2000
+
+
+def spill_path(rank: int, env: dict[str, str]) -> Path:
+    """``$MPVIS_SPILL_DIR/spill-<MPVIS_RUN>-rank-<rank>.jsonl`` (default directory:
+    the system's temporary directory)."""
+    directory = env.get("MPVIS_SPILL_DIR") or tempfile.gettempdir()
+    run = env.get("MPVIS_RUN") or "run"
+    return Path(directory) / f"spill-{run}-rank-{rank}.jsonl"
 
 
 class Sink(Protocol):
@@ -77,8 +116,25 @@ class Sink(Protocol):
     def bye(self, status: str, detail: str) -> None:
         """The rank is done (``final`` or ``crashed``); release resources."""
 
+    def gone(self) -> bool:
+        """Whether the receiving end has gone away (checked without blocking)."""
 
-class NullSink:
+    def spill(self, pending: list[Drained], reason: str) -> tuple[Path, int] | None:
+        """Write what may not have arrived (and ``pending``) to the spill file:
+        its path and number of records, or ``None`` when nothing needs spilling."""
+
+
+class _Local:
+    """A sink whose receiving end cannot go away."""
+
+    def gone(self) -> bool:
+        return False
+
+    def spill(self, pending: list[Drained], reason: str) -> tuple[Path, int] | None:
+        return None
+
+
+class NullSink(_Local):
     """Drops everything."""
 
     def header(self, header: Record) -> None:
@@ -91,7 +147,7 @@ class NullSink:
         return None
 
 
-class FileSink:
+class FileSink(_Local):
     """Writes ``rank-<r>.jsonl`` in a directory (header first on rank 0)."""
 
     def __init__(self, directory: Path, rank: int) -> None:
@@ -119,12 +175,16 @@ class FileSink:
 class SocketSink:
     """Frames of the wire protocol over one TCP connection to the collector."""
 
-    def __init__(self, address: str, token: str | None, rank: int) -> None:
+    def __init__(self, address: str, token: str | None, rank: int,
+                 spill_to: Path | None = None) -> None:
         host, _, port = address.rpartition(":")
         self._sock = socket.create_connection((host or "127.0.0.1", int(port)), timeout=30)
         self._sock.settimeout(None)
         self._rank = rank
         self._batch = 0
+        self._spill_to = spill_to or spill_path(rank, {})
+        self._sites: list[str] = []  # every site shipped, ids from 1
+        self._recent: deque[tuple[float, Drained]] = deque()  # shipped lately
         self._send(
             MsgType.HELLO,
             {
@@ -153,6 +213,12 @@ class SocketSink:
     def compact(self, batch: Drained) -> None:
         self._send(MsgType.COMPACT, compact_body(self._batch, *batch))
         self._batch += 1
+        self._sites += batch[2]
+        now = time.monotonic()
+        recent = self._recent
+        recent.append((now, batch))
+        while recent[0][0] < now - KEEP_SHIPPED:
+            recent.popleft()
 
     def bye(self, status: str, detail: str) -> None:
         try:
@@ -161,6 +227,43 @@ class SocketSink:
         finally:
             self._sock.close()
 
+    def gone(self) -> bool:
+        """The collector closed the connection (or it broke); the collector never
+        writes to a rank except to refuse it, so any readable state means that."""
+        try:
+            self._sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:
+            return True
+        return True  # end of stream, or a REFUSED frame (the collector then closes)
+
+    def spill(self, pending: list[Drained], reason: str) -> tuple[Path, int] | None:
+        """The batches shipped lately and ``pending`` as records (``seq`` order) in
+        the spill file, after a first line ``{"kind": "mpvis-spill", ...}``."""
+        with contextlib.suppress(OSError):
+            self._sock.close()
+        sites = self._sites + [s for b in pending for s in b[2]]
+        decoder = CompactDecoder(self._rank, sites)
+        records: list[Record] = []
+        for batch in [b for _, b in self._recent] + pending:
+            recs, _ = decoder.decode(compact_body(0, batch[0], batch[1], [], batch[3], batch[4]))
+            records += recs
+        if not records:
+            return None
+        path = self._spill_to
+        path.parent.mkdir(parents=True, exist_ok=True)
+        meta = {"kind": SPILL_KIND, "version": 1, "rank": self._rank, "reason": reason}
+        # Written in pieces, each flushed: if mpiexec kills this rank midway (a peer
+        # left first), the lines written are kept; a reader drops a cut last line.
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(meta) + "\n")
+            for i in range(0, len(records), SPILL_PIECE):
+                fh.write("".join(json.dumps(r, separators=(",", ":")) + "\n"
+                                 for r in records[i:i + SPILL_PIECE]))
+                fh.flush()
+        return path, len(records)
+
 
 def open_sink(rank: int, env: dict[str, str] | None = None) -> Sink:
     """The sink the environment asks for (see the module docstring)."""
@@ -168,7 +271,8 @@ def open_sink(rank: int, env: dict[str, str] | None = None) -> Sink:
     address = env.get("MPVIS_COLLECTOR", "")
     if address:
         try:
-            return SocketSink(address, env.get("MPVIS_TOKEN") or None, rank)
+            return SocketSink(address, env.get("MPVIS_TOKEN") or None, rank,
+                              spill_path(rank, env))
         except OSError as exc:
             print(
                 f"mpvis: rank {rank}: cannot reach collector {address}: {exc}; running untraced",
@@ -188,10 +292,17 @@ class Flusher:
     :class:`NullSink` after one message on stderr: the program keeps running.
     """
 
-    def __init__(self, recorder: Recorder, sink: Sink, quiet: float, longest: float) -> None:
-        """Flush after ``quiet`` seconds without a record, or ``longest`` seconds at most."""
+    def __init__(self, recorder: Recorder, sink: Sink, quiet: float, longest: float,
+                 *, leave: Callable[[int], None] = os._exit) -> None:
+        """Flush after ``quiet`` seconds without a record, or ``longest`` seconds at most.
+
+        ``leave(status)`` ends the process when the sink's receiver is gone
+        (see the module docstring); tests pass their own."""
         self._recorder = recorder
         self._sink = sink
+        self._leave = leave
+        self._terminating = False
+        self._next_watch = time.monotonic() + WATCH_EVERY
         self._quiet = quiet
         self._longest = longest
         self._lock = threading.Lock()  # serialises flushes (thread vs close)
@@ -212,6 +323,12 @@ class Flusher:
             self._recorder.idle_wait(self._quiet, self._longest)
             if self._stop.is_set():
                 return
+            now = time.monotonic()
+            if now >= self._next_watch:
+                self._next_watch = now + WATCH_EVERY
+                if self._sink.gone():
+                    self._orphaned("the collector closed the connection", leave=True)
+                    return
             self.flush()
 
     @contextmanager
@@ -244,11 +361,56 @@ class Flusher:
         try:
             fn(*args)
         except OSError as exc:
+            if isinstance(self._sink, SocketSink):
+                self._orphaned(f"sending to the collector failed: {exc}",
+                               leave=not self._stop.is_set(), locked=True)
+                return
             print(
                 f"mpvis: trace output failed ({exc}); the rest of this rank is untraced",
                 file=sys.stderr,
             )
             self._sink = NullSink()
+
+    def terminated(self, signum: int) -> None:
+        """The process got ``signum`` (SIGTERM: the run is being stopped, e.g. by
+        mpiexec whose ``mpvis run`` died): ship everything and say ``BYE crashed``
+        if the collector is there, else spill; then leave with ``128 + signum``."""
+        with self._lock:
+            if self._terminating:
+                return
+            self._terminating = True
+        # When mpvis run dies, mpiexec's SIGTERM (PR_SET_PDEATHSIG) may come before
+        # the kernel has closed the dying process's sockets: look a little longer.
+        deadline = time.monotonic() + TERM_LOOK
+        while not self._sink.gone() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if self._sink.gone():
+            self._orphaned(f"got signal {signum} and the collector is gone", leave=False)
+            time.sleep(ORPHAN_LINGER)
+        else:
+            self.close("crashed", f"stopped by signal {signum}")
+        self._leave(128 + signum)
+
+    def _orphaned(self, why: str, *, leave: bool, locked: bool = False) -> None:
+        """The collector is gone: spill what it may not have, then (``leave``) end
+        the process with :data:`ORPHAN_EXIT`; at the rank's own end, just spill."""
+        with contextlib.nullcontext() if locked else self._lock:
+            sink, self._sink = self._sink, NullSink()
+            rec = self._recorder
+            pending = []
+            while rec.pending():
+                pending.append(rec.drain(BATCH_RECORDS))
+            try:
+                spilled = sink.spill(pending, why)
+                where = (f"{spilled[1]} records spilled to {spilled[0]}" if spilled
+                         else "nothing to spill")
+            except OSError as exc:
+                where = f"the spill file could not be written ({exc})"
+        print(f"mpvis: rank {rec.rank}: {why}; {where}"
+              + ("; leaving (its run is gone)" if leave else ""), file=sys.stderr, flush=True)
+        if leave:
+            time.sleep(ORPHAN_LINGER)
+            self._leave(ORPHAN_EXIT)
 
     def close(self, status: str, detail: str = "") -> None:
         """Stop the thread, ship the rest, say goodbye with ``status`` (once)."""

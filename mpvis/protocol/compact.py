@@ -106,9 +106,11 @@ class _BadRecord(Exception):
 class CompactDecoder:
     """Expands one rank's ``COMPACT`` batches into trace records; keeps its site table."""
 
-    def __init__(self, rank: int) -> None:
+    def __init__(self, rank: int, sites: list[str] | None = None) -> None:
+        """``sites``: the rank's site table so far (ids from 1), for decoding batches
+        out of stream order (a rank's spill file); later batches' ``sites`` continue it."""
         self.rank = rank
-        self._sites: list[str | None] = [None]  # id 0: no site
+        self._sites: list[str | None] = [None, *(sites or [])]  # id 0: no site
 
     def decode(self, body: dict[str, Any]) -> tuple[list[Record], str | None]:
         """The batch's records, and why it stopped early (``None``: it did not)."""

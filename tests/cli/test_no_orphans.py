@@ -1,0 +1,145 @@
+"""No orphans, whatever dies (issue 15): ``mpvis run`` SIGKILLed leaves no
+mpiexec, proxy or rank alive 10 s later; the ranks notice their collector is
+gone, spill what it may not have received, and leave; ``mpvis recover`` merges
+the spill files into the trace.
+
+Processes of the run are found from ``/proc`` (descendants of ``mpvis run``
+and every process naming the test's own program), snapshotted before the kill.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mpvis.collector.mpiexec import find_mpiexec
+
+pytestmark = [
+    pytest.mark.mpi,
+    pytest.mark.timeout(180),
+    pytest.mark.skipif(find_mpiexec() is None, reason="no mpiexec"),
+    pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc"),
+]
+
+#: A ping-pong that never ends (records flow all the time).
+FOREVER = """
+import sys, time
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+r = comm.Get_rank()
+i = 0
+while True:
+    if r == 0:
+        comm.send(i, dest=1, tag=1)
+        comm.recv(source=1, tag=2)
+    else:
+        comm.recv(source=0, tag=1)
+        comm.send(i, dest=0, tag=2)
+    i += 1
+    if i == 200 and r == 0:
+        print("RUNNING", flush=True)
+    if i % 50 == 0:
+        time.sleep(0.01)
+"""
+#: The limit of the issue: nothing of the run may be alive this long after the kill.
+SURVIVAL_LIMIT = 10.0
+
+
+def _stat(pid: int) -> tuple[int, str] | None:
+    """``(ppid, state)`` of a process, ``None`` if it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2:].split()
+    return int(fields[1]), fields[0]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def run_processes(root: int, marker: str) -> set[int]:
+    """Descendants of ``root`` and every process whose command line holds ``marker``."""
+    pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+    parent = {p: st[0] for p in pids if (st := _stat(p)) is not None}
+    out = {p for p in pids if marker in _cmdline(p)}
+    for p in parent:
+        q = p
+        while q > 1:
+            if q == root:
+                out.add(p)
+                break
+            q = parent.get(q, 0)
+    out.discard(os.getpid())
+    return out
+
+
+def alive(pids: set[int]) -> set[int]:
+    return {p for p in pids if (st := _stat(p)) is not None and st[1] not in ("Z", "X")}
+
+
+def start_run(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    (tmp_path / "forever.py").write_text(FOREVER)
+    env = dict(os.environ, MPVIS_RENDEZVOUS=str(tmp_path / "no-window.json"),
+               MPVIS_SPILL_DIR=str(tmp_path / "spill"))
+    p = subprocess.Popen([sys.executable, "-m", "mpvis", "run", "-n", "2", "--out", "t.jsonl",
+                          *args, "--", "forever.py"], cwd=tmp_path, env=env,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    line = p.stdout.readline()  # the program's first output: it runs, traced
+    assert "RUNNING" in line, p.stderr.read() if p.poll() is not None and p.stderr else line
+    return p
+
+
+def test_sigkill_of_mpvis_run_leaves_no_process_and_spills(tmp_path: Path) -> None:
+    p = start_run(tmp_path)
+    time.sleep(1.0)  # let records flow for a while (the test does not depend on how many)
+    procs = run_processes(p.pid, str(tmp_path / "forever.py"))
+    assert len(procs) >= 3  # mpiexec and two ranks at least
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    deadline = time.monotonic() + SURVIVAL_LIMIT
+    while alive(procs) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = alive(procs)
+    for pid in left:  # do not leave them behind for the next test
+        os.kill(pid, signal.SIGKILL)
+    assert not left, {pid: _cmdline(pid) for pid in left}
+    spills = sorted((tmp_path / "spill").glob("spill-*-rank-*.jsonl"))
+    assert spills, f"no rank spilled its records: {p.stderr.read() if p.stderr else None}"
+    spilled = 0
+    for f in spills:
+        lines = f.read_text().splitlines()
+        assert json.loads(lines[0])["kind"] == "mpvis-spill" and len(lines) > 1
+        seqs = [json.loads(x)["seq"] for x in lines[1:-1]]  # the last line may be cut
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # in order, no gap
+        spilled += len(lines) - 1
+    # mpvis recover puts them into the trace; the trace then opens
+    trace = tmp_path / "t.jsonl"
+    before = events(trace)
+    rec = mpvis_cli("recover", str(trace), "--spill-dir", str(tmp_path / "spill"))
+    assert rec.returncode == 0 and "records recovered" in rec.stdout, rec.stderr
+    assert events(trace) > before
+    check = mpvis_cli("check", str(trace), "--json")
+    assert check.returncode in (0, 1), check.stderr
+    assert json.loads(check.stdout)["events"] == events(trace)
+
+
+def events(trace: Path) -> int:
+    return sum(1 for x in trace.read_text().splitlines()[1:] if x.strip())
+
+
+def mpvis_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mpvis", *args], capture_output=True,
+                          text=True, timeout=120, check=False)
