@@ -33,6 +33,7 @@ COMMANDS: tuple[str, ...] = (
     "export",
     "orderings",
     "explore",
+    "recover",
 )
 
 #: What ``mpvis`` with no arguments runs.
