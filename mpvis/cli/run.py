@@ -1,7 +1,9 @@
-"""``mpvis run [-n N] [--out FILE] [mpiexec options] -- prog.py [args]``: watch an MPI program.
+"""``mpvis run [-n N] [--out FILE] [mpiexec options] -- PROGRAM [args]``: watch an MPI program.
 
 Launches the unmodified mpi4py program with ``mpiexec``, every rank under the
-in-rank library (``python -m mpvis.instrument.launch``), and the live path of
+in-rank library (``python -m mpvis.instrument.launch``), or a compiled program
+with the PMPI trace library preloaded into every rank (:mod:`mpvis.cli.native`,
+docs/c-programs.md), and the live path of
 MPVisualizer (section 2): ranks → this machine's collector → a central process.
 If an mpvis window is running (:mod:`mpvis.collector.rendezvous`) the run
 streams there; otherwise a headless central process writes the trace to FILE
@@ -63,6 +65,12 @@ _FLAGS = (
     "--headless", "-h", "--help", "--stop-on-deadlock", "--sync-sends", *record_options.FLAGS
 )
 
+#: A compiled program whose ranks recorded nothing.
+NO_MPI_CALL_NATIVE = (
+    "the program made no MPI call mpvis traces: nothing to show (does it call MPI_Init? "
+    "Fortran 'use mpi_f08' calls bypass the C layer mpvis intercepts: see docs/c-programs.md)"
+)
+
 #: Seconds to wait for a window to accept the run before recording headless.
 WINDOW_WAIT = 3.0
 #: Seconds to wait, after mpiexec ended, for the last records to be journaled.
@@ -75,9 +83,10 @@ def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "run",
         help="run an MPI program under mpvis and watch it",
-        description="Run an unmodified mpi4py program with mpiexec, every rank traced. "
+        description="Run an unmodified mpi4py program or compiled (C, C++) MPI program with "
+        "mpiexec, every rank traced. "
         "Options that mpvis does not know are passed to mpiexec; put them before '--'.",
-        usage="mpvis run [-n N] [--out FILE] [mpiexec options] -- prog.py [args]",
+        usage="mpvis run [-n N] [--out FILE] [mpiexec options] -- prog.py|./a.out [args]",
     )
     p.add_argument("-n", "-np", type=int, dest="nprocs", metavar="N", help="number of ranks")
     p.add_argument(
@@ -365,7 +374,7 @@ def run_program(
         text, code = session.report()
         print(text, flush=True)
         if session.analyses is not None and no_mpi_call(session.analyses.model):
-            _say(NO_MPI_CALL)
+            _say(NO_MPI_CALL if lib is None else NO_MPI_CALL_NATIVE)
         if interrupted:
             return 130
         if stopped:
