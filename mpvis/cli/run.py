@@ -27,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -54,6 +55,8 @@ from mpvis.collector.mpiexec import (
 )
 from mpvis.collector.rendezvous import discover
 from mpvis.protocol.records import make_header
+from mpvis.tracefile.reader import TraceFileError
+from mpvis.tracefile.spill import merge_spills, spill_files
 
 #: Options of ``mpvis run`` that take a value; any other option before ``--``
 #: goes to mpiexec.
@@ -283,6 +286,7 @@ def run_program(
         collector_port = listen[1] + 1 if listen else 0
 
     session: HeadlessSession | None = None
+    journal: Path | None = None
     collector = _window_collector(
         args,
         token=token,
@@ -292,7 +296,7 @@ def run_program(
         listen=listen,
     )
     if collector is None:
-        out = args.out or _default_out()
+        out = journal = args.out or _default_out()
         if args.out is None:
             check_out(out)
         host, port = listen or ("127.0.0.1", 0)
@@ -317,6 +321,10 @@ def run_program(
     env["MPVIS_COLLECTOR"] = format_address(collector.address)
     env["MPVIS_TOKEN"] = token
     env["MPVIS_RUN"] = run_id
+    # Where ranks spill records if their collector dies (mpvis.instrument.transport).
+    spill_dir = Path(env.get("MPVIS_SPILL_DIR") or (
+        journal.resolve().parent if journal is not None else tempfile.gettempdir()))
+    env["MPVIS_SPILL_DIR"] = str(spill_dir)
     env.update(extra_env or {})
     stop_requested = threading.Event()
     previous = _interrupt_on_signals(stop_requested)
@@ -392,8 +400,23 @@ def run_program(
         collector.stop()
         if session is not None:
             session.stop()
+        if journal is not None:
+            _merge_spills(journal, spill_dir, run_id)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _merge_spills(journal: Path, spill_dir: Path, run_id: str) -> None:
+    """Records that ranks spilled (their collector died) go into the trace."""
+    try:
+        spills = spill_files(spill_dir, run_id)
+        if spills:
+            _say(f"{journal}: {merge_spills(journal, spills).summary()}")
+            for f in spills:
+                f.unlink()
+    except (TraceFileError, OSError) as exc:
+        _say(f"warning: ranks' spill files were not merged ({exc}); "
+             f"run 'mpvis recover {journal}' to retry")
 
 
 def _native_library(args: argparse.Namespace, mpiexec: str) -> native.NativeLibrary | None:
