@@ -3,7 +3,8 @@
 A run of 256 ranks or more does not fit as one row per rank.
 :class:`RankFolder` takes groups (:func:`mpvis.scene.density.fold_ranks`:
 ranks whose activity over the run is alike) and shows each folded group as
-one row, its first rank's, labelled ``ranks 3-17 (15)``: the diagram hides the
+one row, its first rank's, labelled ``ranks 3-17 (15)`` (or ``ranks 0, 2… (136)``
+when the members are not consecutive): the diagram hides the
 other members (:meth:`DiagramView.set_rank_order`) and its density view
 averages the whole group in that row (``DiagramView.density_rows``).  A click
 on a folded group's row expands it (every member gets its own row again); a
@@ -28,13 +29,18 @@ __all__ = ["FOLD_MIN_RANKS", "RankFolder", "group_label"]
 FOLD_MIN_RANKS = 256
 #: At most this many rows once folded.
 MAX_GROUPS = 40
+#: Width of the rank labels' column while groups are folded (their labels are longer).
+FOLDED_LABEL_PX = 128
 
 
 def group_label(members: list[int]) -> str:
-    """``rank 5`` for one rank; ``ranks 3-17 (15)`` (first-last, count) for a group."""
+    """``rank 5`` for one rank; ``ranks 3-17 (15)`` for consecutive ranks (first-last,
+    count); ``ranks 0, 2… (136)`` otherwise (the first two, count)."""
     if len(members) == 1:
         return f"rank {members[0]}"
-    return f"ranks {members[0]}-{members[-1]} ({len(members)})"
+    if members[-1] - members[0] + 1 == len(members):
+        return f"ranks {members[0]}-{members[-1]} ({len(members)})"
+    return f"ranks {members[0]}, {members[1]}… ({len(members)})"
 
 
 class RankFolder:
@@ -44,6 +50,8 @@ class RankFolder:
         self.view = view
         self.groups: list[list[int]] = []
         self.expanded: set[int] = set()  # indices into groups
+        axis = view.getPlotItem().getAxis("left")
+        self._label_px = int(axis.style.get("tickTextWidth", 76))  # unfolded width
         view.row_clicked.connect(self.toggle_row)
 
     def fold_similar(self, max_groups: int = MAX_GROUPS) -> None:
@@ -70,6 +78,9 @@ class RankFolder:
         view, lay = self.view, self.view.layout_
         if lay is None:
             return
+        # pyqtgraph leaves out a tick label wider than its column: widen it while folded
+        width = FOLDED_LABEL_PX if self.groups else self._label_px
+        view.getPlotItem().getAxis("left").setStyle(tickTextWidth=width)
         if not self.groups:
             view.row_labels = {}
             view.density_rows = None

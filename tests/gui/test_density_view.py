@@ -60,7 +60,7 @@ def test_density_can_be_turned_off(qtbot) -> None:  # type: ignore[no-untyped-de
 
 
 def test_256_ranks_fold_into_groups_that_expand_on_click(qtbot) -> None:  # type: ignore[no-untyped-def]
-    from mpvis.gui.rank_folding import MAX_GROUPS, RankFolder
+    from mpvis.gui.rank_folding import MAX_GROUPS, RankFolder, group_label
 
     view = _view(qtbot, 30_000, 256)
     folder = RankFolder(view)
@@ -72,7 +72,7 @@ def test_256_ranks_fold_into_groups_that_expand_on_click(qtbot) -> None:  # type
     assert lay.visible_rows == len(folder.groups)
     big = next(i for i, g in enumerate(folder.groups) if len(g) > 1)
     members = folder.groups[big]
-    assert view.row_labels[members[0]] == f"ranks {members[0]}-{members[-1]} ({len(members)})"
+    assert view.row_labels[members[0]] == group_label(members)
     assert view.density_rows is not None
     assert set(view.density_rows[members].tolist()) == {lay.rows[members[0]]}
     ticks = view.getPlotItem().getAxis("left")._tickLevels[0]
@@ -86,3 +86,11 @@ def test_256_ranks_fold_into_groups_that_expand_on_click(qtbot) -> None:  # type
     assert lay.visible_rows == len(folder.groups)
     folder.unfold_all()
     assert lay.visible_rows == 256 and view.density_rows is None
+
+
+def test_group_labels() -> None:
+    from mpvis.gui.rank_folding import group_label
+
+    assert group_label([5]) == "rank 5"
+    assert group_label([3, 4, 5]) == "ranks 3-5 (3)"
+    assert group_label([0, 2, 9]) == "ranks 0, 2… (3)"
