@@ -266,6 +266,9 @@ class CentralProcess:
             self._incident(peer, f"protocol error: {exc.reason}")
         except (ConnectionError, OSError) as exc:
             log.info("central process: %s: connection lost: %s", peer, exc)
+        except Exception as exc:  # a bug: close this connection (the collector resends)
+            log.exception("central process: %s: internal error", peer)
+            self._incident(peer, f"internal error, connection closed: {exc!r:.200}")
         finally:
             if coll is not None and coll.writer is writer:
                 coll.writer = None
@@ -320,8 +323,8 @@ class CentralProcess:
             return
         if batch > coll.expected:
             raise ProtocolError(f"batch {batch} out of order (expected {coll.expected})")
-        coll.expected += 1
         if run.finished:
+            coll.expected += 1
             log.warning("run %s: batch %d after the end, ignored", run.run_id, batch)
             coll.acked = batch
             if coll.writer is not None:
@@ -331,9 +334,14 @@ class CentralProcess:
         if run.journal is None and header is not None:
             self._open_journal(run, header)
         if run.journal is None:
+            coll.expected += 1
             run.held.append((coll, body))
             return
         self._apply(run, coll, body)
+        # Counted once applied: if applying failed, the collector's resend of this
+        # batch is applied, not dropped as a duplicate (the journal drops records
+        # it already holds).
+        coll.expected += 1
 
     def _journal_path(self, run_id: str) -> Path:
         return self.journal_path or self.journal_dir / _journal_name(run_id)
@@ -365,7 +373,9 @@ class CentralProcess:
                 header.get("nprocs"),
                 journal.nprocs,
             )
-        records = run.resolver.feed(body["records"])
+        # Malformed records are refused here, one by one, before the resolver sees
+        # them: the rest of the batch goes on (a bad record once killed this handler).
+        records = run.resolver.feed(journal.valid(body["records"]))
         ends = body.get("ends", ())
         for end in ends:
             records += run.resolver.sender_ended(end["rank"])
@@ -383,7 +393,7 @@ class CentralProcess:
 
     def _journal(self, run: _Run, records: list[Record]) -> None:
         assert run.journal is not None
-        good = run.journal.append(records)
+        good = run.journal.append(records, checked=True)
         if good:
             run.max_rank = max(run.max_rank, *(r["rank"] for r in good))
             self._callback(self.on_records, good)

@@ -61,10 +61,9 @@ class Journal:
         elif self.rejected == LOGGED_REFUSALS + 1:
             log.warning("further refused records of %s are counted, not logged", self.path)
 
-    def admit(self, records: list[Any]) -> list[Record]:
-        """The records of ``records`` that may be journaled, in order."""
-        good: list[Record] = []
-        next_seq = self._next_seq
+    def valid(self, records: list[Any]) -> list[Record]:
+        """The records of ``records`` that pass every per-record rule, in order; each
+        other one is refused (logged, counted), the rest go on."""
         valid: list[Record] = []
         pos = 0
         while pos < len(records):  # per-record rules, checked on whole columns
@@ -73,6 +72,14 @@ class Journal:
             if error is not None:
                 self._refuse(records[pos + n], str(error))
             pos += n + 1
+        return valid
+
+    def admit(self, records: list[Any], *, checked: bool = False) -> list[Record]:
+        """The records of ``records`` that may be journaled, in order (``checked``:
+        they passed :meth:`valid` already)."""
+        good: list[Record] = []
+        next_seq = self._next_seq
+        valid = records if checked else self.valid(records)
         for rec in valid:
             rank = rec["rank"]
             seq = rec["seq"]
@@ -89,9 +96,10 @@ class Journal:
             good.append(rec)
         return good
 
-    def append(self, records: list[Any]) -> list[Record]:
-        """Admit, write and flush ``records``; return those written."""
-        good = self.admit(records)
+    def append(self, records: list[Any], *, checked: bool = False) -> list[Record]:
+        """Admit, write and flush ``records``; return those written (``checked``:
+        they passed :meth:`valid` already)."""
+        good = self.admit(records, checked=checked)
         if not good:
             return good
         try:
