@@ -375,3 +375,47 @@ def test_record_replay_and_flip_of_a_compiled_program(
     other = "first 2" if first == "first 1" else "first 1"
     assert other in flipped.stdout
     assert "flipped run beside the recording: 1 of 3 ranks differ" in flipped.stdout
+
+
+THREADS = r"""
+#include <mpi.h>
+#include <pthread.h>
+static int rank;
+static void *work(void *arg) {
+    int t = (int)(long)arg, x = 0, y;
+    for (int i = 0; i < 500; i++) {
+        MPI_Request q[2];
+        MPI_Isend(&x, 1, MPI_INT, 1 - rank, t, MPI_COMM_WORLD, &q[0]);
+        MPI_Irecv(&y, 1, MPI_INT, 1 - rank, t, MPI_COMM_WORLD, &q[1]);
+        MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+    }
+    return NULL;
+}
+int main(int argc, char **argv) {
+    int provided;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    pthread_t th[3];
+    for (long i = 0; i < 3; i++) pthread_create(&th[i], NULL, work, (void *)i);
+    for (int i = 0; i < 3; i++) pthread_join(th[i], NULL);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_threads_calling_mpi_at_once_lose_no_record(
+    tmp_path: Path, cache: Path, mpicc: str
+) -> None:
+    """MPI_THREAD_MULTIPLE: three threads per rank post and complete at the same time
+    (MPICH gives sends completed at once one shared handle: each thread's call
+    must take its own entry)."""
+    exe = compile_c(mpicc, THREADS, tmp_path / "threads", "-g", "-pthread")
+    done = run(tmp_path, cache, "-n", "2", "--out", "t.jsonl", "--", str(exe))
+    assert done.returncode == 0, done.stderr
+    assert "refused" not in done.stderr
+    recs = records(tmp_path / "t.jsonl")
+    kinds = Counter(r["kind"] for r in recs)
+    assert kinds["send"] == kinds["recv"] == kinds["consume"] == 2 * 3 * 500
+    code, report = check_json(tmp_path / "t.jsonl")
+    assert code == 0 and report["deadlocks"] == [] and report["errors"] == []

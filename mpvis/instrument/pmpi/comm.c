@@ -50,8 +50,10 @@ static mvp_comm *add(MPI_Comm c, int64_t id, int inter) {
         PMPI_Group_free(&w);
         free(in);
     }
+    mvp_table_lock();
     size_t i = slot_of(c);
     if (comms[i] == NULL) comms[i] = m;
+    mvp_table_unlock();
     return m;
 }
 
@@ -78,7 +80,9 @@ static void derived(MPI_Comm c) {
 }
 
 mvp_comm *mvp_comm_of(MPI_Comm c) {
+    mvp_table_lock();
     mvp_comm *m = comms[slot_of(c)];
+    mvp_table_unlock();
     if (m) return m;
     if (c == MPI_COMM_NULL) return NULL;
     /* Not made through a traced call (MPI_COMM_SELF, a predefined or
@@ -101,12 +105,10 @@ int mvp_world_of(mvp_comm *c, int r) {
 }
 
 void mvp_comm_forget(MPI_Comm c) {
+    mvp_table_lock();
     size_t i = slot_of(c);
     mvp_comm *m = comms[i];
-    if (!m) return;
-    if (m->ring != MPI_COMM_NULL) PMPI_Comm_free(&m->ring);
-    free(m->world);
-    free(m);
+    if (!m) { mvp_table_unlock(); return; }
     comms[i] = NULL;
     /* re-insert the rest of the cluster (open addressing without tombstones) */
     for (size_t j = (i + 1) & (CMAX - 1); comms[j]; j = (j + 1) & (CMAX - 1)) {
@@ -114,6 +116,10 @@ void mvp_comm_forget(MPI_Comm c) {
         comms[j] = NULL;
         comms[slot_of(x->handle)] = x;
     }
+    mvp_table_unlock();
+    if (m->ring != MPI_COMM_NULL) PMPI_Comm_free(&m->ring);
+    free(m->world);
+    free(m);
 }
 
 /* -- the wrapped creation calls ------------------------------------------------ */

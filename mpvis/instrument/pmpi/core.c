@@ -55,6 +55,7 @@ static uint64_t xhead;                  /* extras produced (producer only) */
 static _Atomic uint64_t xtail;          /* extras shipped */
 static int64_t next_seq, next_call;
 static int multi;                       /* MPI_THREAD_MULTIPLE: lock the producers */
+static pthread_mutex_t tlock;           /* request and communicator tables (recursive) */
 static pthread_spinlock_t plock;
 static pthread_mutex_t dlock = PTHREAD_MUTEX_INITIALIZER;  /* one drainer at a time */
 
@@ -84,6 +85,8 @@ double mvp_now(void) {
 
 void mvp_lock(void) { if (multi) pthread_spin_lock(&plock); }
 void mvp_unlock(void) { if (multi) pthread_spin_unlock(&plock); }
+void mvp_table_lock(void) { if (multi) pthread_mutex_lock(&tlock); }
+void mvp_table_unlock(void) { if (multi) pthread_mutex_unlock(&tlock); }
 
 int64_t mvp_next_call(void) {
     mvp_lock();
@@ -563,6 +566,10 @@ void mvp_start(int *argc, char ***argv, int provided) {
     PMPI_Comm_size(MPI_COMM_WORLD, &mvp_nprocs);
     multi = provided == MPI_THREAD_MULTIPLE;
     pthread_spin_init(&plock, PTHREAD_PROCESS_PRIVATE);
+    pthread_mutexattr_t recursive;
+    pthread_mutexattr_init(&recursive);
+    pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&tlock, &recursive);
     /* One time origin for the run: rank 0's wall clock, mapped onto each rank's
      * monotonic clock (as the mpi4py path does). */
     struct timespec wall, mono;
@@ -653,7 +660,9 @@ void mvp_abort(int code, const char *where) {
     snprintf(detail, sizeof detail, "MPI_Abort(errorcode=%d)%s%s", code, where ? " at " : "",
              where ? where : "");
     say_bye("crashed", detail);
-    /* Let the other ranks' flushers ship their last records before the job ends. */
-    struct timespec grace = {0, (long)(2 * longest_s * 1e9) > 100000000L ? (long)(2 * longest_s * 1e9) : 100000000L};
+    /* Let the other ranks' flushers ship their last records before the job ends:
+     * twice the longest flush delay, at least 100 ms. */
+    double wait = 2 * longest_s > 0.1 ? 2 * longest_s : 0.1;
+    struct timespec grace = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
     nanosleep(&grace, NULL);
 }

@@ -64,7 +64,7 @@ typedef struct mvp_comm {
 enum { MVR_SEND = 1, MVR_RECV, MVR_COLL, MVR_OTHER };
 typedef struct mvp_req {
     struct mvp_req *next;  /* the next request with the same handle (see req.c) */
-    uint64_t claim;        /* the completion call that took it last (p2p.c: take) */
+    int claimed;           /* a completion call holds it now (p2p.c: take, release) */
     MPI_Request handle;
     int64_t seq;          /* the post (or Start) record: the trace's `req` */
     int type, persistent, active, started, probed;
@@ -92,6 +92,9 @@ uint32_t mvp_site(void *pc);
 int64_t mvp_next_call(void);
 void mvp_lock(void);
 void mvp_unlock(void);
+/* The request and communicator tables (MPI_THREAD_MULTIPLE only; not held across MPI calls). */
+void mvp_table_lock(void);
+void mvp_table_unlock(void);
 /* Append one record (under mvp_lock); its seq is assigned and returned. */
 int64_t mvp_append(mvp_rec *r, const mvp_x *x);
 double mvp_now(void);

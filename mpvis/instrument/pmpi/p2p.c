@@ -93,7 +93,7 @@ static mvp_comm *traced(MPI_Comm comm, int peer) {
 }
 
 /* The last wildcard probe's outcome, for the receive that takes its message. */
-static struct { int valid; MPI_Comm comm; int src, tag, psrc, ptag; } probe;
+static _Thread_local struct { int valid; MPI_Comm comm; int src, tag, psrc, ptag; } probe;
 
 static void probed(MPI_Comm comm, int src, int tag, const MPI_Status *st) {
     probe.valid = src == MPI_ANY_SOURCE || tag == MPI_ANY_TAG;
@@ -383,7 +383,7 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
     return rc;
 }
 
-static int64_t last_matched = -1;   /* the recv of the last matched probe */
+static _Thread_local int64_t last_matched = -1;   /* the recv of the last matched probe */
 
 /* A matched probe is the match: recv and consume now. */
 static void matched(mvp_comm *c, int src, int tag, const MPI_Status *st, uint32_t site, int64_t call) {
@@ -567,26 +567,41 @@ static void completed(snap *s, const int *idx, MPI_Status *sts, int n, uint32_t 
     for (int k = 0; k < n; k++) {
         snap *e = &s[idx[k]];
         if (!e->traced) continue;
-        if (e->q->persistent) e->q->active = 0;
-        else mvp_req_drop(e->q);
+        if (e->q->persistent) {
+            e->q->active = 0;
+        } else {
+            mvp_req_drop(e->q);
+            e->traced = 3;  /* gone: release() must not touch it */
+        }
     }
 }
 
 /* The traced requests among `reqs`: a handle that occurs k times takes its
  * k oldest entries (see req.c). */
 static int take(snap *s, const MPI_Request *reqs, int n) {
-    static uint64_t stamp;
     int any = 0;
-    stamp++;
+    mvp_table_lock();   /* threads must not claim the same entry of a shared handle */
     for (int i = 0; i < n; i++) {
         mvp_req *q = mvp_req_find(reqs[i]);
-        while (q && q->claim == stamp) q = q->next;
+        while (q && q->claimed) q = q->next;   /* held by another call (another thread) */
         s[i].q = q;
         s[i].traced = q && q->active;
-        if (q) q->claim = stamp;
+        if (q) q->claimed = 1;
         any |= s[i].traced;
     }
+    if (!any)
+        for (int i = 0; i < n; i++)
+            if (s[i].q) s[i].q->claimed = 0;
+    mvp_table_unlock();
     return any;
+}
+
+/* The call no longer holds these entries (those it did not drop). */
+static void release(snap *s, int n) {
+    mvp_table_lock();
+    for (int i = 0; i < n; i++)
+        if (s[i].q && s[i].traced != 3) s[i].q->claimed = 0;
+    mvp_table_unlock();
 }
 
 /* `waiting`: the rank enters a blocking wait on these requests (written whether
@@ -622,6 +637,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status) {
         int idx = 0;
         completed(s, &idx, st, 1, site, call, -1);
     }
+    release(s, 1);
     return rc;
 }
 
@@ -635,6 +651,7 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
         int idx = 0;
         completed(s, &idx, st, 1, mvp_site(MVP_PC()), mvp_next_call(), -1);
     }
+    release(s, 1);
     return rc;
 }
 
@@ -665,6 +682,7 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status sts[]) {
         for (int i = 0; i < n; i++) w.idx[i] = i;
         completed(w.s, w.idx, st, n, site, call, -1);
     }
+    release(w.s, n);
     scratch_close(&w);
     return rc;
 }
@@ -680,6 +698,7 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[]) {
         for (int i = 0; i < n; i++) w.idx[i] = i;
         completed(w.s, w.idx, st, n, mvp_site(MVP_PC()), mvp_next_call(), -1);
     }
+    release(w.s, n);
     scratch_close(&w);
     return rc;
 }
@@ -703,6 +722,7 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
         rc = PMPI_Waitany(n, reqs, index, st);
     }
     if (rc == MPI_SUCCESS && *index != MPI_UNDEFINED) completed(w.s, index, st, 1, site, call, *index);
+    release(w.s, n);
     scratch_close(&w);
     return rc;
 }
@@ -723,6 +743,7 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
     }
     if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
         completed(w.s, index, st, 1, mvp_site(MVP_PC()), mvp_next_call(), *index);
+    release(w.s, n);
     scratch_close(&w);
     return rc;
 }
@@ -746,6 +767,7 @@ static int some(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status 
     }
     if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0)
         completed(w.s, idx, st, *outcount, site, call, -1);
+    release(w.s, n);
     scratch_close(&w);
     return rc;
 }

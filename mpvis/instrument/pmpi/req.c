@@ -20,6 +20,7 @@
 
 typedef struct { int used; MPI_Request h; mvp_req *first, *last; } slot_t;
 static slot_t *tab;
+static void drop(mvp_req *q);
 static size_t cap, used;
 static int64_t live;
 
@@ -42,6 +43,7 @@ static void grow(void) {
 }
 
 mvp_req *mvp_req_new(MPI_Request h) {
+    mvp_table_lock();
     if (2 * (used + 1) > cap) grow();
     size_t i = slot(h);
     mvp_req *q = calloc(1, sizeof *q);
@@ -56,21 +58,29 @@ mvp_req *mvp_req_new(MPI_Request h) {
         tab[i].last = q;
     }
     live++;
+    mvp_table_unlock();
     return q;
 }
 
 mvp_req *mvp_req_find_nth(MPI_Request h, int k) {
     if (!cap || h == MPI_REQUEST_NULL) return NULL;
+    mvp_table_lock();
     size_t i = slot(h);
-    if (!tab[i].used) return NULL;
-    mvp_req *q = tab[i].first;
+    mvp_req *q = tab[i].used ? tab[i].first : NULL;
     while (q && k-- > 0) q = q->next;
+    mvp_table_unlock();
     return q;
 }
 
 mvp_req *mvp_req_find(MPI_Request h) { return mvp_req_find_nth(h, 0); }
 
 void mvp_req_drop(mvp_req *q) {
+    mvp_table_lock();
+    drop(q);
+    mvp_table_unlock();
+}
+
+static void drop(mvp_req *q) {
     size_t i = slot(q->handle);
     if (!tab[i].used) return;
     mvp_req **p = &tab[i].first, *prev = NULL;
