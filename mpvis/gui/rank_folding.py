@@ -30,7 +30,7 @@ FOLD_MIN_RANKS = 256
 #: At most this many rows once folded.
 MAX_GROUPS = 40
 #: Width of the rank labels' column while groups are folded (their labels are longer).
-FOLDED_LABEL_PX = 128
+FOLDED_LABEL_PX = 156
 
 
 def group_label(members: list[int]) -> str:
