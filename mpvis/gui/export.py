@@ -20,11 +20,19 @@ def _without_transients(widget: QtWidgets.QWidget) -> Iterator[None]:
               if w.property("mpvisNoExport") and w.isVisible()]
     for w in hidden:
         w.hide()
+    _relayout(widget)  # a docked pop-up leaves no gap
     try:
         yield
     finally:
         for w in hidden:
             w.show()
+        _relayout(widget)
+
+
+def _relayout(widget: QtWidgets.QWidget) -> None:
+    lay = widget.layout()
+    if lay is not None:
+        lay.activate()
 
 
 def export_png(widget: QtWidgets.QWidget, path: str | Path) -> None:

@@ -1,16 +1,15 @@
 """A non-modal race notification that does not flood the user.
 
 MPVisualizer opens a pop-up for each adjacent race (paper, section 4) and
-admits the flood.  Here one small panel floats over the diagram's corner: it
+admits the flood.  Here one small panel (a bar above the diagram, or floating in a corner): it
 shows the most relevant race waiting (a legitimate race before an
 unverified one, the newest first among equals), counts the others,
 and offers *Show*, *Mute site*, *Mute rank*, *Mute tag* and *Intended*
 (saved per program by :mod:`mpvis.gui.race_settings`).  Races the settings
 silence are never queued.  It never takes the focus or blocks input.
 
-It never covers the race it announces: :meth:`RaceNotifier.place` puts it in
-the diagram's corner farthest from the race's receives (``locate`` maps a
-race to its on-screen point).  *Escape* closes it (the waiting races stay
+It never covers the race it announces: the window docks it as a bar above the
+diagram (``docked=True``), in the central layout.  *Escape* closes it (the waiting races stay
 queued), *Dismiss all* forgets them, and exports leave it out
 (:data:`NO_EXPORT`).
 """
@@ -37,8 +36,10 @@ class RaceNotifier(QtWidgets.QFrame):
     show_requested = QtCore.Signal(object)  # Race
     settings_changed = QtCore.Signal()
 
-    def __init__(self, parent: QtWidgets.QWidget) -> None:
+    def __init__(self, parent: QtWidgets.QWidget, *, docked: bool = False) -> None:
         super().__init__(parent)
+        #: in its parent's layout (a bar above the diagram) rather than floating
+        self.docked = docked
         self.settings = RaceSettings()
         self.tags_of: dict[int, set[int]] = {}
         self.pending: list[Race] = []
@@ -47,8 +48,6 @@ class RaceNotifier(QtWidgets.QFrame):
         self.shown_count = 0
         self.setObjectName("raceNotifier")
         self.setProperty(NO_EXPORT, True)
-        #: Maps a race to the on-screen point (parent coordinates) of its receives.
-        self.locate: Callable[[Race], QtCore.QPointF | None] | None = None
         #: Spells receive ``(rank, seq)`` out (``recv(ANY_SOURCE, ANY_TAG) at f.py:3``).
         self.call_of: Callable[[int, int], str] | None = None
         self.setStyleSheet(
@@ -79,18 +78,13 @@ class RaceNotifier(QtWidgets.QFrame):
         }
         for b, tip in tips.items():
             b.setToolTip(tip)
-        buttons = QtWidgets.QHBoxLayout()
-        for b in (
-            self.btn_show,
-            self.btn_site,
-            self.btn_rank,
-            self.btn_tag,
-            self.btn_intended,
-            self.btn_close,
-            self.btn_all,
-        ):
-            b.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
-            buttons.addWidget(b)
+        buttons = QtWidgets.QGridLayout()
+        rows = ((self.btn_show, self.btn_site, self.btn_rank, self.btn_tag),
+                (self.btn_intended, self.btn_close, self.btn_all))
+        for i, row in enumerate(rows):
+            for j, b in enumerate(row):
+                b.setFocusPolicy(QtCore.Qt.FocusPolicy.NoFocus)
+                buttons.addWidget(b, i, j)
         lay = QtWidgets.QVBoxLayout(self)
         lay.addWidget(self.title)
         lay.addWidget(self.more)
@@ -199,21 +193,13 @@ class RaceNotifier(QtWidgets.QFrame):
         self.hide()
 
     def place(self) -> None:
-        """Float in the parent's corner farthest from the shown race's receives
-        (top right when they cannot be located)."""
+        """Floating (not docked): in the parent's top-right corner."""
         parent = self.parentWidget()
-        if parent is None:
+        if parent is None or self.docked:
             return
-        self.setFixedWidth(min(480, max(parent.width() - 40, 200)))
+        self.setFixedWidth(min(520, max(parent.width() - 40, 200)))
         self.adjustSize()
-        w, h, pw, ph = self.width(), self.height(), parent.width(), parent.height()
-        corners = [QtCore.QPoint(pw - w - 20, 40), QtCore.QPoint(20, 40),
-                   QtCore.QPoint(pw - w - 20, max(ph - h - 40, 40)),
-                   QtCore.QPoint(20, max(ph - h - 40, 40))]
-        at = self.locate(self.current) if self.locate and self.current is not None else None
-        if at is not None:
-            corners.sort(key=lambda c: -_distance(QtCore.QRectF(c.x(), c.y(), w, h), at))
-        self.move(corners[0])
+        self.move(parent.width() - self.width() - 20, 40)
 
     def _show(self) -> None:
         if self.current is not None:
@@ -235,9 +221,3 @@ class RaceNotifier(QtWidgets.QFrame):
         self.settings_changed.emit()
         self.next()
 
-
-def _distance(rect: QtCore.QRectF, p: QtCore.QPointF) -> float:
-    """Distance from point ``p`` to ``rect`` (0 inside)."""
-    dx = max(rect.left() - p.x(), 0.0, p.x() - rect.right())
-    dy = max(rect.top() - p.y(), 0.0, p.y() - rect.bottom())
-    return float((dx * dx + dy * dy) ** 0.5)

@@ -10,7 +10,6 @@ drains the changes and repaints once (:mod:`mpvis.gui.live` for why).
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
@@ -132,12 +131,13 @@ class MainWindow(QtWidgets.QMainWindow):
         lay = QtWidgets.QVBoxLayout(center)
         lay.setContentsMargins(0, 0, 0, 0)
         lay.setSpacing(0)
+        # the race notification is docked above the diagram: it never covers the data
+        self.notifier = RaceNotifier(center, docked=True)
         lay.addWidget(self.overview)
+        lay.addWidget(self.notifier)
         lay.addWidget(self.diagram, 1)
         lay.addWidget(self.legend)
         self.setCentralWidget(center)
-        self.notifier = RaceNotifier(self.diagram)
-        self.notifier.locate = self._locate_race
         self.notifier.call_of = self._call_of
         self._phase = ""
         self._focusing = False
@@ -518,7 +518,7 @@ class MainWindow(QtWidgets.QMainWindow):
             QtWidgets.QApplication.restoreOverrideCursor()
         self.diagram.set_overlay("ghosts", ghost_overlay(m, g, sends))
         self.statusBar().showMessage(
-            f"recv rank {r} #{s}: {len(sends)} conflicting send(s) by the exact test "
+            f"recv {r}:{s}: {len(sends)} conflicting send(s) by the exact test "
             "(dashed: they could have been matched instead)",
             15000,
         )
@@ -553,8 +553,8 @@ class MainWindow(QtWidgets.QMainWindow):
         self.races.add_nonadjacent(found)
         n = sum(x.verdict in ("legitimate", "unverified") for x in found)
         self.statusBar().showMessage(
-            f"recv(-1,-1) rank {r} #{s}: {len(found)} non-adjacent receive pairs, {n} of them "
-            "races (listed in the race panel)",
+            f"recv(ANY_SOURCE, ANY_TAG) {r}:{s}: {len(found)} non-adjacent receive pairs, "
+            f"{n} of them races (listed in the race panel)",
             15000,
         )
         if found:
@@ -591,6 +591,7 @@ class MainWindow(QtWidgets.QMainWindow):
             if self.races.focus_receive(int(m.c_rank[g]), int(m.c_seq[g])):
                 self.docks["races"].show()
                 self.docks["races"].raise_()
+            self.diagram.select_event(g)  # the receive clicked stays the one selected
         finally:
             self._focusing = False
 
@@ -603,18 +604,6 @@ class MainWindow(QtWidgets.QMainWindow):
         site = relative_site(rec.get("site"), self.races.model.base)
         return call(int(rec.get("src", -1)), int(rec.get("tag", -1)),
                     None if site == "?" else site)
-
-    def _locate_race(self, race: Race) -> QtCore.QPointF | None:
-        """Where the receives of ``race`` are, in the diagram widget's coordinates."""
-        m, lay = self.model, self.diagram.layout_
-        if m is None or lay is None:
-            return None
-        g = m.gidx(race.rank, race.recvs[0])
-        x = float(lay.x(self.diagram.logical)[g])
-        if math.isnan(x):  # not laid out
-            return None
-        scene = self.diagram.vb.mapViewToScene(QtCore.QPointF(x, float(lay.y[g])))
-        return QtCore.QPointF(self.diagram.mapFromScene(scene))
 
     def _hovered(self, g: int) -> None:
         self.hover_label.setText(summary(self.model, g) if g >= 0 and self.model else "")

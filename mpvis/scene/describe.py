@@ -10,25 +10,26 @@ if TYPE_CHECKING:
     from mpvis.model.manager import ModelManager
 
 
-def _arg(v: int) -> str:
-    return "ANY" if v == -1 else str(v)
+def _arg(v: int, wildcard: str) -> str:
+    return wildcard if v == -1 else str(v)
 
 
 def summary(m: ModelManager, g: int) -> str:
-    """One line: ``rank 2 #5 recv(src=ANY, tag=7) blocking @ file.py:12``."""
+    """One line: ``2:5 recv(ANY_SOURCE, 7) @ file.py:12`` (events are ``rank:seq``)."""
     rec = m.record(int(m.c_rank[g]), int(m.c_seq[g]))
     kind = rec["kind"]
-    head = f"rank {rec['rank']} #{rec['seq']} "
+    head = f"{rec['rank']}:{rec['seq']} "
     if kind == rec_kinds.SEND:
         mode = "ssend" if rec.get("sync") else ("send" if rec["blocking"] else "isend")
         body = f"{mode} to {rec['dest']} tag {rec['tag']}"
     elif kind == rec_kinds.RECV:
         mode = "recv" if rec["blocking"] else "irecv"
-        body = f"{mode}(src={_arg(rec['src'])}, tag={_arg(rec['tag'])})"
+        body = f"{mode}({_arg(rec['src'], 'ANY_SOURCE')}, {_arg(rec['tag'], 'ANY_TAG')})"
         if rec["src"] == -1 and rec["tag"] == -1:
             body += " [wildcard: click for its races]"
     elif kind == rec_kinds.CONSUME:
-        body = f"consume of recv #{rec['recv']}: message from {rec['src']} tag {rec['tag']}"
+        body = (f"consume of recv {rec['rank']}:{rec['recv']}: message from rank {rec['src']} "
+                f"tag {rec['tag']}")
     elif kind in (rec_kinds.COLL, rec_kinds.COLL_EXIT):
         body = f"{'enter' if kind == rec_kinds.COLL else 'exit'} {rec.get('op', '?')}"
     elif kind in (rec_kinds.LOCK, rec_kinds.LOCKED, rec_kinds.UNLOCK):
@@ -53,12 +54,12 @@ def details(m: ModelManager, g: int) -> list[tuple[str, Any]]:
     rows: list[tuple[str, Any]] = [(k, v) for k, v in rec.items()]
     partner = m.partner(r, s)
     if partner is not None:
-        rows.append(("message partner", f"rank {partner[0]} #{partner[1]}"))
+        rows.append(("message partner", f"{partner[0]}:{partner[1]}"))
     elif rec["kind"] == rec_kinds.SEND:
         rows.append(("message partner", "not consumed"))
     if rec["kind"] == rec_kinds.RECV:
         cons = m.consume_of(r, s)
-        rows.append(("consumed by", "nothing (yet)" if cons is None else f"#{cons}"))
+        rows.append(("consumed by", "nothing (yet)" if cons is None else f"{r}:{cons}"))
     rows.append(
         (
             "vector clock",

@@ -71,7 +71,7 @@ def ghost_overlay(m: ModelManager, recv: int, sends: list[tuple[int, int]]) -> O
         color=GHOST_COLOR,
         width=2.0,
         dashed=True,
-        label=f"could also match recv {r}#{s} (exact test)",
+        label=f"could also match recv {r}:{s} (exact test)",
         z=4,
     )
 
@@ -86,7 +86,7 @@ def exact_race_overlay(m: ModelManager, race: ExactRace) -> Overlay:
         color=GHOST_COLOR,
         width=2.5,
         dashed=True,
-        label=f"exact race: {race.s2[0]}#{race.s2[1]} could match recv {race.rank}#{race.recv}",
+        label=f"exact race: {race.s2[0]}:{race.s2[1]} could match recv {race.rank}:{race.recv}",
         z=5,
     )
 

@@ -93,6 +93,7 @@ def test_one_click_on_a_wildcard_receive_explains_its_races(qtbot) -> None:  # t
     assert rows and all(r.rank == 0 and (7 in r.recvs if isinstance(r, Race) else r.recv == 7)
                         for r in rows)
     assert panel.selected_races() == rows  # all of them selected
+    assert win.diagram.selected == g  # the receive clicked stays selected
     classifier = [r for r in rows if isinstance(r, Race)]
     ov = win.diagram.overlays()["race"]
     msgs = {(m.gidx(*msg), m.gidx(r.rank, c)) for r in classifier
@@ -119,7 +120,7 @@ def test_selecting_a_deadlock_fits_every_blocked_rank(qtbot) -> None:  # type: i
 
 
 def test_race_popup_escape_dismiss_all_placement_and_exports(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    from PySide6 import QtCore, QtGui
+    from PySide6 import QtGui
 
     from mpvis.gui.export import export_png
     from mpvis.model.manager import ModelManager
@@ -137,8 +138,9 @@ def test_race_popup_escape_dismiss_all_placement_and_exports(qtbot, tmp_path: Pa
     pop = win.notifier
     qtbot.waitUntil(pop.isVisible, timeout=10000)
     assert pop.current is not None
-    at = win._locate_race(pop.current)
-    assert at is not None and not QtCore.QRectF(pop.geometry()).contains(at)
+    # docked above the diagram: it covers no part of the data
+    assert pop.parentWidget() is win.diagram.parentWidget()
+    assert not pop.geometry().intersects(win.diagram.geometry())
     # exports leave the pop-up out: the same picture with it shown or hidden
     export_png(win.centralWidget(), tmp_path / "with.png")
     pop.hide()
