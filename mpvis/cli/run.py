@@ -74,6 +74,8 @@ NO_MPI_CALL_NATIVE = (
     "Fortran 'use mpi_f08' calls bypass the C layer mpvis intercepts: see docs/c-programs.md)"
 )
 
+#: Exit status of a run whose trace lacks records (the message says how many and why).
+EXIT_TRACE_INCOMPLETE = 4
 #: Seconds to wait for a window to accept the run before recording headless.
 WINDOW_WAIT = 3.0
 #: Seconds to wait, after mpiexec ended, for the last records to be journaled.
@@ -383,6 +385,9 @@ def run_program(
         print(text, flush=True)
         if session.analyses is not None and no_mpi_call(session.analyses.model):
             _say(NO_MPI_CALL if lib is None else NO_MPI_CALL_NATIVE)
+        incomplete = _incomplete(session, collector)
+        if incomplete:
+            _say(incomplete)
         if interrupted:
             return 130
         if stopped:
@@ -390,7 +395,7 @@ def run_program(
         if returncode:
             _say(f"the program failed: mpiexec exited with status {returncode}")
             return EXIT_PROGRAM_FAILED
-        return code
+        return EXIT_TRACE_INCOMPLETE if incomplete else code
     except KeyboardInterrupt:
         stop_group(proc, grace=0.5)
         return 130
@@ -404,6 +409,26 @@ def run_program(
             _merge_spills(journal, spill_dir, run_id)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _incomplete(session: HeadlessSession, collector: Collector) -> str | None:
+    """Why the trace lacks records, with how many, or ``None`` if it is whole
+    (as far as mpvis can tell: a SIGKILLed rank's unshipped records are unknown)."""
+    info = session.info or {}
+    lost = int(info.get("unwritten") or 0) + int(info.get("rejected") or 0)
+    why = []
+    if info.get("journal_error"):
+        why.append(str(info["journal_error"]))
+    if info.get("rejected"):
+        why.append(f"{info['rejected']} records refused (malformed or out of sequence, "
+                   "see the log above)")
+    if collector.unacked:
+        why.append(f"{collector.unacked} batches of records never reached the central process")
+    if session.info is None:
+        why.append("the end of the run was not recorded")
+    if not why:
+        return None
+    return f"the trace is incomplete: {lost} records lost: " + "; ".join(why)
 
 
 def _merge_spills(journal: Path, spill_dir: Path, run_id: str) -> None:

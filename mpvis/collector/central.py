@@ -463,6 +463,8 @@ class CentralProcess:
             "records": journal.written,
             "rejected": journal.rejected,
             "duplicates": journal.duplicates,
+            "unwritten": journal.unwritten,
+            "journal_error": journal.failed,
             "ranks": ranks,
             "exit_code": end.get("exit_code"),
             "interrupted": interrupted,

@@ -16,7 +16,9 @@ always stays a valid trace file.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +47,11 @@ class Journal:
         self.written = 0
         self.duplicates = 0
         self.rejected = 0
+        #: Admitted records that could not be written (the disk is full, say).
+        self.unwritten = 0
+        #: Why writing stopped (names the file and the error), ``None`` while it works.
+        self.failed: str | None = None
+        self._good_size = self._size()  # the file up to its last whole line
         #: Ranks whose ``final`` record is journaled.
         self.finals: set[int] = set()
 
@@ -96,20 +103,52 @@ class Journal:
             good.append(rec)
         return good
 
+    def _size(self) -> int | None:
+        """Bytes of a plain journal on disk after a flush (``None``: compressed)."""
+        if self.path.suffix in (".gz", ".zst"):
+            return None
+        self._writer.flush()
+        return self.path.stat().st_size
+
     def append(self, records: list[Any], *, checked: bool = False) -> list[Record]:
         """Admit, write and flush ``records``; return those written (``checked``:
-        they passed :meth:`valid` already)."""
+        they passed :meth:`valid` already).
+
+        If writing fails (``OSError``: no space left, quota, I/O error), the file
+        is cut back to its last whole line, :attr:`failed` says why, and these
+        records and every later one count as :attr:`unwritten`: the journal
+        stays a valid trace of what it holds."""
         good = self.admit(records, checked=checked)
         if not good:
             return good
+        if self.failed is not None:
+            self.unwritten += len(good)
+            return []
         try:
-            self._writer.write_many(good)
-        except (TypeError, ValueError):
-            # Some value cannot be written as JSON (msgpack bytes, say): sort them out.
-            good = self._write_one_by_one(good)
-        self._writer.flush()
+            try:
+                self._writer.write_many(good)
+            except (TypeError, ValueError):
+                # Some value cannot be written as JSON (msgpack bytes, say): sort them out.
+                good = self._write_one_by_one(good)
+            self._writer.flush()
+        except OSError as exc:
+            self._fail(exc, len(good))
+            return []
+        if self._good_size is not None:
+            self._good_size = self.path.stat().st_size
         self.written += len(good)
         return good
+
+    def _fail(self, exc: OSError, pending: int) -> None:
+        self.failed = (f"cannot write the trace {self.path}: {exc.strerror or exc}; it keeps "
+                       f"the {self.written} records written before, later records are lost")
+        self.unwritten += pending
+        log.error("%s", self.failed)
+        with contextlib.suppress(OSError):
+            self._writer.close()  # its buffer may hold a part of a line: cut below
+        if self._good_size is not None:
+            with contextlib.suppress(OSError):
+                os.truncate(self.path, self._good_size)
 
     def _write_one_by_one(self, records: list[Record]) -> list[Record]:
         written: list[Record] = []
@@ -130,4 +169,9 @@ class Journal:
 
     def close(self) -> None:
         """Flush and close the file; it stays a valid trace."""
-        self._writer.close()
+        if self.failed is not None:
+            return
+        try:
+            self._writer.close()
+        except OSError as exc:
+            self._fail(exc, 0)
