@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 import time
 
+from mpvis.analysis.linext import approx
 from mpvis.analysis.poeg import poeg_of
 from mpvis.analysis.poeg_decompose import decompose
 from mpvis.model.manager import ModelManager
@@ -38,7 +39,8 @@ def main() -> None:
                 d = decompose(poeg)
                 t2 = time.perf_counter()
                 build, count = min(build, t1 - t0), min(count, t2 - t1)
-            print(f"{nprocs:>5} {it:>4} {len(poeg.nodes):>5} {d.orderings:>14.4g} "
+            total = "limit" if d.orderings is None else approx(d.orderings)
+            print(f"{nprocs:>5} {it:>4} {len(poeg.nodes):>5} {total:>14} "
                   f"{d.after_process:>9} {d.after_subgroups:>8} {build:>8.4f} {count:>8.4f}")
 
 

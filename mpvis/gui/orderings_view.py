@@ -26,7 +26,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from mpvis.analysis.linext import CountLimitError
+from mpvis.analysis.linext import CountLimitError, approx
 from mpvis.analysis.poeg import PoegError, poeg_of
 from mpvis.analysis.poeg_decompose import Decomposition, decompose
 from mpvis.gui.cones_overlay import BAND_HALF, BAND_PAD
@@ -117,7 +117,7 @@ class SubgroupBands(pg.GraphicsObject):
 
 
 def _short(n: int) -> str:
-    return str(n) if n < 10**6 else f"{n:.2g}"
+    return str(n) if n < 10**6 else approx(n, 2)
 
 
 class OrderingsController(QtCore.QObject):

@@ -200,3 +200,11 @@ def test_sendrecv_pairing_by_partial_call_field() -> None:
         rec.pop("call", None)
     unpaired = poeg_of(_model(header, records))  # no site, no call: halves in program order
     assert count_orderings(unpaired.preds) < count_orderings(paired.preds)
+
+
+def test_approx_any_size() -> None:
+    from mpvis.analysis.linext import approx
+
+    assert [approx(n) for n in (0, 999, 653916, 999_500, 7 * 10**400)] == [
+        "0", "999", "6.54e5", "1.00e6", "7.00e400"]
+    assert approx(1862610445146582197016908571072300287, 2) == "1.9e36"

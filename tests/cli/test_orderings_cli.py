@@ -76,3 +76,9 @@ def test_real_mpi4py_run_of_figure10(tmp_path: Path, capsys: pytest.CaptureFixtu
     out = json.loads(capsys.readouterr().out)
     assert out["orderings"] == expected
     assert out["ranks"][1]["after_subgroups"] == 2 * 2 * iterations
+
+
+def test_readable_output_of_huge_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["orderings", _write(tmp_path, 6, 3)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == "orderings of the run's POEG: ~1.86e36 (37 digits, exact with --json)"
