@@ -109,7 +109,8 @@ class DiagramView(pg.PlotWidget):
     notice = QtCore.Signal(str)
     #: the overlays shown changed: ``[(label, color, dashed), ...]`` for the legend
     overlays_changed = QtCore.Signal(object)
-    #: a left click on no event: the row clicked (folded rank groups expand on it)
+    #: a left click on no event, or anywhere in the density view: the row clicked
+    #: (folded rank groups expand on it)
     row_clicked = QtCore.Signal(int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
@@ -716,7 +717,7 @@ class DiagramView(pg.PlotWidget):
         button = ev.button()  # type: ignore[attr-defined]
         if button == QtCore.Qt.MouseButton.LeftButton:
             self.select_event(-1 if g is None else g)
-            if g is None:
+            if g is None or self.density_shown:  # zoomed out, a click means its row
                 self.row_clicked.emit(round(self.vb.mapSceneToView(pos).y()))
         elif button == QtCore.Qt.MouseButton.RightButton and g is not None:
             self.select_event(g)
