@@ -35,6 +35,8 @@ from mpvis.gui.flip_action import FlipController
 from mpvis.model.manager import ModelManager
 
 SHADES = ("#6a1b9a", "#00897b")
+#: Downsets the window's count may visit (about a second here): it runs on the GUI thread.
+GUI_COUNT_LIMIT = 200_000
 #: Narrowest band (pixels) that gets its count written above it.
 LABEL_MIN_WIDTH = 14.0
 
@@ -158,7 +160,7 @@ class OrderingsController(QtCore.QObject):
             self.bands.set_groups([], [], [], [])
             return
         try:
-            d = self.decomposition = decompose(poeg_of(m))
+            d = self.decomposition = decompose(poeg_of(m), limit=GUI_COUNT_LIMIT)
         except (PoegError, CountLimitError) as exc:
             self.window.statusBar().showMessage(f"POEG subgroups: {exc}", 8000)
             return
