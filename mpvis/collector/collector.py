@@ -40,7 +40,7 @@ from typing import Any
 
 from mpvis.collector.auth import Address, format_address, token_matches
 from mpvis.collector.loopthread import Connections, LoopThread
-from mpvis.collector.symbolize import SiteSymbolizer, is_raw_site
+from mpvis.collector.symbolize import SiteSymbolizer
 from mpvis.protocol import messages as m
 from mpvis.protocol.compact import CompactDecoder
 from mpvis.protocol.framing import (
@@ -371,9 +371,8 @@ class Collector:
                 log.warning(
                     "collector: rank %d sent %d records not its own", rank, len(recs) - len(own)
                 )
-            for rec in own:  # compiled programs' call sites (mpvis/instrument/pmpi)
-                if is_raw_site(rec.get("site")) or rec.get("kind") == "final":
-                    self._symbolize.apply(rec)
+            # compiled programs send site ids and their names (mpvis/instrument/pmpi)
+            self._symbolize.name_sites(rank, msg.body.get("sites"), own)
             self._take(own)
             return False
         if msg.type == MsgType.HEADER:

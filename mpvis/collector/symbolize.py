@@ -6,6 +6,8 @@ rank does no symbol lookup on its own path::
 
     @BASE:PC:FUNC+0xOFF:PATH      (BASE, PC in hex; PATH: the executable or library)
 
+A record carries a site as a small integer and its batch names the ids it
+uses first (``"sites": [[id, name], ...]``): a name crosses the wire once.
 The collector turns each such name into the record's ``site`` (``file:line``
 when the program was built with ``-g``, else ``FUNC+0xOFF``) and ``func``
 (the function), once per distinct site, with binutils' ``addr2line``.
@@ -55,6 +57,7 @@ class SiteSymbolizer:
     def __init__(self, addr2line: str | None = None) -> None:
         self._tool = addr2line if addr2line is not None else shutil.which("addr2line")
         self._cache: dict[str, tuple[str, str | None]] = {}
+        self._ids: dict[int, dict[int, tuple[str, str | None]]] = {}  # rank -> id -> name
 
     def __call__(self, raw: str) -> tuple[str, str | None]:
         """``(site, func)`` for a raw name; other strings come back unchanged."""
@@ -63,19 +66,35 @@ class SiteSymbolizer:
             hit = self._cache[raw] = self._resolve(raw)
         return hit
 
-    def apply(self, rec: dict[str, Any]) -> None:
-        """Rewrite ``rec``'s raw site (and those of ``final``'s ``requests``) in place."""
-        site = rec.get("site")
-        if is_raw_site(site):
-            assert isinstance(site, str)
-            rec["site"], func = self(site)
-            if func:
-                rec["func"] = func
-        reqs = rec.get("requests")
-        if isinstance(reqs, list):
-            for q in reqs:
-                if isinstance(q, dict) and is_raw_site(q.get("site")):
-                    q["site"] = self(q["site"])[0]
+    def name_sites(self, rank: int, names: object, records: list[dict[str, Any]]) -> None:
+        """Put site names back into one batch of a rank's records, in place.
+
+        ``names`` is the batch's ``sites`` list, ``[[id, raw name], ...]`` for
+        the ids it uses first; a record's integer ``site`` becomes ``file:line``
+        (or ``FUNC+0xOFF``) and ``func`` its function; the sites of ``final``'s
+        ``requests`` are raw names.  An id never named is dropped (a bad peer).
+        """
+        table = self._ids.setdefault(rank, {})
+        if isinstance(names, list):
+            for item in names:
+                if (isinstance(item, list) and len(item) == 2 and type(item[0]) is int
+                        and isinstance(item[1], str)):
+                    table[item[0]] = self(item[1])
+        for rec in records:
+            site = rec.get("site")
+            if type(site) is int:
+                named = table.get(site)
+                if named is None:
+                    del rec["site"]
+                else:
+                    rec["site"] = named[0]
+                    if named[1]:
+                        rec["func"] = named[1]
+            reqs = rec.get("requests") if rec.get("kind") == "final" else None
+            if isinstance(reqs, list):
+                for q in reqs:
+                    if isinstance(q, dict) and is_raw_site(q.get("site")):
+                        q["site"] = self(q["site"])[0]
 
     def _resolve(self, raw: str) -> tuple[str, str | None]:
         parts = raw[1:].split(":", 3)

@@ -79,11 +79,19 @@ static void derived(MPI_Comm c) {
     if (m->size > 1) PMPI_Comm_dup(c, &m->ring);
 }
 
+static _Thread_local MPI_Comm last_handle = MPI_COMM_NULL;
+static _Thread_local mvp_comm *last_comm;   /* the last lookup (the same comm, call after call) */
+
 mvp_comm *mvp_comm_of(MPI_Comm c) {
+    if (c == last_handle && last_comm) return last_comm;
     mvp_table_lock();
     mvp_comm *m = comms[slot_of(c)];
     mvp_table_unlock();
-    if (m) return m;
+    if (m) {
+        last_handle = c;
+        last_comm = m;
+        return m;
+    }
     if (c == MPI_COMM_NULL) return NULL;
     /* Not made through a traced call (MPI_COMM_SELF, a predefined or
      * Sessions-made communicator): an id of this rank only. */
@@ -105,6 +113,8 @@ int mvp_world_of(mvp_comm *c, int r) {
 }
 
 void mvp_comm_forget(MPI_Comm c) {
+    last_handle = MPI_COMM_NULL;  /* (other threads' caches: a freed handle is not used again) */
+    last_comm = NULL;
     mvp_table_lock();
     size_t i = slot_of(c);
     mvp_comm *m = comms[i];
@@ -186,7 +196,19 @@ const char *mvp_type_name(MPI_Datatype t) {
     return t == MPI_DATATYPE_NULL ? "null" : "derived";
 }
 
+static _Thread_local MPI_Datatype last_type = MPI_DATATYPE_NULL;
+static _Thread_local int64_t last_size;     /* its size, until MPI_Type_free */
+
+int MPI_Type_free(MPI_Datatype *t) {
+    last_type = MPI_DATATYPE_NULL;
+    return PMPI_Type_free(t);
+}
+
 int mvp_type_bytes(MPI_Datatype t, MPI_Count count, int64_t *bytes) {
+    if (t == last_type && t != MPI_DATATYPE_NULL) {
+        *bytes = last_size * (int64_t)count;
+        return 1;
+    }
 #if MPI_VERSION >= 4
     MPI_Count size = 0;
     if (t == MPI_DATATYPE_NULL || PMPI_Type_size_c(t, &size) != MPI_SUCCESS) return 0;
@@ -194,7 +216,9 @@ int mvp_type_bytes(MPI_Datatype t, MPI_Count count, int64_t *bytes) {
     int size = 0;
     if (t == MPI_DATATYPE_NULL || PMPI_Type_size(t, &size) != MPI_SUCCESS) return 0;
 #endif
-    *bytes = (int64_t)(size * count);
+    last_type = t;
+    last_size = (int64_t)size;
+    *bytes = (int64_t)size * (int64_t)count;
     return 1;
 }
 

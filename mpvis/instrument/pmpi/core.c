@@ -13,7 +13,10 @@
  *    (mpvis/instrument/transport.py).
  *  - The rank talks to its machine's collector (MPVIS_COLLECTOR=host:port,
  *    MPVIS_TOKEN): HELLO, HEADER (rank 0), RECORDS batches numbered from 0,
- *    BYE final|crashed.  Without MPVIS_COLLECTOR it runs untraced.
+ *    BYE final|crashed.  Without MPVIS_COLLECTOR it runs untraced.  A
+ *    record's `site` is a small integer; a batch lists the names of the sites
+ *    it uses for the first time ("sites": [[id, name], ...]) and the collector
+ *    puts the names back (mpvis/collector/symbolize.py).
  *  - If the collector goes away (the socket closes or a write fails), the
  *    rank writes what it still holds to MPVIS_SPILL_DIR/rank-<r>.jsonl when
  *    that is set, says so on stderr and leaves (exit status 3), so a killed
@@ -64,7 +67,8 @@ static pthread_mutex_t dlock = PTHREAD_MUTEX_INITIALIZER;  /* one drainer at a t
 static void *site_pc[MAXSITES];
 static char *site_name[MAXSITES];
 static _Atomic uint32_t nsites = 1;     /* id 0: no site */
-static uint32_t named = 1;              /* sites named by the flusher so far */
+static uint32_t named = 1;              /* sites named so far (under dlock) */
+static uint32_t sent_sites = 1;         /* sites whose names went out (under dlock) */
 static struct { void *pc; uint32_t id; } site_tab[2 * MAXSITES];
 
 /* -- the wire ------------------------------------------------------------------ */
@@ -317,7 +321,7 @@ static void encode(buf_t *b, const mvp_rec *r) {
     mp_str(b, "kind"); mp_str(b, KIND_NAMES[k]);
     mp_str(b, "t"); mp_double(b, r->t);
     mp_str(b, "call"); mp_int(b, r->call);
-    if (r->site) { mp_str(b, "site"); mp_str(b, site_name[r->site] ? site_name[r->site] : "?"); }
+    if (r->site) { mp_str(b, "site"); mp_int(b, r->site); }  /* an id: its name goes in "sites" */
     if (has_comm) { mp_str(b, "comm"); mp_int(b, r->comm); }
     switch (k) {
     case MVK_SEND:
@@ -367,8 +371,17 @@ static void drain(void) {
         if (h - t > BATCH) h = t + BATCH;
         name_sites(atomic_load_explicit(&nsites, memory_order_acquire));
         frame_begin(&fb, T_RECORDS);
-        mp_map(&fb, 2);
+        mp_map(&fb, sent_sites < named ? 3 : 2);
         mp_str(&fb, "batch"); mp_int(&fb, batch_no++);
+        if (sent_sites < named) {  /* the names of the sites not sent yet */
+            mp_str(&fb, "sites"); mp_array(&fb, named - sent_sites);
+            for (uint32_t id = sent_sites; id < named; id++) {
+                mp_array(&fb, 2);
+                mp_int(&fb, id);
+                mp_str(&fb, site_name[id]);
+            }
+            sent_sites = named;
+        }
         mp_str(&fb, "records"); mp_array(&fb, (uint32_t)(h - t));
         uint64_t xt = atomic_load_explicit(&xtail, memory_order_relaxed);
         for (uint64_t i = t; i < h; i++) {
