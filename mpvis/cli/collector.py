@@ -1,10 +1,11 @@
-"""``mpvis collector --central HOST:PORT --token T --run ID``: a collector for another machine.
+"""``mpvis collector --central HOST:PORT --run ID``: a collector for another machine.
 
 In a run across machines (``mpvis run --listen HOST:PORT``) every machine but
 the one running ``mpvis run`` needs its own collector (MPVisualizer, section 2):
 its ranks connect to it on loopback (``MPVIS_COLLECTOR``, propagated by
 mpiexec, names the port), and it forwards to the central process, presenting
-the run's token.  It keeps retrying until the central process is up, and exits
+the run's token (``MPVIS_TOKEN`` or ``--token-file``: never on the command
+line, :mod:`mpvis.cli.token_args`).  It keeps retrying until the central process is up, and exits
 when the central process says the run is over, or on Ctrl-C after forwarding
 what it has.
 """
@@ -16,6 +17,7 @@ import sys
 from typing import Any
 
 from mpvis.cli.errors import UserError
+from mpvis.cli.token_args import add_token_options, token_from
 from mpvis.collector.auth import format_address, parse_address
 from mpvis.collector.collector import Collector
 
@@ -32,7 +34,7 @@ def register(sub: Any) -> None:
         metavar="HOST:PORT",
         help="address of the central process (mpvis run --listen)",
     )
-    p.add_argument("--token", required=True, help="the run's shared secret")
+    add_token_options(p, "the run's shared secret")
     p.add_argument("--run", required=True, metavar="ID", help="the run id printed by mpvis run")
     p.add_argument(
         "--port",
@@ -48,7 +50,11 @@ def run(args: argparse.Namespace) -> int:
         central = parse_address(args.central)
     except ValueError as exc:
         raise UserError(f"--central: {exc}") from None
-    collector = Collector(central, args.token, args.run, port=args.port)
+    token = token_from(args)
+    if token is None:
+        raise UserError("no token: set MPVIS_TOKEN or give --token-file (mpvis run --listen "
+                        "prints the command)")
+    collector = Collector(central, token, args.run, port=args.port)
     try:
         collector.start()
     except OSError as exc:

@@ -43,6 +43,7 @@ from mpvis.cli.preflight import (
     no_mpi_call,
     preflight,
 )
+from mpvis.cli.token_args import add_token_options, token_from
 from mpvis.collector.auth import format_address, is_loopback, new_token, parse_address
 from mpvis.collector.collector import Collector
 from mpvis.collector.headless import HeadlessSession
@@ -61,7 +62,8 @@ from mpvis.tracefile.spill import merge_spills, spill_files
 #: Options of ``mpvis run`` that take a value; any other option before ``--``
 #: goes to mpiexec.
 _VALUED = (
-    "-n", "-np", "--out", "--listen", "--token", "--run-id", "--collector-port", "--mpiexec",
+    "-n", "-np", "--out", "--listen", "--token", "--token-file", "--run-id", "--collector-port",
+    "--mpiexec",
     "--stuck-after", "--mpicc", *record_options.VALUED,
 )
 _FLAGS = (
@@ -108,7 +110,7 @@ def register(sub: Any) -> None:
         help="central process address for a run across machines (needs a fixed "
         "port; implies --headless; prints how to start the other collectors)",
     )
-    p.add_argument("--token", help="shared secret of a run across machines (default: random)")
+    add_token_options(p, "shared secret of a run across machines (default: random)")
     p.add_argument("--run-id", help="run id the other machines' collectors join (default: random)")
     p.add_argument(
         "--collector-port",
@@ -271,7 +273,7 @@ def run_program(
             "environment, put an MPI's mpiexec on PATH, or give --mpiexec"
         )
     lib = _native_library(args, mpiexec)
-    token = args.token or new_token()
+    token = token_from(args) or new_token()
     run_id = args.run_id or secrets.token_hex(8)
     header = None
     if args.nprocs is not None:
@@ -587,14 +589,13 @@ def _copy_journal(collector: Collector, out: Path) -> None:
 def _print_remote_instructions(
     central: tuple[str, int], token: str, run_id: str, collector_port: int
 ) -> None:
-    cmd = shlex.join(
+    # The token goes in the environment, never on a command line (/proc).
+    cmd = f"MPVIS_TOKEN={shlex.quote(token)} " + shlex.join(
         [
             "mpvis",
             "collector",
             "--central",
             format_address(central),
-            "--token",
-            token,
             "--run",
             run_id,
             "--port",

@@ -69,6 +69,15 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _environ(pid: int) -> dict[str, str]:
+    try:
+        raw = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return {}
+    pairs = (x.decode(errors="replace").partition("=") for x in raw.split(b"\0") if x)
+    return {k: v for k, _, v in pairs}
+
+
 def run_processes(root: int, marker: str) -> set[int]:
     """Descendants of ``root`` and every process whose command line holds ``marker``."""
     pids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
@@ -107,6 +116,10 @@ def test_sigkill_of_mpvis_run_leaves_no_process_and_spills(tmp_path: Path) -> No
     time.sleep(1.0)  # let records flow for a while (the test does not depend on how many)
     procs = run_processes(p.pid, str(tmp_path / "forever.py"))
     assert len(procs) >= 3  # mpiexec and two ranks at least
+    tokens = {_environ(pid).get("MPVIS_TOKEN") for pid in procs} - {None}
+    assert tokens  # the ranks have it, in their environment only
+    for pid in procs:
+        assert not any(t in _cmdline(pid) for t in tokens if t), _cmdline(pid)
     p.send_signal(signal.SIGKILL)
     p.wait()
     deadline = time.monotonic() + SURVIVAL_LIMIT
