@@ -169,6 +169,8 @@ class RacePanel(QtWidgets.QWidget):
     """Filters above a table of races."""
 
     race_selected = QtCore.Signal(object)  # Race or None
+    #: a user clicked a row: ``(rank, seq)`` of the race's (first) receive
+    receive_clicked = QtCore.Signal(int, int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
@@ -221,6 +223,7 @@ class RacePanel(QtWidgets.QWidget):
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.verticalHeader().hide()
         self.table.selectionModel().selectionChanged.connect(self._selection)
+        self.table.clicked.connect(self._row_clicked)
         self.groups = GroupTableModel()
         self.group_table = QtWidgets.QTableView()
         self.group_table.setModel(self.groups)
@@ -351,6 +354,13 @@ class RacePanel(QtWidgets.QWidget):
                 self.table.selectRow(i)
                 return True
         return False
+
+    def _row_clicked(self, index: QtCore.QModelIndex) -> None:
+        """A click (not a programmatic selection) on a row: its receive's races."""
+        if self.focus is not None or not index.isValid():
+            return
+        r = self.model.races[index.row()]
+        self.receive_clicked.emit(r.rank, r.recv if isinstance(r, ExactRace) else r.recvs[0])
 
     def _group_selection(self, *args: object) -> None:
         rows = self.group_table.selectionModel().selectedRows()

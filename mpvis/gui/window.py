@@ -176,6 +176,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.diagram.event_hovered.connect(self._hovered)
         self.details.jump_requested.connect(lambda g: self.diagram.select_event(g, center=True))
         self.races.race_selected.connect(self.show_race)
+        self.races.receive_clicked.connect(self._race_row_clicked)
         self.notifier.show_requested.connect(self._notified_show)
         self.notifier.settings_changed.connect(self._settings_changed)
         d = self.diagram
@@ -579,6 +580,16 @@ class MainWindow(QtWidgets.QMainWindow):
             self.diagram.select_event(g)
         finally:
             self._focusing = was
+
+    def _race_row_clicked(self, rank: int, seq: int) -> None:
+        """A race row clicked: like a click on its ``recv(-1,-1)`` (a race of
+        another receive: the row's race alone is shown, as selected)."""
+        m = self.model
+        if m is None or seq >= m.count(rank):
+            return
+        g = m.gidx(rank, seq)
+        if self._is_any_recv(g):
+            self._focus_receive(g)
 
     def _focus_receive(self, g: int) -> None:
         """One click on a ``recv(-1,-1)``: its races listed and selected, drawn

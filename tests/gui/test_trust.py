@@ -460,3 +460,24 @@ def test_a_dead_ranks_reason_is_shown(qtbot) -> None:  # type: ignore[no-untyped
     last = m.gidx(2, m.count(2) - 1)
     assert "rank 2 died here: killed" in summary(m, last)
     assert ("rank status", f"dead: {m.dead[2]}") in details(m, last)
+
+
+def test_clicking_a_race_row_narrows_the_list_to_its_receive(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from mpvis.model.races import Race
+
+    win = _window(qtbot)
+    _open(qtbot, win, FARM)
+    panel = win.races
+    panel.method.setCurrentText("classifier")
+    race = panel.shown()[2]
+    assert isinstance(race, Race)
+    table = panel.table
+    rect = table.visualRect(panel.model.index(2, 3))
+    qtbot.mouseClick(table.viewport(), QtCore.Qt.MouseButton.LeftButton, pos=rect.center())
+    assert panel.focus == (race.rank, race.recvs[0])
+    rows = panel.shown()
+    assert race in rows and all(race.recvs[0] in r.recvs for r in rows if isinstance(r, Race))
+    assert panel.selected_races() == rows
+    ends = [win.model.gidx(race.rank, s) for s in race.recvs] + [
+        win.model.gidx(*x) for x in race.messages if x]
+    assert _view_contains(win, ends)
