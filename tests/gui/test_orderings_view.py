@@ -37,7 +37,7 @@ def test_subgroups_are_shaded_with_their_counts(qtbot, tmp_path: Path) -> None: 
     ctl.toggle.setChecked(True)  # View > POEG subgroups
     assert ctl.shown and ctl.decomposition is not None
     assert ctl.decomposition.orderings == 6268
-    rects, idx = ctl.bands.rects()
+    rects, _ = ctl.bands.rects()
     assert len(rects) == 6  # rank 0: 1, rank 1: one per Sendrecv (4), rank 2: 1
     assert sorted(ctl.bands.counts) == [1, 1, 2, 2, 2, 2]
     assert "6268" in win.statusBar().currentMessage()
