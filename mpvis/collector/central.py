@@ -82,6 +82,12 @@ RunEndCallback = Callable[[dict[str, Any]], None]
 
 READ_SIZE = 1 << 18
 NO_END = "no end reported: never connected, or its collector was lost"
+#: Before HELLO: the largest frame accepted (a HELLO is well under 1 KiB) ...
+HELLO_MAX_PAYLOAD = 64 << 10
+#: ... and the connections that may be waiting to authenticate at once.
+MAX_UNAUTHENTICATED = 32
+#: Incidents (refused connections...) logged one by one; later ones are counted.
+LOGGED_INCIDENTS = 5
 
 
 class _RefusedError(Exception):
@@ -112,6 +118,7 @@ class _Run:
     finished: bool = False
     resolver: SendResolver = field(default_factory=SendResolver)
     deferred_ends: list[Record] = field(default_factory=list)  # ends of ranks with held records
+    owners: dict[int, str] = field(default_factory=dict)  # rank -> the collector that sent it
 
 
 class CentralProcess:
@@ -159,6 +166,8 @@ class CentralProcess:
         self._conns = Connections()
         #: Reasons of refused connections and protocol errors, for reports and tests.
         self.incidents: list[str] = []
+        self.incident_count = 0  # every incident, logged or not
+        self._unauthenticated = 0  # connections that have not sent their HELLO yet
 
     # -- public API (any thread) ------------------------------------------
 
@@ -225,8 +234,16 @@ class CentralProcess:
             await self._conns.close_all()
 
     def _incident(self, peer: str, reason: str) -> None:
-        self.incidents.append(f"{peer}: {reason}")
-        log.warning("central process: %s: %s", peer, reason)
+        """Note a refused or broken connection: the first few are logged, the
+        rest counted (a flood of garbage connections must not flood the terminal)."""
+        self.incident_count += 1
+        if len(self.incidents) < 100:
+            self.incidents.append(f"{peer}: {reason}")
+        if self.incident_count <= LOGGED_INCIDENTS:
+            log.warning("central process: %s: %s", peer, reason)
+        elif self.incident_count == LOGGED_INCIDENTS + 1:
+            log.warning("central process: further refused connections are counted, "
+                        "not logged")
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with self._conns.track(writer):
@@ -234,13 +251,22 @@ class CentralProcess:
 
     async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = _peer_name(writer)
-        dec = FrameDecoder(self.max_payload)
+        if self._unauthenticated >= MAX_UNAUTHENTICATED:
+            self._incident(peer, "refused: too many connections waiting to authenticate")
+            writer.close()
+            return
+        self._unauthenticated += 1
+        # Until HELLO: small frames only, and one deadline for the whole HELLO
+        # (a client sending a byte every few seconds does not stay).
+        dec = FrameDecoder(min(HELLO_MAX_PAYLOAD, self.max_payload))
+        deadline = asyncio.get_running_loop().time() + self.hello_timeout
         coll: _Collector | None = None
         run: _Run | None = None
         try:
             while True:
                 if coll is None:
-                    data = await asyncio.wait_for(reader.read(READ_SIZE), self.hello_timeout)
+                    left = deadline - asyncio.get_running_loop().time()
+                    data = await asyncio.wait_for(reader.read(READ_SIZE), max(left, 0.0))
                 else:
                     data = await reader.read(READ_SIZE)
                 dec.receive_data(data)
@@ -251,6 +277,8 @@ class CentralProcess:
                     assert isinstance(ev, Message)
                     if coll is None:
                         run, coll = self._hello(ev, writer, peer)
+                        self._unauthenticated -= 1
+                        dec.limit(self.max_payload)
                     else:
                         assert run is not None
                         self._envelope(run, coll, ev)
@@ -270,6 +298,8 @@ class CentralProcess:
             log.exception("central process: %s: internal error", peer)
             self._incident(peer, f"internal error, connection closed: {exc!r:.200}")
         finally:
+            if coll is None:
+                self._unauthenticated -= 1
             if coll is not None and coll.writer is writer:
                 coll.writer = None
             with contextlib.suppress(Exception):
@@ -375,8 +405,8 @@ class CentralProcess:
             )
         # Malformed records are refused here, one by one, before the resolver sees
         # them: the rest of the batch goes on (a bad record once killed this handler).
-        records = run.resolver.feed(journal.valid(body["records"]))
-        ends = body.get("ends", ())
+        records = run.resolver.feed(self._owned(run, coll, journal.valid(body["records"])))
+        ends = [e for e in body.get("ends", ()) if run.owners.get(e["rank"], coll.cid) == coll.cid]
         for end in ends:
             records += run.resolver.sender_ended(end["rank"])
         self._journal(run, records)
@@ -390,6 +420,22 @@ class CentralProcess:
             self._maybe_finish(run)
         elif run.end_info is not None:
             self._maybe_finish(run)
+
+    def _owned(self, run: _Run, coll: _Collector, records: list[Record]) -> list[Record]:
+        """The records of ranks this collector serves: a rank belongs to the first
+        collector that sends one of its records; another collector's records for
+        it are refused (a rogue collector cannot speak for a rank)."""
+        owners, cid = run.owners, coll.cid
+        out = []
+        for rec in records:
+            owner = owners.setdefault(rec["rank"], cid)
+            if owner == cid:
+                out.append(rec)
+            else:
+                assert run.journal is not None
+                run.journal.refuse(rec, f"sent by collector {cid!r}, but rank {rec['rank']} "
+                                        f"is served by collector {owner!r}")
+        return out
 
     def _journal(self, run: _Run, records: list[Record]) -> None:
         assert run.journal is not None
@@ -464,6 +510,7 @@ class CentralProcess:
             "rejected": journal.rejected,
             "duplicates": journal.duplicates,
             "unwritten": journal.unwritten,
+            "refused_connections": self.incident_count,
             "journal_error": journal.failed,
             "ranks": ranks,
             "exit_code": end.get("exit_code"),
@@ -471,6 +518,9 @@ class CentralProcess:
             "stopped": stopped,
         }
         log.info("run %s ended: %d records in %s", run.run_id, journal.written, journal.path)
+        if self.incident_count > LOGGED_INCIDENTS:
+            log.warning("central process: %d connections were refused or broken in all",
+                        self.incident_count)
         self._callback(self.on_run_end, info)
         for c in run.collectors.values():
             if c.writer is not None:

@@ -59,6 +59,10 @@ class Journal:
         """The ``seq`` the next admitted record of ``rank`` must carry."""
         return self._next_seq.get(rank, 0)
 
+    def refuse(self, rec: object, reason: str) -> None:
+        """Refuse a record for a reason found outside the journal (logged, counted)."""
+        self._refuse(rec, reason)
+
     def _refuse(self, rec: object, reason: str) -> None:
         self.rejected += 1
         if self.rejected <= LOGGED_REFUSALS:

@@ -156,6 +156,11 @@ class FrameDecoder:
         self._error: ProtocolError | None = None
         self._max = min(max_payload, MAX_PAYLOAD)
 
+    def limit(self, max_payload: int) -> None:
+        """Set the bound on payloads from now on (at most :data:`MAX_PAYLOAD`): a
+        server keeps it small until the peer has authenticated."""
+        self._max = min(max_payload, MAX_PAYLOAD)
+
     def receive_data(self, data: bytes) -> None:
         """Append received bytes; ``b""`` means the peer closed the stream."""
         if not data:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from mpvis.collector.central import CentralProcess
+import pytest
+
+from mpvis.collector.central import LOGGED_INCIDENTS, MAX_UNAUTHENTICATED, CentralProcess
 from mpvis.protocol import messages as m
 from mpvis.protocol.framing import MsgType, encode_frame
 from mpvis.protocol.records import make_header
@@ -59,3 +61,86 @@ def test_malformed_records_are_refused_alone_and_nothing_later_is_lost(
     assert got == [(r, s) for r in (0, 1) for s in range(seq[r] + 1)]  # every good record once
     assert not any("internal error" in i for i in central.incidents)
     assert recorded.ends[0]["rejected"] == len(MALFORMED)
+
+
+# ------------------------------------------------------- before authentication
+
+def _closed_by_peer(sock: socket.socket, within: float) -> bool:
+    """Whether the peer closes ``sock`` within ``within`` seconds (generous bound)."""
+    sock.settimeout(within)
+    try:
+        while sock.recv(65536):
+            pass
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def test_a_slow_hello_does_not_keep_its_connection(central: CentralProcess) -> None:
+    """One deadline for the whole HELLO (hello_timeout=2 s in the fixture): a byte
+    every half second used to reset it forever."""
+    sock = socket.create_connection(central.address)
+    hello = encode_frame(
+        MsgType.HELLO, m.hello_collector("c1", "run-s", central.token, pid=1, host="h"))
+    closed = False
+    for b in hello[:-1]:  # never completes
+        try:
+            sock.sendall(bytes([b]))
+        except OSError:
+            closed = True
+            break
+        if _closed_by_peer(sock, 0.5):
+            closed = True
+            break
+    assert closed or _closed_by_peer(sock, 30)
+    assert any("no HELLO in time" in i for i in central.incidents)
+
+
+def test_a_big_frame_before_hello_is_refused_from_its_header(central: CentralProcess) -> None:
+    """A 1 MiB frame before HELLO is refused as soon as its length is read (not
+    buffered and decoded before the token is checked)."""
+    sock = socket.create_connection(central.address)
+    sock.sendall(b"MV\x01\x01" + (1 << 20).to_bytes(4, "big"))
+    assert _closed_by_peer(sock, 30)
+    assert any("oversized frame" in i for i in central.incidents)
+
+
+def test_idle_connections_are_capped_and_refusals_summarised(
+    central: CentralProcess, recorded: Recorded, caplog: pytest.LogCaptureFixture
+) -> None:
+    idle = [socket.create_connection(central.address) for _ in range(MAX_UNAUTHENTICATED + 8)]
+    refused = sum(_closed_by_peer(s, 1.0) for s in idle[MAX_UNAUTHENTICATED:])
+    assert refused == 8  # the ones beyond the cap are closed at once
+    for s in idle:
+        s.close()
+    assert central.incident_count >= 8
+    logged = [r for r in caplog.records if "central process:" in r.getMessage()]
+    assert len(logged) <= LOGGED_INCIDENTS + 1
+
+
+def test_a_collector_cannot_send_records_of_another_collectors_rank(
+    central: CentralProcess, recorded: Recorded
+) -> None:
+    def hello(cid: str) -> bytes:
+        return encode_frame(
+            MsgType.HELLO, m.hello_collector(cid, "run-r", central.token, pid=1, host="h"))
+
+    good = socket.create_connection(central.address)
+    good.sendall(hello("c1") + encode_frame(MsgType.RECORDS, m.envelope_body(
+        0, [state(0, 0), state(0, 1)], header=make_header(1))))
+    rogue = socket.create_connection(central.address)
+    rogue.sendall(hello("rogue") + encode_frame(MsgType.RECORDS, m.envelope_body(
+        0, [state(0, 2), {"rank": 0, "seq": 3, "kind": "final"}],
+        ends=[m.bye_body(0)])))
+    rogue.shutdown(socket.SHUT_WR)
+    read_messages(rogue)
+    good.sendall(encode_frame(MsgType.RECORDS, m.envelope_body(
+        1, [state(0, 2), {"rank": 0, "seq": 3, "kind": "final"}], ends=[m.bye_body(0)],
+        end={})))
+    assert recorded.ended.wait(10)
+    good.close()
+    lines = journal_lines(recorded.ends[0]["journal"])
+    assert [(r["rank"], r["seq"]) for r in lines[1:]] == [(0, 0), (0, 1), (0, 2), (0, 3)]
+    assert recorded.ends[0]["rejected"] == 2  # the rogue's two records
