@@ -60,6 +60,11 @@ log = logging.getLogger(__name__)
 
 Record = dict[str, Any]
 READ_SIZE = 1 << 18
+#: Before HELLO: the largest frame accepted, the connections that may wait to
+#: authenticate at once, and the refusals logged one by one (then counted).
+HELLO_MAX_PAYLOAD = 64 << 10
+MAX_UNAUTHENTICATED = 64
+LOGGED_REFUSALS = 5
 #: Seconds without a new rank connection after which the ranks are taken as done.
 SETTLE = 0.1
 
@@ -105,6 +110,8 @@ class Collector:
             f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(4)}"
         )
         self.batch_records = batch_records
+        self.refusals = 0  # connections refused before they authenticated
+        self._unauthenticated = 0
         self.flush_interval = flush_interval
         self.max_unacked_bytes = max_unacked_bytes
         self.reconnect_max = reconnect_max
@@ -295,7 +302,14 @@ class Collector:
             await self._converse(reader, writer)
 
     async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        dec = FrameDecoder(self.max_payload)
+        if self._unauthenticated >= MAX_UNAUTHENTICATED:
+            self._refusal("too many connections waiting to authenticate")
+            writer.close()
+            return
+        self._unauthenticated += 1
+        # Until HELLO: small frames only, one deadline for the whole HELLO.
+        dec = FrameDecoder(min(HELLO_MAX_PAYLOAD, self.max_payload))
+        deadline = asyncio.get_running_loop().time() + self.hello_timeout
         rank: int | None = None
         compact: CompactDecoder | None = None
         said_bye = False
@@ -305,7 +319,8 @@ class Collector:
             while not said_bye:
                 await self._room.wait()
                 if rank is None:
-                    data = await asyncio.wait_for(reader.read(READ_SIZE), self.hello_timeout)
+                    left = deadline - asyncio.get_running_loop().time()
+                    data = await asyncio.wait_for(reader.read(READ_SIZE), max(left, 0.0))
                 else:
                     data = await reader.read(READ_SIZE)
                 dec.receive_data(data)
@@ -316,6 +331,8 @@ class Collector:
                     assert isinstance(ev, Message)
                     if rank is None:
                         rank = self._rank_hello(ev)
+                        self._unauthenticated -= 1
+                        dec.limit(self.max_payload)
                         compact = CompactDecoder(rank)
                         self._open_ranks += 1
                         self._idle.clear()
@@ -325,16 +342,21 @@ class Collector:
                 if not data:
                     break
         except TimeoutError:
-            log.warning("collector: a rank connection sent no HELLO in time")
+            self._refusal("a rank connection sent no HELLO in time")
         except _RefusedError as exc:
-            log.warning("collector: refused a rank connection: %s", exc)
+            self._refusal(f"refused a rank connection: {exc}")
             writer.write(encode_frame(MsgType.REFUSED, {"reason": str(exc)}))
         except ProtocolError as exc:
             detail = f"protocol error: {exc.reason}"
-            log.warning("collector: rank %s: %s", rank, detail)
+            if rank is None:
+                self._refusal(f"a rank connection before HELLO: {detail}")
+            else:
+                log.warning("collector: rank %s: %s", rank, detail)
         except (ConnectionError, OSError) as exc:
             detail = f"connection lost: {exc}"
         finally:
+            if rank is None:
+                self._unauthenticated -= 1
             with contextlib.suppress(Exception):
                 writer.close()
             if rank is not None:
@@ -344,6 +366,15 @@ class Collector:
                 self._open_ranks -= 1
                 if not self._open_ranks:
                     self._idle.set()
+
+    def _refusal(self, reason: str) -> None:
+        """A connection refused before it authenticated: the first few are logged,
+        the rest counted (:attr:`refusals`)."""
+        self.refusals += 1
+        if self.refusals <= LOGGED_REFUSALS:
+            log.warning("collector: %s", reason)
+        elif self.refusals == LOGGED_REFUSALS + 1:
+            log.warning("collector: further refused connections are counted, not logged")
 
     def _rank_hello(self, msg: Message) -> int:
         if msg.type != MsgType.HELLO:

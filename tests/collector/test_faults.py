@@ -12,12 +12,13 @@ from typing import Any
 import pytest
 
 from mpvis.collector.central import LOGGED_INCIDENTS, MAX_UNAUTHENTICATED, CentralProcess
+from mpvis.collector.collector import LOGGED_REFUSALS as COLLECTOR_LOGGED
 from mpvis.protocol import messages as m
 from mpvis.protocol.framing import MsgType, encode_frame
 from mpvis.protocol.records import make_header
 
 from .conftest import Recorded, journal_lines
-from .test_live import read_messages, state
+from .test_live import read_messages, start_collector, state
 
 #: Records that once broke the central process (the channel resolver or the
 #: journal): an unhashable rank on a buffer consume, a record that is no object,
@@ -144,3 +145,24 @@ def test_a_collector_cannot_send_records_of_another_collectors_rank(
     lines = journal_lines(recorded.ends[0]["journal"])
     assert [(r["rank"], r["seq"]) for r in lines[1:]] == [(0, 0), (0, 1), (0, 2), (0, 3)]
     assert recorded.ends[0]["rejected"] == 2  # the rogue's two records
+
+
+def test_the_collector_limits_connections_before_hello(
+    central: CentralProcess, caplog: pytest.LogCaptureFixture
+) -> None:
+    coll = start_collector(central, 1, hello_timeout=1.0)
+    try:
+        slow = socket.create_connection(coll.address)
+        slow.sendall(b"M")  # then nothing: the whole HELLO has one deadline
+        big = socket.create_connection(coll.address)
+        big.sendall(b"MV\x01\x01" + (1 << 20).to_bytes(4, "big"))
+        garbage = [socket.create_connection(coll.address) for _ in range(20)]
+        for s in garbage:
+            s.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        assert _closed_by_peer(slow, 30) and _closed_by_peer(big, 30)
+        assert all(_closed_by_peer(s, 30) for s in garbage)
+        assert coll.refusals >= 22
+        logged = [r for r in caplog.records if r.getMessage().startswith("collector:")]
+        assert len(logged) <= COLLECTOR_LOGGED + 1
+    finally:
+        coll.stop()
