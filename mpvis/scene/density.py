@@ -9,8 +9,9 @@ events):
 * :func:`activity_density` gives, per row and pixel column, the share of the
   column's time a rank spent **blocked** (from a blocking ``recv`` to its
   ``consume``) and **in collectives** (from a ``coll`` to its ``coll_exit``),
-  and how many **sends** and **receives** (``recv`` and ``consume``) fall in
-  it (and how many other events); :meth:`DensityGrid.dominant` names what dominates each cell and
+  and how many **sends** and **receives** (a ``recv`` and its ``consume``
+  count half each, so that a message is one of each) fall in it (and how
+  many other events); :meth:`DensityGrid.dominant` names what dominates each cell and
   :func:`density_rgba` colours it (:data:`ACTIVITY_COLOURS`), brighter where
   there are more events.  Several ranks may share a row (a folded group):
   their shares are averaged.
@@ -232,9 +233,11 @@ def activity_density(
     np.add.at(events, (rows[inside], col[inside]), 1)
     send = kind == _SEND
     receive = (kind == _RECV) | (kind == _CONSUME)
-    for act, mask in ((SENDING, send), (RECEIVING, receive), (OTHER, ~(send | receive))):
+    # a message is one send and one receive: its recv and its consume count half each
+    for act, mask, w in ((SENDING, send, 1.0), (RECEIVING, receive, 0.5),
+                         (OTHER, ~(send | receive), 1.0)):
         sel = inside & mask
-        np.add.at(shares[..., act], (rows[sel], col[sel]), 1.0)
+        np.add.at(shares[..., act], (rows[sel], col[sel]), w)
     begin, end, act_of = spans if spans is not None else intervals(layout)
     if len(begin):
         ra = rows[begin]

@@ -67,7 +67,7 @@ def _oracle(lay: Layout, recs: list[dict], logical: bool, x0: float, x1: float, 
             if r["kind"] == "send":
                 shares[row, c, SENDING] += 1
             elif r["kind"] in ("recv", "consume"):
-                shares[row, c, RECEIVING] += 1
+                shares[row, c, RECEIVING] += 0.5
             else:
                 shares[row, c, OTHER] += 1
         if r["kind"] == "coll":
