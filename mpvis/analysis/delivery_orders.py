@@ -17,9 +17,12 @@ could have been another message: the record's races,
   reduction of section 4, guaranteed by MPI's non-overtaking rule);
 * its orderings are the linear extensions of that order (the paper's
   "fixed message set" assumption: the same messages are sent whatever the
-  order), counted exactly by :mod:`mpvis.analysis.linext`, and split by
-  **subgroup partitioning** (section 3, Figure 7): the finest series blocks,
-  each tested on its own while the others keep their recorded order;
+  order), counted exactly by :mod:`mpvis.analysis.linext`;
+* deliveries that can never trade messages (no receive of one accepts the
+  other's source, tag and communicator: e.g. receives naming different tags)
+  are tested apart, each class with the others as recorded; each class is
+  split by **subgroup partitioning** (section 3, Figure 7): the finest series
+  blocks, each tested on its own while the others keep their recorded order;
 * orderings in which a receive's own source or tag refuses the message it
   is given are not generated (they are still in the counts, an upper bound).
 
@@ -115,15 +118,38 @@ def delivery_groups(m: ModelManager, racing: Mapping[int, Set[int]]) -> list[Del
                                   int(rec["src"]), int(rec["tag"])))
         found.sort(key=lambda d: d.consume)
         preds = _order(m, r, found)
-        for block in series_parts(preds, (1 << len(found)) - 1):
-            idx = bits(block)
-            if len(idx) < 2:
-                continue
-            pos = {v: k for k, v in enumerate(idx)}
-            local = tuple(sum(1 << pos[u] for u in bits(preds[v] & block)) for v in idx)
-            n = count_subset(local, (1 << len(idx)) - 1)
-            groups.append(DeliveryGroup(r, tuple(found[v] for v in idx), local, n))
+        for cls in _classes(found):
+            for block in series_parts(preds, cls):
+                idx = bits(block)
+                if len(idx) < 2:
+                    continue
+                pos = {v: k for k, v in enumerate(idx)}
+                local = tuple(sum(1 << pos[u] for u in bits(preds[v] & block)) for v in idx)
+                n = count_subset(local, (1 << len(idx)) - 1)
+                groups.append(DeliveryGroup(r, tuple(found[v] for v in idx), local, n))
+    groups.sort(key=lambda g: (g.rank, g.deliveries[0].consume))
     return groups
+
+
+def _classes(ds: list[Delivery]) -> list[int]:
+    """Masks of the deliveries that could trade messages: connected components of
+    "one's receive accepts the other's message" (receives naming different tags or
+    sources never do, so their orders are tested apart)."""
+    left = (1 << len(ds)) - 1
+    out: list[int] = []
+    while left:
+        comp = frontier = left & -left
+        while frontier:
+            grow = 0
+            for i in bits(frontier):
+                for j in bits(left & ~comp):
+                    if ds[i].accepts(ds[j]) or ds[j].accepts(ds[i]):
+                        grow |= 1 << j
+            frontier = grow
+            comp |= grow
+        out.append(comp)
+        left &= ~comp
+    return out
 
 
 def _order(m: ModelManager, rank: int, ds: list[Delivery]) -> list[int]:

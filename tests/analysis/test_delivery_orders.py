@@ -123,3 +123,30 @@ def test_groups_of_a_trace_follow_causality_and_channels() -> None:
     assert all(p.index(0) < p.index(4) and p.index(2) < p.index(3) for p in perms)
     assert any(p.index(1) == 0 for p in perms)
     assert g.order_spec((1, 0, 2, 3, 4)) == "0:0=2:0,3=1:0,5=3:0,7=3:1,9=1:3"
+
+
+def test_receives_naming_different_tags_are_tested_apart() -> None:
+    """Rank 0: recv(ANY, tag 0), recv(ANY, tag 1), twice; ranks 1 and 2 send one of each
+    tag (different tags: different channels, no order between them).  720 orders of
+    four messages would be an upper bound; apart, two classes of two: 2 + 2."""
+    header = {"kind": "header", "format": "mpvis-trace", "version": 1, "nprocs": 3}
+    recs: list[dict] = []
+    for w in (1, 2):
+        for tag in (0, 1):
+            recs.append({"rank": w, "seq": tag, "kind": "send", "dest": 0, "tag": tag,
+                         "blocking": True, "sync": False})
+    seq = 0
+    for src, tag in ((1, 0), (2, 1), (2, 0), (1, 1)):
+        recs.append({"rank": 0, "seq": seq, "kind": "recv", "src": -1, "tag": tag,
+                     "blocking": True})
+        recs.append({"rank": 0, "seq": seq + 1, "kind": "consume", "recv": seq, "src": src,
+                     "tag": tag, "send": [src, tag]})
+        seq += 2
+    m = ModelManager(header)
+    m.add_batch(recs)
+    m.finish()
+    groups = delivery_groups(m, {0: {0, 2, 4, 6}})
+    assert [[d.recv for d in g.deliveries] for g in groups] == [[0, 4], [2, 6]]
+    assert [g.orderings for g in groups] == [2, 2]
+    assert [list(candidate_orders(g)) for g in groups] == [[(1, 0)], [(1, 0)]]
+    assert groups[1].order_spec((1, 0)) == "0:2=1:1,6=2:1"
