@@ -5,7 +5,9 @@ names the record directory, the program and its working directory),
 right-clicking a receive of a recorded race offers *Replay with this race
 flipped*: ``mpvis replay DIR --flip RANK:SEQ --headless --out TRACE -- PROGRAM``
 runs in the background (Netzer and Miller's replay, everything before the race
-kept as recorded) and writes the flipped run's trace into the record
+kept as recorded), once the user has confirmed the exact command (the
+trace's header names the program: a trace file from elsewhere must not run
+anything unasked), and writes the flipped run's trace into the record
 directory (``DIR/flip-RANK-SEQ.jsonl``).  A dialog then shows the recorded and
 the flipped run as two diagrams side by side, the first event where each rank
 diverges ringed in both (:func:`mpvis.analysis.divergence.first_divergence`),
@@ -14,6 +16,7 @@ a summary in words and the replay's report below.
 
 from __future__ import annotations
 
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,8 @@ class FlipController(QtCore.QObject):
         self.flipped: ModelManager | None = None
         self.views: tuple[DiagramView, DiagramView] | None = None
         self.divergence: dict[int, int] = {}
+        #: the question before a flip runs a program, while it is open
+        self.confirmation: QtWidgets.QMessageBox | None = None
 
     def _recorded(self) -> tuple[dict[str, Any], set[tuple[int, int]]] | None:
         m = self.window.model
@@ -84,17 +89,47 @@ class FlipController(QtCore.QObject):
             return
         header = found[0]
         which = f"{int(m.c_rank[g])}:{int(m.c_seq[g])}"
+        out = Path(header["record"]) / f"flip-{which.replace(':', '-')}.jsonl"
+        command = [sys.executable, "-m", "mpvis", "replay", header["record"], "--flip", which,
+                   "--headless", "--out", str(out), "--", *map(str, header["argv"])]
+        cwd = header["cwd"] if isinstance(header.get("cwd"), str) else None
+        self._confirm(command, cwd, lambda: self._start(command, cwd, which, out))
+
+    def _confirm(self, command: list[str], cwd: str | None, go: Any) -> None:
+        """Ask before running a program a trace file names (a trace may come from
+        anyone: its header decides what runs).  Shows the exact command; runs
+        ``go`` only on *Run*.  Non-modal (:attr:`confirmation` while it is open)."""
+        box = QtWidgets.QMessageBox(self.window)
+        box.setObjectName("flipConfirm")
+        box.setIcon(QtWidgets.QMessageBox.Icon.Warning)
+        box.setWindowTitle("Run the program this trace names?")
+        box.setText("Replaying the race flipped runs the program named in this trace file. "
+                    "Run it only if you trust the file.")
+        box.setInformativeText(f"Command:\n{shlex.join(command)}\n\n"
+                               f"in directory: {cwd or Path.cwd()}")
+        run = box.addButton("Run", QtWidgets.QMessageBox.ButtonRole.AcceptRole)
+        cancel = box.addButton(QtWidgets.QMessageBox.StandardButton.Cancel)
+        box.setDefaultButton(cancel)
+
+        def answered(button: QtWidgets.QAbstractButton) -> None:
+            self.confirmation = None
+            if button is run:
+                go()
+
+        box.buttonClicked.connect(answered)
+        self.confirmation = box
+        box.open()
+
+    def _start(self, command: list[str], cwd: str | None, which: str, out: Path) -> None:
         proc = QtCore.QProcess(self)
         proc.setProcessChannelMode(QtCore.QProcess.ProcessChannelMode.MergedChannels)
-        if isinstance(header.get("cwd"), str):
-            proc.setWorkingDirectory(header["cwd"])
+        if cwd is not None:
+            proc.setWorkingDirectory(cwd)
         proc.finished.connect(lambda *_: self._done(which))
         self.process = proc
         self.window.statusBar().showMessage(f"replaying with the race of receive {which} flipped…")
-        self.flipped_path = Path(header["record"]) / f"flip-{which.replace(':', '-')}.jsonl"
-        proc.start(sys.executable, ["-m", "mpvis", "replay", header["record"], "--flip", which,
-                                    "--headless", "--out", str(self.flipped_path),
-                                    "--", *map(str, header["argv"])])
+        self.flipped_path = out
+        proc.start(command[0], command[1:])
 
     def _done(self, which: str) -> None:
         proc, self.process = self.process, None
