@@ -419,3 +419,42 @@ def test_threads_calling_mpi_at_once_lose_no_record(
     assert kinds["send"] == kinds["recv"] == kinds["consume"] == 2 * 3 * 500
     code, report = check_json(tmp_path / "t.jsonl")
     assert code == 0 and report["deadlocks"] == [] and report["errors"] == []
+
+
+STATE = r"""
+#include <mpi.h>
+#include "mpvis.h"
+int main(int argc, char **argv) {
+    int rank, x = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    for (int i = 0; i < 3; i++) {
+        x += rank + 1;
+        MPVIS_STATE_INT("x", x);
+        MPVIS_STATE_STR("phase", i == 2 ? "done" : "work");
+        MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    }
+    MPVIS_STATE_DOUBLE("y", 0.5);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_program_variables_from_c_feed_predicates(tmp_path: Path, cache: Path, mpicc: str) -> None:
+    include = Path(__file__).resolve().parents[2] / "mpvis" / "instrument" / "pmpi" / "include"
+    exe = compile_c(mpicc, STATE, tmp_path / "state", "-g", f"-I{include}")
+    plain = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60, check=False)
+    assert plain.returncode == 0, plain.stderr  # the header's calls do nothing without mpvis
+    done = run(tmp_path, cache, "-n", "2", "--out", "t.jsonl", "--", str(exe))
+    assert done.returncode == 0, done.stderr
+    states = [r for r in records(tmp_path / "t.jsonl") if r["kind"] == "state"]
+    assert [r["vars"] for r in states if r["rank"] == 1] == [
+        {"x": 2}, {"phase": "work"}, {"x": 4}, {"phase": "work"}, {"x": 6},
+        {"phase": "done"}, {"y": 0.5}]
+    assert all("call" not in r and r["site"].startswith(str(tmp_path / "state.c:"))
+               for r in states)
+    pred = _mpvis(tmp_path, cache, "predicate", "t.jsonl", "--define", "a=0:x>=2",
+                  "--define", 'b=1:phase == "done"', "--conj", "a,b", "--json")
+    assert pred.returncode == 0, pred.stderr
+    assert json.loads(pred.stdout)["holds"] is True

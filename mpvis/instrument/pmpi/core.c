@@ -45,7 +45,7 @@ int mvp_rank = 0, mvp_nprocs = 1;
 int mvp_sync_sends = 0;
 
 static const char *KIND_NAMES[] = {"", "send", "recv", "consume", "wait", "coll",
-                                   "coll_exit", "final", "waiting"};
+                                   "coll_exit", "final", "waiting", "state"};
 static const char *MODE_NAMES[] = {"standard", "buffered", "ready", "synchronous"};
 
 /* -- the rings ---------------------------------------------------------------- */
@@ -307,7 +307,7 @@ no_extras:;
 /* -- encoding ----------------------------------------------------------------------- */
 static void encode(buf_t *b, const mvp_rec *r) {
     int k = r->kind;
-    uint32_t n = 5 + r->nx + (r->site != 0);
+    uint32_t n = 4 + (r->call >= 0) + r->nx + (r->site != 0);  /* state: no MPI call */
     int has_comm = k == MVK_SEND || k == MVK_RECV || k == MVK_CONSUME || k == MVK_COLL || k == MVK_COLL_EXIT;
     int req = (r->flags & MVF_NONBLOCKING_REQ) != 0;
     n += has_comm;
@@ -320,7 +320,7 @@ static void encode(buf_t *b, const mvp_rec *r) {
     mp_str(b, "seq"); mp_int(b, r->seq);
     mp_str(b, "kind"); mp_str(b, KIND_NAMES[k]);
     mp_str(b, "t"); mp_double(b, r->t);
-    mp_str(b, "call"); mp_int(b, r->call);
+    if (r->call >= 0) { mp_str(b, "call"); mp_int(b, r->call); }
     if (r->site) { mp_str(b, "site"); mp_int(b, r->site); }  /* an id: its name goes in "sites" */
     if (has_comm) { mp_str(b, "comm"); mp_int(b, r->comm); }
     switch (k) {
@@ -679,3 +679,27 @@ void mvp_abort(int code, const char *where) {
     struct timespec grace = {(time_t)wait, (long)((wait - (double)(time_t)wait) * 1e9)};
     nanosleep(&grace, NULL);
 }
+
+/* -- program variables (include/mpvis.h) ---------------------------------------------- */
+static void state(const char *name, void (*value)(mvp_x *, const void *), const void *v, void *pc) {
+    if (!mvp_on || !name) return;
+    mvp_x x = {0};
+    mvp_x_key(&x, "vars");
+    mvp_x_raw_map(&x, 1);
+    mvp_x_raw_str(&x, name);
+    value(&x, v);
+    mvp_rec r = {0};
+    r.kind = MVK_STATE;
+    r.site = mvp_site(pc);
+    r.t = mvp_now();
+    r.call = -1;
+    mvp_append(&r, &x);
+    mvp_x_free(&x);
+}
+static void put_int(mvp_x *x, const void *v) { mvp_x_raw_int(x, *(const long long *)v); }
+static void put_double(mvp_x *x, const void *v) { mp_double(XB(x), *(const double *)v); }
+static void put_str(mvp_x *x, const void *v) { mvp_x_raw_str(x, v ? (const char *)v : ""); }
+
+void mpvis_state_int(const char *name, long long value) { state(name, put_int, &value, MVP_PC()); }
+void mpvis_state_double(const char *name, double value) { state(name, put_double, &value, MVP_PC()); }
+void mpvis_state_str(const char *name, const char *value) { state(name, put_str, value, MVP_PC()); }

@@ -23,7 +23,7 @@
 /* Record kinds (the trace format's names are in core.c: KIND_NAMES). */
 enum {
     MVK_SEND = 1, MVK_RECV, MVK_CONSUME, MVK_WAIT, MVK_COLL, MVK_COLL_EXIT,
-    MVK_FINAL, MVK_WAITING
+    MVK_FINAL, MVK_WAITING, MVK_STATE
 };
 /* Record flags. */
 enum {
