@@ -105,7 +105,9 @@ class DensityGrid:
         return out
 
     def dominant(self) -> npt.NDArray[np.int8]:
-        """The index of the dominating activity of every cell, ``-1`` where nothing happens."""
+        """The index of the dominating activity of every cell, ``-1`` where nothing
+        happens; on a tie the first in :data:`ACTIVITIES` (an even exchange of sends
+        and receives shows as sending)."""
         w = self.weights()
         dom = np.argmax(w, axis=-1).astype(np.int8)
         dom[w.max(axis=-1) <= 0] = -1
