@@ -305,6 +305,39 @@ no_extras:;
 }
 
 /* -- encoding ----------------------------------------------------------------------- */
+/* Raw writers for encode(): the caller made room first (no per-field checks). */
+static inline uint8_t *w_int(uint8_t *o, int64_t v) {
+    if (v >= 0 && v < 128) { *o++ = (uint8_t)v; return o; }
+    if (v < 0 && v >= -32) { *o++ = (uint8_t)(int8_t)v; return o; }
+    uint64_t u = (uint64_t)v;
+    int n;
+    if (v >= 0) {
+        if (v < 256) { *o++ = 0xcc; n = 1; }
+        else if (v < 65536) { *o++ = 0xcd; n = 2; }
+        else if (v <= 0xffffffffLL) { *o++ = 0xce; n = 4; }
+        else { *o++ = 0xcf; n = 8; }
+    } else {
+        if (v >= -128) { *o++ = 0xd0; n = 1; }
+        else if (v >= -32768) { *o++ = 0xd1; n = 2; }
+        else if (v >= INT32_MIN) { *o++ = 0xd2; n = 4; }
+        else { *o++ = 0xd3; n = 8; }
+    }
+    for (int i = n - 1; i >= 0; i--) *o++ = (uint8_t)(u >> (8 * i));
+    return o;
+}
+static inline uint8_t *w_double(uint8_t *o, double d) {
+    uint64_t u;
+    memcpy(&u, &d, 8);
+    *o++ = 0xcb;
+    u = __builtin_bswap64(u);
+    memcpy(o, &u, 8);
+    return o + 8;
+}
+/* A short string literal (under 32 bytes) as a msgpack fixstr. */
+#define W_STR(o, lit) (*(o)++ = (uint8_t)(0xa0 | (sizeof(lit) - 1)), memcpy((o), (lit), sizeof(lit) - 1), (o) += sizeof(lit) - 1)
+#define W_BOOL(o, v) (*(o)++ = (v) ? 0xc3 : 0xc2)
+
+/* One record as a msgpack map with the trace format's field names. */
 static void encode(buf_t *b, const mvp_rec *r) {
     int k = r->kind;
     uint32_t n = 4 + (r->call >= 0) + r->nx + (r->site != 0);  /* state: no MPI call */
@@ -315,42 +348,58 @@ static void encode(buf_t *b, const mvp_rec *r) {
     else if (k == MVK_RECV) n += 3 + req + ((r->flags & MVF_PROBED) != 0);
     else if (k == MVK_CONSUME) n += 3;
     else if (k == MVK_WAITING) n += 1;
-    mp_map(b, n);
-    mp_str(b, "rank"); mp_int(b, mvp_rank);
-    mp_str(b, "seq"); mp_int(b, r->seq);
-    mp_str(b, "kind"); mp_str(b, KIND_NAMES[k]);
-    mp_str(b, "t"); mp_double(b, r->t);
-    if (r->call >= 0) { mp_str(b, "call"); mp_int(b, r->call); }
-    if (r->site) { mp_str(b, "site"); mp_int(b, r->site); }  /* an id: its name goes in "sites" */
-    if (has_comm) { mp_str(b, "comm"); mp_int(b, r->comm); }
+    need(b, 192 + r->xlen);   /* the fixed fields take at most about 170 bytes */
+    uint8_t *o = b->p + b->len;
+    if (n < 16) *o++ = (uint8_t)(0x80 | n);
+    else { *o++ = 0xde; *o++ = (uint8_t)(n >> 8); *o++ = (uint8_t)n; }
+    W_STR(o, "rank"); o = w_int(o, mvp_rank);
+    W_STR(o, "seq"); o = w_int(o, r->seq);
+    W_STR(o, "kind");
+    const char *kn = KIND_NAMES[k];
+    size_t kl = strlen(kn);
+    *o++ = (uint8_t)(0xa0 | kl);
+    memcpy(o, kn, kl);
+    o += kl;
+    W_STR(o, "t"); o = w_double(o, r->t);
+    if (r->call >= 0) { W_STR(o, "call"); o = w_int(o, r->call); }
+    if (r->site) { W_STR(o, "site"); o = w_int(o, r->site); }  /* an id: its name goes in "sites" */
+    if (has_comm) { W_STR(o, "comm"); o = w_int(o, r->comm); }
     switch (k) {
-    case MVK_SEND:
-        mp_str(b, "dest"); mp_int(b, r->a);
-        mp_str(b, "tag"); mp_int(b, r->b);
-        mp_str(b, "blocking"); mp_bool(b, r->flags & MVF_BLOCKING);
-        mp_str(b, "sync"); mp_bool(b, r->flags & MVF_SYNC);
-        mp_str(b, "mode"); mp_str(b, MODE_NAMES[r->mode & 3]);
-        mp_str(b, "size"); mp_int(b, r->d);
-        if (req) { mp_str(b, "req"); mp_int(b, r->seq); }
+    case MVK_SEND: {
+        W_STR(o, "dest"); o = w_int(o, r->a);
+        W_STR(o, "tag"); o = w_int(o, r->b);
+        W_STR(o, "blocking"); W_BOOL(o, r->flags & MVF_BLOCKING);
+        W_STR(o, "sync"); W_BOOL(o, r->flags & MVF_SYNC);
+        W_STR(o, "mode");
+        const char *mn = MODE_NAMES[r->mode & 3];
+        size_t ml = strlen(mn);
+        *o++ = (uint8_t)(0xa0 | ml);
+        memcpy(o, mn, ml);
+        o += ml;
+        W_STR(o, "size"); o = w_int(o, r->d);
+        if (req) { W_STR(o, "req"); o = w_int(o, r->seq); }
         break;
+    }
     case MVK_RECV:
-        mp_str(b, "src"); mp_int(b, r->a);
-        mp_str(b, "tag"); mp_int(b, r->b);
-        mp_str(b, "blocking"); mp_bool(b, r->flags & MVF_BLOCKING);
-        if (req) { mp_str(b, "req"); mp_int(b, r->seq); }
-        if (r->flags & MVF_PROBED) { mp_str(b, "probed"); mp_bool(b, 1); }
+        W_STR(o, "src"); o = w_int(o, r->a);
+        W_STR(o, "tag"); o = w_int(o, r->b);
+        W_STR(o, "blocking"); W_BOOL(o, r->flags & MVF_BLOCKING);
+        if (req) { W_STR(o, "req"); o = w_int(o, r->seq); }
+        if (r->flags & MVF_PROBED) { W_STR(o, "probed"); W_BOOL(o, 1); }
         break;
     case MVK_CONSUME:
-        mp_str(b, "recv"); mp_int(b, r->c);
-        mp_str(b, "src"); mp_int(b, r->a);
-        mp_str(b, "tag"); mp_int(b, r->b);
+        W_STR(o, "recv"); o = w_int(o, r->c);
+        W_STR(o, "src"); o = w_int(o, r->a);
+        W_STR(o, "tag"); o = w_int(o, r->b);
         break;
     case MVK_WAITING:
-        mp_str(b, "mode"); mp_str(b, (r->flags & MVF_ANY) ? "any" : "all");
+        W_STR(o, "mode");
+        if (r->flags & MVF_ANY) W_STR(o, "any"); else W_STR(o, "all");
         break;
     default:
         break;
     }
+    b->len = (size_t)(o - b->p);
     if (r->xlen) {
         size_t at = r->x % XCAP, first = XCAP - at < r->xlen ? XCAP - at : r->xlen;
         put(b, xring + at, first);
