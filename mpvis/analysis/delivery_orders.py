@@ -30,6 +30,11 @@ could have been another message: the record's races,
 section 5's subset (each message delivered as late as possible; each pair
 ``a, b`` delivered back to back as early as possible), then every other
 admissible ordering, never the recorded one.
+
+:func:`completion_groups` does the same for the order in which recorded
+``Waitany`` calls see their requests complete (the record's ``any`` lines):
+which request completes is nondeterministic even when every message goes to
+a named receive.
 """
 
 from __future__ import annotations
@@ -44,7 +49,12 @@ if TYPE_CHECKING:
     from mpvis.model.manager import ModelManager
 
 __all__ = [
-    "Delivery", "DeliveryGroup", "candidate_orders", "delivery_groups", "subset_orders",
+    "Delivery",
+    "DeliveryGroup",
+    "candidate_orders",
+    "completion_groups",
+    "delivery_groups",
+    "subset_orders",
 ]
 
 Key = tuple[int, int]
@@ -61,6 +71,8 @@ class Delivery:
     comm: int
     src_arg: int  # the receive's own arguments (-1: wildcard)
     tag_arg: int
+    #: in a completion group: the request index the Waitany at ``recv`` returned
+    index: int = -1
 
     def accepts(self, other: Delivery) -> bool:
         """Could this receive take ``other``'s message (its source, tag, communicator)?"""
@@ -76,10 +88,24 @@ class DeliveryGroup:
     deliveries: tuple[Delivery, ...]  # in the recorded (consume) order
     preds: tuple[int, ...]  # message i must be delivered after the messages in preds[i]
     orderings: int
+    #: ``"order"``: racing receives (``mpvis replay --order``); ``"anys"``: the
+    #: completions of recorded ``Waitany`` calls (``mpvis replay --anys``)
+    kind: str = "order"
+
+    @property
+    def option(self) -> str:
+        """The ``mpvis replay`` option that forces one of this group's orders."""
+        return "--anys" if self.kind == "anys" else "--order"
 
     def order_spec(self, order: tuple[int, ...]) -> str:
         """``RANK:SEQ=SRC:SEND,...`` for ``mpvis replay --order``: receive ``k`` takes
-        the message of delivery ``order[k]``."""
+        the message of delivery ``order[k]``; for a completion group
+        ``RANK:AT=INDEX,...`` for ``--anys``: the ``k``-th Waitany returns the
+        request that completed ``order[k]``'s message."""
+        if self.kind == "anys":
+            return f"{self.rank}:" + ",".join(
+                f"{d.recv}={self.deliveries[i].index}"
+                for d, i in zip(self.deliveries, order, strict=True))
         items = []
         for d, i in zip(self.deliveries, order, strict=True):
             src, send = self.deliveries[i].message
@@ -128,6 +154,44 @@ def delivery_groups(m: ModelManager, racing: Mapping[int, Set[int]]) -> list[Del
                 n = count_subset(local, (1 << len(idx)) - 1)
                 groups.append(DeliveryGroup(r, tuple(found[v] for v in idx), local, n))
     groups.sort(key=lambda g: (g.rank, g.deliveries[0].consume))
+    return groups
+
+
+def completion_groups(m: ModelManager, anys: Mapping[int, Mapping[int, int]]
+                      ) -> list[DeliveryGroup]:
+    """Subgroups of the completion orders of recorded ``Waitany`` calls.
+
+    ``anys[r]`` maps the event each recorded ``Waitany`` of rank ``r`` started
+    at to the request index it returned (the record's ``any`` lines: calls
+    with two or more active requests).  Calls of one site that each completed
+    a receive form a group: an ordering hands their indices out again (the
+    ``k``-th call returns the request that completed the ``order[k]``-th
+    message), constrained like deliveries (causality, channel order), split
+    into series blocks.  The last call of a loop, with one request left, is
+    not recorded and not reordered: it takes what remains.
+    """
+    groups: list[DeliveryGroup] = []
+    for r in sorted(anys):
+        by_site: dict[str | None, list[Delivery]] = {}
+        for at, index in sorted(anys[r].items()):
+            if at >= m.count(r):
+                continue
+            rec = m.record(r, at)
+            send = m.partner(r, at) if rec["kind"] == "consume" else None
+            if send is None:
+                continue  # a send's completion, or a message we cannot name
+            by_site.setdefault(rec.get("site"), []).append(
+                Delivery(at, at, send, int(rec["tag"]), int(rec.get("comm", 0)), -1, -1, index))
+        for found in by_site.values():
+            preds = _order(m, r, found)
+            for block in series_parts(preds, (1 << len(found)) - 1):
+                idx = bits(block)
+                if len(idx) < 2:
+                    continue
+                pos = {v: k for k, v in enumerate(idx)}
+                local = tuple(sum(1 << pos[u] for u in bits(preds[v] & block)) for v in idx)
+                n = count_subset(local, (1 << len(idx)) - 1)
+                groups.append(DeliveryGroup(r, tuple(found[v] for v in idx), local, n, "anys"))
     return groups
 
 

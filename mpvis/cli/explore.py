@@ -38,12 +38,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mpvis.analysis.delivery_orders import DeliveryGroup, candidate_orders, delivery_groups
+from mpvis.analysis.delivery_orders import (
+    DeliveryGroup,
+    candidate_orders,
+    completion_groups,
+    delivery_groups,
+)
 from mpvis.analysis.run_outcome import Outcome, differences
 from mpvis.cli.errors import UserError
 from mpvis.cli.explore_runs import RunResult, record_run, replay_run
 from mpvis.cli.replay import _program_after_dashdash
-from mpvis.instrument.record_file import RecordError, read_record
+from mpvis.instrument.record_file import ReplayRecordError, read_record
 from mpvis.tracefile.reader import TraceFileError, load_trace
 
 __all__ = ["register"]
@@ -116,7 +121,8 @@ class Report:
             "runs_needed": self.runs_needed,
             "complete": self.complete,
             "stopped": self.stopped,
-            "groups": [{"rank": g.rank, "receives": [d.recv for d in g.deliveries],
+            "groups": [{"rank": g.rank, "kind": g.kind,
+                        "receives": [d.recv for d in g.deliveries],
                         "orderings": g.orderings} for g in self.groups],
             "differences": self.differences,
             "unrealised": self.unrealised,
@@ -172,7 +178,7 @@ def _record(workdir: Path, args: argparse.Namespace) -> tuple[Report, Outcome]:
     try:
         records = read_record(args.record_dir)
         model = load_trace(trace, parallel=False)
-    except (RecordError, TraceFileError, OSError) as exc:
+    except (ReplayRecordError, TraceFileError, OSError) as exc:
         raise UserError(f"the recording is unusable: {exc}") from None
     if len(records) != args.nprocs or model.nprocs != args.nprocs:
         raise UserError(f"the record has {len(records)} ranks, not {args.nprocs}")
@@ -184,6 +190,7 @@ def _record(workdir: Path, args: argparse.Namespace) -> tuple[Report, Outcome]:
                 if e.prev is not None:
                     racing[r.rank].add(e.prev[0])
     groups = delivery_groups(model, racing)
+    groups += completion_groups(model, {r.rank: r.anys for r in records if r.anys})
     report = Report(groups)
     _progress(f"run 1 done ({rec.seconds:.1f} s): {len(groups)} subgroups of racing deliveries; "
               f"exhaustive search {report.orderings_total:,} runs, after decomposition "
@@ -225,9 +232,14 @@ def _search(workdir: Path, args: argparse.Namespace, report: Report, reference: 
             report.runs += 1
             out = workdir / f"run-{report.runs}"
             result = replay_run(args.record_dir, out, args.nprocs, args.program, spec,
-                                timeout=args.run_timeout)
-            verdict = _judge(report, result, reference, spec, trace=out.with_suffix(".jsonl"),
-                             args=args)
+                                timeout=args.run_timeout, option=group.option)
+            missed = _missed(group, order, result)
+            if missed:
+                report.unrealised.append({"order": spec, "why": [missed]})
+                verdict = "not realised (the replay could not force it)"
+            else:
+                verdict = _judge(report, result, reference, spec, option=group.option,
+                                 trace=out.with_suffix(".jsonl"), args=args)
             _progress(f"run {report.runs}/{budget}: subgroup {gi + 1} (rank {group.rank}) "
                       f"order {spec}: {verdict} ({result.seconds:.1f} s)")
             if verdict == "DIFFERENT" and args.stop_at_first:
@@ -235,9 +247,22 @@ def _search(workdir: Path, args: argparse.Namespace, report: Report, reference: 
                 return
 
 
+def _missed(group: DeliveryGroup, order: tuple[int, ...], result: RunResult) -> str | None:
+    """For a completion order: the first Waitany that did not see the message meant."""
+    m = result.model
+    if group.kind != "anys" or m is None:
+        return None
+    for d, i in zip(group.deliveries, order, strict=True):
+        want = group.deliveries[i].message
+        got = m.partner(group.rank, d.recv) if d.recv < m.count(group.rank) else None
+        if got != want:
+            return (f"the Waitany at {group.rank}:{d.recv} completed {got} instead of {want}")
+    return None
+
+
 def _judge(report: Report, result: RunResult, reference: Outcome, spec: str, *,
-           trace: Path, args: argparse.Namespace) -> str:
-    command = shlex.join(["mpvis", "replay", str(args.record_dir), "--order", spec,
+           option: str, trace: Path, args: argparse.Namespace) -> str:
+    command = shlex.join(["mpvis", "replay", str(args.record_dir), option, spec,
                           "-n", str(args.nprocs), "--", *args.program])
     if "diverged:" in result.report:
         why = [x.strip() for x in result.report.splitlines() if "diverged:" in x]
@@ -258,8 +283,9 @@ def format_report(report: Report) -> str:
     """The readable report ``mpvis explore`` prints without ``--json``."""
     lines = [f"racing deliveries: {len(report.groups)} subgroups"]
     for g in report.groups:
+        what = "Waitany calls at" if g.kind == "anys" else "receives"
         recvs = ", ".join(str(d.recv) for d in g.deliveries)
-        lines.append(f"  rank {g.rank}, receives {recvs}: {g.orderings:,} orders")
+        lines.append(f"  rank {g.rank}, {what} {recvs}: {g.orderings:,} orders")
     lines.append(f"an exhaustive search needs {report.orderings_total:,} runs; after "
                  f"decomposition {report.runs_needed:,} (orderings summed over subgroups: "
                  f"{report.orderings_after_decomposition:,})")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from mpvis.analysis.run_outcome import Outcome, trace_outcome
 from mpvis.cli.replay import rank_output_options
+from mpvis.model.manager import ModelManager
 from mpvis.tracefile.reader import TraceFileError, load_trace
 
 __all__ = ["RunResult", "record_run", "replay_run"]
@@ -36,6 +37,7 @@ class RunResult:
     """A finished run: its outcome (``None`` if no trace was written) and mpvis's words."""
 
     outcome: Outcome | None
+    model: ModelManager | None  # the run's trace
     report: str  # what mpvis printed (stdout), not the program's output
     errors: str  # mpvis's stderr
     seconds: float
@@ -56,9 +58,10 @@ def record_run(workdir: Path, nprocs: int, program: list[str], timeout: float) -
 
 
 def replay_run(record: Path, out: Path, nprocs: int, program: list[str], order: str | None,
-               *, timeout: float) -> RunResult:
-    """``mpvis replay RECORD [--order ORDER]``: trace ``out.jsonl``, outputs in ``out/``."""
-    chosen = [] if order is None else ["--order", order]
+               *, timeout: float, option: str = "--order") -> RunResult:
+    """``mpvis replay RECORD [OPTION ORDER]`` (``--order`` or ``--anys``): trace
+    ``out.jsonl``, outputs in ``out/``."""
+    chosen = [] if order is None else [option, order]
     cmd = _mpvis("replay", str(record), *chosen, "-n", str(nprocs),
                  "--headless", "--out", str(out.with_suffix(".jsonl")),
                  "--rank-output", str(out), "--", *program)
@@ -88,11 +91,12 @@ def _run(cmd: list[str], out: Path, timeout: float) -> RunResult:
     stdout = {}
     for f in sorted(out.glob("rank-*.out")) if out.is_dir() else ():
         stdout[int(f.stem.split("-")[1])] = f.read_text(encoding="utf-8", errors="replace")
-    outcome = None
+    outcome = model = None
     trace = out.with_suffix(".jsonl")
     if trace.exists():
         try:
-            outcome = trace_outcome(load_trace(trace, parallel=False), code, stdout)
+            model = load_trace(trace, parallel=False)
+            outcome = trace_outcome(model, code, stdout)
         except (TraceFileError, OSError):
-            outcome = None
-    return RunResult(outcome, report, errors, seconds, timed_out)
+            outcome = model = None
+    return RunResult(outcome, model, report, errors, seconds, timed_out)

@@ -13,7 +13,9 @@ first did not.
 (:func:`mpvis.instrument.replay.find_flip`) and prints, rank by rank, the new
 run beside the recorded one.  ``--order RANK:SEQ=SRC:SEND,...`` forces
 several racing receives of one rank to take the messages named (a delivery
-order ``mpvis explore`` found; :func:`mpvis.instrument.replay.find_order`).
+order ``mpvis explore`` found; :func:`mpvis.instrument.replay.find_order`);
+``--anys RANK:AT=INDEX,...`` makes recorded ``Waitany`` calls of one rank
+return other requests (a completion order).
 ``--rank-output DIR`` writes each rank's standard output to
 ``DIR/rank-<r>.out`` (MPICH's ``-outfile-pattern``).  ``--stats`` prints the record's figures only
 (messages, recorded deliveries, lower bound on the minimum).
@@ -35,7 +37,7 @@ from mpvis.cli.errors import UserError
 from mpvis.cli.native import is_native_program
 from mpvis.cli.record_options import LAUNCH_MODULE, record_summary, run_unstreamed
 from mpvis.instrument.record_file import RankRecord, RecordError, read_record
-from mpvis.instrument.replay import Flip, find_flip, find_order, parse_order
+from mpvis.instrument.replay import Flip, find_flip, find_order, parse_anys, parse_order, plan_for
 from mpvis.instrument.replay_launch import parse_flip
 
 __all__ = ["rank_output_options", "register", "replay", "summarize"]
@@ -60,6 +62,11 @@ def register(sub: Any) -> None:
         "--order",
         metavar="RANK:SEQ=SRC:SEND,...",
         help="force these racing receives of one rank to take these messages, e.g. 0:3=2:0,5=1:0",
+    )
+    p.add_argument(
+        "--anys",
+        metavar="RANK:AT=INDEX,...",
+        help="make these recorded Waitany calls of one rank return other requests, e.g. 0:3=1,5=0",
     )
     p.add_argument("--rank-output", type=Path, metavar="DIR",
                    help="write each rank's stdout to DIR/rank-<r>.out (MPICH mpiexec)")
@@ -106,8 +113,17 @@ def replay(args: argparse.Namespace) -> int:
     if nprocs != len(records):
         raise UserError(f"the record has {len(records)} ranks, not {nprocs}")
     flip = None
-    if args.flip and args.order:
-        raise UserError("--flip and --order cannot be combined")
+    if sum(bool(x) for x in (args.flip, args.order, args.anys)) > 1:
+        raise UserError("--flip, --order and --anys cannot be combined")
+    if args.anys:
+        try:
+            anys = parse_anys(args.anys)
+            plan_for(records, anys[0], None, anys)  # check the calls named were recorded
+        except (RecordError, ValueError) as exc:
+            raise UserError(f"--anys: {exc}") from None
+        print("completion order: " + ", ".join(
+            f"Waitany {anys[0]}:{at} returns request {i}" for at, i in anys[1].items()),
+            flush=True)
     if args.order:
         try:
             flip = find_order(records, *parse_order(args.order))
@@ -142,6 +158,8 @@ def replay(args: argparse.Namespace) -> int:
             env["MPVIS_REPLAY_FLIP"] = args.flip
         if args.order:
             env["MPVIS_REPLAY_ORDER"] = args.order
+        if args.anys:
+            env["MPVIS_REPLAY_ANYS"] = args.anys
         if args.no_stream:
             code = run_unstreamed(nprocs, args.program, env, mpiexec=args.mpiexec,
                                   options=rank_output_options(args.rank_output))

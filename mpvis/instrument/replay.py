@@ -55,7 +55,8 @@ from mpvis.instrument.hooks import MessageHooks
 from mpvis.instrument.record_file import RaceEntry, RankRecord, RecordError, chain
 
 __all__ = [
-    "Flip", "ReplayHooks", "ReplayPlan", "find_flip", "find_order", "parse_order", "plan_for",
+    "Flip", "ReplayHooks", "ReplayPlan", "find_flip", "find_order", "parse_anys", "parse_order",
+    "plan_for",
 ]
 
 #: Where a receive is posted (see :meth:`ReplayHooks.route_recv`).
@@ -105,6 +106,7 @@ class ReplayPlan:
     digest: int = 0
     flip: Flip | None = None
     unforceable: int = 0  # races on communicators other than COMM_WORLD
+    any_changes: dict[int, int] = field(default_factory=dict)  # Waitany start -> other index
 
 
 def find_flip(records: list[RankRecord], rank: int, seq: int) -> Flip:
@@ -178,8 +180,34 @@ def find_order(records: list[RankRecord], rank: int, moves: list[tuple[int, int,
     return Flip(rank, y0, s0, t0, x0, took[y0], tuple(rest), tuple(took[m[0]] for m in rest))
 
 
-def plan_for(records: list[RankRecord], rank: int, flip: Flip | None = None) -> ReplayPlan:
-    """Collate ``records`` (one per rank) into the plan of ``rank``."""
+def parse_anys(text: str) -> tuple[int, dict[int, int]]:
+    """``RANK:AT=INDEX[,AT=INDEX...]`` as ``(rank, {at: index})`` (``ValueError`` otherwise).
+
+    ``AT`` is the event a recorded ``Waitany`` starts at (the record's ``any``
+    lines), ``INDEX`` the request it must return instead.
+    """
+    form = "a completion order is RANK:AT=INDEX[,AT=INDEX...] (numbers)"
+    rank_text, colon, rest = text.strip().partition(":")
+    if not colon or not rank_text.isdigit():
+        raise ValueError(f"{form}, not {text!r}")
+    out: dict[int, int] = {}
+    for item in rest.split(","):
+        at, eq, index = item.strip().partition("=")
+        if not (eq and at.isdigit() and index.isdigit()) or int(at) in out:
+            raise ValueError(f"{form}, not {text!r}")
+        out[int(at)] = int(index)
+    return int(rank_text), out
+
+
+def plan_for(records: list[RankRecord], rank: int, flip: Flip | None = None,
+             anys: tuple[int, dict[int, int]] | None = None) -> ReplayPlan:
+    """Collate ``records`` (one per rank) into the plan of ``rank``.
+
+    ``anys`` (``mpvis replay --anys``): ``(rank, {at: index})``, recorded
+    ``Waitany`` calls of that rank made to return other requests; the
+    deliveries stay as recorded, only the order the program sees them in
+    changes.
+    """
     mine = records[rank]
     plan = ReplayPlan(rank, consumes=mine.consumes, digest=mine.digest, flip=flip)
     for e in mine.races:
@@ -193,6 +221,13 @@ def plan_for(records: list[RankRecord], rank: int, flip: Flip | None = None) -> 
                 plan.routed_sends[e.send] = (receiver, e.tag)
     plan.checks = {n: (recv, digest) for n, recv, digest in mine.checks}
     plan.anys = dict(mine.anys)
+    if anys is not None and anys[0] == rank:
+        unknown = sorted(set(anys[1]) - set(plan.anys))
+        if unknown:
+            raise RecordError(f"{rank}:{unknown[0]} is not a recorded Waitany of rank {rank} "
+                              f"(recorded: {', '.join(map(str, sorted(plan.anys))) or 'none'})")
+        plan.any_changes = dict(anys[1])
+        plan.anys.update(anys[1])
     if flip is not None:
         if flip.src == rank:
             plan.routed_sends[flip.send] = (flip.rank, flip.tag)
@@ -220,7 +255,7 @@ class ReplayHooks(MessageHooks):
 
     def __init__(self, plan: ReplayPlan) -> None:
         self.plan = plan
-        self.flipping = plan.flip is not None
+        self.flipping = plan.flip is not None or bool(plan.any_changes)
         self.free = False  # the flipped receive happened before this point
         self.reordered = False  # this rank passed the first receive of its flip or order
         self.next_force: tuple[int, int] | None = None
@@ -244,6 +279,8 @@ class ReplayHooks(MessageHooks):
 
     def recorded_any(self, seq: int) -> int | None:
         """The request the ``Waitany`` starting at event ``seq`` must return, if forced."""
+        if seq in self.plan.any_changes:
+            self.reordered = True  # the rank sees its completions in another order now
         return None if self.free else self.plan.anys.get(seq)
 
     def route_recv(self, seq: int, blocking: bool) -> int:

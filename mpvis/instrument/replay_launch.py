@@ -15,6 +15,8 @@ Environment (set by ``mpvis run --record`` and ``mpvis replay``, see
   (:mod:`mpvis.instrument.replay`); ``MPVIS_REPLAY_FLIP=RANK:SEQ`` flips that
   race; ``MPVIS_REPLAY_ORDER=RANK:SEQ=SRC:SEND,...`` forces those receives of
   one rank to take those messages (:func:`~mpvis.instrument.replay.find_order`);
+  ``MPVIS_REPLAY_ANYS=RANK:AT=INDEX,...`` makes recorded ``Waitany`` calls of
+  one rank return other requests;
   ``MPVIS_REPLAY_OUT=DIR`` receives each rank's verdict ``DIR/rank-<r>.json``.
 
 With neither variable it behaves exactly as ``launch``.
@@ -74,7 +76,14 @@ def install_layer(runtime: Runtime, env: Mapping[str, str]) -> Callable[[], None
         return rec_hooks.close
 
     from mpvis.instrument.record_file import read_record
-    from mpvis.instrument.replay import ReplayHooks, find_flip, find_order, parse_order, plan_for
+    from mpvis.instrument.replay import (
+        ReplayHooks,
+        find_flip,
+        find_order,
+        parse_anys,
+        parse_order,
+        plan_for,
+    )
     from mpvis.instrument.replay_route import install_routing, make_channel
 
     records = read_record(Path(replay_dir))
@@ -85,7 +94,9 @@ def install_layer(runtime: Runtime, env: Mapping[str, str]) -> Callable[[], None
     order_text = env.get("MPVIS_REPLAY_ORDER", "")
     if order_text:
         flip = find_order(records, *parse_order(order_text))
-    hooks = ReplayHooks(plan_for(records, rank, flip))
+    anys_text = env.get("MPVIS_REPLAY_ANYS", "")
+    anys = parse_anys(anys_text) if anys_text else None
+    hooks = ReplayHooks(plan_for(records, rank, flip, anys))
     channel = make_channel(world)
     install_routing(world, channel, hooks, next_seq)
     force_waitany(MPI.Request, next_seq, hooks.recorded_any)

@@ -12,6 +12,7 @@ from mpvis.analysis.delivery_orders import (
     Delivery,
     DeliveryGroup,
     candidate_orders,
+    completion_groups,
     delivery_groups,
     subset_orders,
 )
@@ -150,3 +151,29 @@ def test_receives_naming_different_tags_are_tested_apart() -> None:
     assert [g.orderings for g in groups] == [2, 2]
     assert [list(candidate_orders(g)) for g in groups] == [[(1, 0)], [(1, 0)]]
     assert groups[1].order_spec((1, 0)) == "0:2=1:1,6=2:1"
+
+
+def test_completion_groups_of_recorded_waitany_calls() -> None:
+    """Rank 0: three Irecvs with named sources, completed by Waitany calls at 3, 5
+    (recorded: two or more requests active) and 7 (the last one, not recorded)."""
+    header = {"kind": "header", "format": "mpvis-trace", "version": 1, "nprocs": 4}
+    recs: list[dict] = []
+    for w in (1, 2, 3):
+        recs.append({"rank": w, "seq": 0, "kind": "send", "dest": 0, "tag": 3,
+                     "blocking": True, "sync": False})
+        recs.append({"rank": 0, "seq": w - 1, "kind": "recv", "src": w, "tag": 3,
+                     "blocking": False, "req": w - 1})
+    for k, w in enumerate((1, 2, 3)):
+        recs.append({"rank": 0, "seq": 3 + 2 * k, "kind": "consume", "recv": w - 1, "src": w,
+                     "tag": 3, "send": [w, 0], "site": "p.py:9"})
+        recs.append({"rank": 0, "seq": 4 + 2 * k, "kind": "wait", "reqs": [w - 1],
+                     "site": "p.py:9"})
+    m = ModelManager(header)
+    m.add_batch(recs)
+    m.finish()
+    assert delivery_groups(m, {}) == []
+    (g,) = completion_groups(m, {0: {3: 0, 5: 1}})
+    assert g.kind == "anys" and g.option == "--anys" and g.orderings == 2
+    assert [d.recv for d in g.deliveries] == [3, 5]
+    assert list(candidate_orders(g)) == [(1, 0)]
+    assert g.order_spec((1, 0)) == "0:3=1,5=0"

@@ -90,3 +90,15 @@ def test_from_an_earlier_recording_one_receive(tmp_path: Path,
     assert Path(diff["trace"]).exists() and str(record) in diff["replay"]
     assert main(["explore", "-n", "3", "--from-record", str(record), "--", program]) == 2
     assert "go together" in capsys.readouterr().err
+
+
+def test_finds_the_waitany_completion_order_that_hides_a_bug(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = _explore(capsys, "-n", "4", "--json", "--",
+                               str(EXAMPLES / "waitany_bug.py"))
+    assert code == 1
+    (group,) = report["groups"]
+    assert group["kind"] == "anys" and group["orderings"] == 2
+    (diff,) = report["differences"]
+    assert diff["what"] == ["rank 0 printed 'folded: 213' instead of 'folded: 123'"]
+    assert "--anys 0:" in diff["replay"]

@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from mpvis.instrument.record_file import RecordError
-from mpvis.instrument.replay import CHANNEL, USER, ReplayHooks, find_order, parse_order, plan_for
+from mpvis.instrument.record_file import ReplayRecordError
+from mpvis.instrument.replay import (
+    CHANNEL,
+    USER,
+    ReplayHooks,
+    find_order,
+    parse_anys,
+    parse_order,
+    plan_for,
+)
 from tests.instrument.test_replay_plan import _records
 
 
@@ -46,7 +54,25 @@ def test_order_that_could_not_be_forced_is_a_divergence() -> None:
 
 
 def test_order_names_only_racing_receives() -> None:
-    with pytest.raises(RecordError, match="racing receives of rank 0: 3, 6, 9"):
+    with pytest.raises(ReplayRecordError, match="racing receives of rank 0: 3, 6, 9"):
         find_order(_records(), 0, [(4, 1, 2)])
-    with pytest.raises(RecordError, match="rank 7"):
+    with pytest.raises(ReplayRecordError, match="rank 7"):
         find_order(_records(), 7, [(3, 1, 2)])
+
+
+def test_anys_make_recorded_waitany_calls_return_other_requests() -> None:
+    recs = _records()
+    recs[0].anys = {12: 0, 15: 1}
+    assert parse_anys("0:12=1,15=0") == (0, {12: 1, 15: 0})
+    for bad in ("0:12", "0:12=1,12=0", "x:1=2"):
+        with pytest.raises(ValueError, match="completion order"):
+            parse_anys(bad)
+    plan = plan_for(recs, 0, None, (0, {12: 1, 15: 0}))
+    assert plan.anys == {12: 1, 15: 0} and plan.any_changes == {12: 1, 15: 0}
+    assert plan_for(recs, 1, None, (0, {12: 1})).any_changes == {}  # another rank's
+    hooks = ReplayHooks(plan)
+    assert hooks.flipping and not hooks.reordered
+    assert hooks.recorded_any(12) == 1
+    assert hooks.reordered  # no chain check from here on: the consumes come in another order
+    with pytest.raises(ReplayRecordError, match="not a recorded Waitany of rank 0"):
+        plan_for(recs, 0, None, (0, {13: 0}))
