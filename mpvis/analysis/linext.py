@@ -36,6 +36,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import comb
 
+from mpvis.errors import MpvisError
+
 __all__ = [
     "DEFAULT_STATE_LIMIT",
     "CountLimitError",
@@ -51,7 +53,7 @@ __all__ = [
 DEFAULT_STATE_LIMIT = 2_000_000
 
 
-class CountLimitError(Exception):
+class CountLimitError(MpvisError):
     """The exact count needs more downsets than the limit allows."""
 
 

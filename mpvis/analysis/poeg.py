@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
 from mpvis.analysis.poeg_calls import NEVER, RankCalls, rank_calls
+from mpvis.errors import MpvisError
 
 if TYPE_CHECKING:
     from mpvis.model.manager import ModelManager
@@ -54,7 +55,7 @@ Record = dict[str, Any]
 MAX_NODES: Final = 20_000
 
 
-class PoegError(Exception):
+class PoegError(MpvisError):
     """The trace cannot give a POEG (too large, or an order with a cycle)."""
 
 

@@ -53,6 +53,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from mpvis.errors import MpvisError
+
 __all__ = [
     "ABSENT",
     "MAX_DEPTH",
@@ -107,7 +109,7 @@ ABSENT: Final = _Absent()
 Value = Scalar | _Absent
 
 
-class PredicateSyntaxError(ValueError):
+class PredicateSyntaxError(MpvisError, ValueError):
     """The expression is not in the language; ``position`` is a 0-based offset.
 
     ``str()`` gives the message, the expression and a caret under the offset.

@@ -47,7 +47,9 @@ from mpvis.analysis.predicate_lang import (
     parse,
     reads_fields,
     uses_event,
+    variable_names,
 )
+from mpvis.errors import MpvisError
 from mpvis.protocol.records import EVENT_KINDS, KIND_CODE, STATE
 
 if TYPE_CHECKING:
@@ -61,6 +63,7 @@ __all__ = [
     "PredicateError",
     "PredicateEvaluator",
     "PredicateSet",
+    "check_recorded",
     "detect_conjunctive",
     "detect_disjunctive",
     "is_consistent",
@@ -75,7 +78,7 @@ _STATE = KIND_CODE[STATE]
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
 
 
-class PredicateError(ValueError):
+class PredicateError(MpvisError, ValueError):
     """A predicate definition is wrong (bad name, rank, expression or reference)."""
 
 
@@ -317,6 +320,26 @@ def _fill_per_event(
             if v is None:
                 v = memo[code] = holds(pred.tree, vars_, EVENT_KINDS[code], None)
             out[seq + 1] = v
+
+
+def check_recorded(ev: PredicateEvaluator, preds: list[LocalPredicate]) -> None:
+    """Refuse predicates that could only be "never holds": a rank not in the
+    run, or a variable the rank never records.  Raises :class:`PredicateError`
+    naming it (and the variables the rank does record)."""
+    n = ev.model.nprocs
+    for p in preds:
+        if p.rank >= n:
+            raise PredicateError(
+                f"predicate {p.name}: rank {p.rank} is not in the run (ranks 0..{n - 1})")
+        recorded = ev.recorded_names(p.rank)
+        unknown = sorted(variable_names(p.tree) - recorded)
+        if unknown:
+            known = (", ".join(sorted(recorded))
+                     or "none: the program never calls mpvis.instrument.state()")
+            raise PredicateError(
+                f"predicate {p.name}: rank {p.rank} never records "
+                f"{', '.join(repr(n) for n in unknown)} (variables it records: {known})"
+            )
 
 
 # ---------------------------------------------------------------- cuts

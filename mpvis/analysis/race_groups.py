@@ -24,7 +24,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["Group", "format_groups", "group_key", "group_races", "relative_site", "tolerant"]
+__all__ = ["Group", "format_groups", "group_key", "group_races", "program_dir", "relative_site",
+           "tolerant"]
 
 Group = dict[str, Any]
 #: Looks up the site of event ``(rank, seq)``; ``None`` when unknown.
@@ -44,6 +45,13 @@ def tolerant(site_of: SiteOf) -> SiteOf:
             return None
 
     return site
+
+
+def program_dir(header: dict[str, Any]) -> str | None:
+    """The program's directory when the trace header says it (``cwd`` of a
+    recorded run): the ``base`` sites are shown relative to."""
+    cwd = header.get("cwd")
+    return str(cwd) if isinstance(cwd, str) and cwd else None
 
 
 def relative_site(site: str | None, base: str | None) -> str:

@@ -20,6 +20,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from mpvis.errors import MpvisError
+
 __all__ = [
     "SuppressFileError",
     "config_dir",
@@ -32,7 +34,7 @@ __all__ = [
 ]
 
 
-class SuppressFileError(ValueError):
+class SuppressFileError(MpvisError, ValueError):
     """A suppressions file that cannot be read or is not in either format."""
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from mpvis.analysis.exact_offline import all_conflicts
 from mpvis.analysis.pipeline import Analyses
-from mpvis.analysis.race_groups import group_races, tolerant
+from mpvis.analysis.race_groups import group_races, program_dir, tolerant
 from mpvis.analysis.race_suppress import (
     SuppressFileError,
     load_intended,
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     header = read_header(args.trace)
     mark_suppressed(report["races"], _intended(args, header))
     report["groups"] = group_races(report["races"], site_of=tolerant(analyses.model.site_of),
-                                   base=_program_dir(header))
+                                   base=program_dir(header))
     _print(report, args)
     return exit_code(report)
 
@@ -107,8 +107,3 @@ def _intended(args: argparse.Namespace, header: dict[str, Any]) -> set[str]:
             raise UserError(f"--suppress: {exc}") from None
     return out
 
-
-def _program_dir(header: dict[str, Any]) -> str | None:
-    """The program's directory when the header says it (``cwd`` of a recorded run)."""
-    cwd = header.get("cwd")
-    return str(cwd) if isinstance(cwd, str) and cwd else None

@@ -28,12 +28,12 @@ import json
 import sys
 from typing import Any
 
-from mpvis.analysis.predicate_lang import variable_names
 from mpvis.analysis.predicates import (
     Cut,
     LocalPredicate,
     PredicateError,
     PredicateEvaluator,
+    check_recorded,
     detect_conjunctive,
     detect_disjunctive,
     parse_definition,
@@ -87,31 +87,14 @@ def _predicates(args: argparse.Namespace) -> list[LocalPredicate]:
     return [defined[n] for n in dict.fromkeys(chosen)]
 
 
-def _check_names(ev: PredicateEvaluator, preds: list[LocalPredicate]) -> None:
-    """A predicate reading a variable its rank never records could only be
-    "never holds": say which name, and which ones the rank records."""
-    for p in preds:
-        recorded = ev.recorded_names(p.rank)
-        unknown = sorted(variable_names(p.tree) - recorded)
-        if unknown:
-            known = (", ".join(sorted(recorded))
-                     or "none: the program never calls mpvis.instrument.state()")
-            raise UserError(
-                f"predicate {p.name}: rank {p.rank} never records "
-                f"{', '.join(repr(n) for n in unknown)} (variables it records: {known})"
-            )
-
-
 def run(args: argparse.Namespace) -> int:
     preds = _predicates(args)
     m = load(args.trace)
-    for p in preds:
-        if p.rank >= m.nprocs:
-            raise UserError(
-                f"predicate {p.name}: rank {p.rank} is not in the run (ranks 0..{m.nprocs - 1})"
-            )
     ev = PredicateEvaluator(m)
-    _check_names(ev, preds)
+    try:
+        check_recorded(ev, preds)
+    except PredicateError as exc:
+        raise UserError(str(exc)) from None
     if args.disj is not None:
         result = detect_disjunctive(ev, preds)
         first = result.minimal[0] if result.minimal else None

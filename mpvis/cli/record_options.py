@@ -26,7 +26,7 @@ from pathlib import Path
 from mpvis.analysis.replay_optimality import Optimality, optimality
 from mpvis.cli.errors import UserError
 from mpvis.collector.mpiexec import find_mpiexec, launch, rank_command, stop_group
-from mpvis.instrument.record_file import RankRecord, RecordError, read_record
+from mpvis.instrument.record_file import RankRecord, ReplayRecordError, read_record
 
 __all__ = [
     "FLAGS",
@@ -115,7 +115,7 @@ def record_summary(directory: Path) -> str:
     """A short report on the record in ``directory`` (for ``mpvis run`` to print)."""
     try:
         records = read_record(directory)
-    except RecordError as exc:
+    except ReplayRecordError as exc:
         raise UserError(f"record: {exc}") from None
     missing = [r.rank for r in records if not r.complete]
     text = f"record {directory}: {record_optimality(records).text()}"

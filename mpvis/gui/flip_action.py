@@ -26,7 +26,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.analysis.divergence import first_divergence
 from mpvis.gui.diagram import DiagramView
-from mpvis.instrument.record_file import RecordError, read_record
+from mpvis.instrument.record_file import ReplayRecordError, read_record
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as rec_kinds
 from mpvis.scene.overlay import Overlay
@@ -62,7 +62,7 @@ class FlipController(QtCore.QObject):
         if directory not in self._races:
             try:
                 records = read_record(Path(directory))
-            except (RecordError, OSError):
+            except (ReplayRecordError, OSError):
                 records = []
             self._races[directory] = {
                 (rec.rank, s)

@@ -7,6 +7,7 @@ from pathlib import Path
 from PySide6 import QtWidgets
 
 from mpvis.analysis.pipeline import Analyses
+from mpvis.errors import MpvisError
 from mpvis.gui.app import make_app
 from mpvis.gui.diagram import DiagramView
 from mpvis.gui.export import export_png, export_svg
@@ -15,7 +16,7 @@ from mpvis.scene.layout import Layout
 from mpvis.tracefile.reader import TraceFileError, load_trace, read_header
 
 
-class RenderError(Exception):
+class RenderError(MpvisError):
     """The trace could not be drawn; ``str()`` is for the user."""
 
 

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from mpvis.errors import MpvisError
+
 __all__ = [
     "FORMAT",
     "VERSION",
@@ -41,6 +43,7 @@ __all__ = [
     "RankRecord",
     "RecordError",
     "RecordWriter",
+    "ReplayRecordError",
     "chain",
     "read_record",
 ]
@@ -49,8 +52,15 @@ FORMAT = "mpvis-record"
 VERSION = 1
 
 
-class RecordError(ValueError):
-    """A record directory is missing, incomplete or malformed; ``str()`` says where."""
+class ReplayRecordError(MpvisError, ValueError):
+    """A replay record directory is missing, incomplete or malformed; ``str()`` says where.
+
+    (Named apart from :class:`mpvis.protocol.records.RecordError`, a trace
+    record breaking a rule of the spec.)"""
+
+
+#: The former name, kept while modules under other work still import it.
+RecordError = ReplayRecordError
 
 
 def chain(digest: int, src: int, send: int) -> int:
@@ -147,7 +157,7 @@ class RecordWriter:
 def _int(obj: dict[str, Any], key: str, where: str) -> int:
     v = obj.get(key)
     if type(v) is not int:
-        raise RecordError(f"{where}: field '{key}' must be an integer, got {v!r}")
+        raise ReplayRecordError(f"{where}: field '{key}' must be an integer, got {v!r}")
     return v
 
 
@@ -159,15 +169,16 @@ def _read_rank(path: Path) -> RankRecord:
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise RecordError(f"{where}: not JSON ({exc.msg})") from None
+                raise ReplayRecordError(f"{where}: not JSON ({exc.msg})") from None
             if not isinstance(obj, dict):
-                raise RecordError(f"{where}: a line must be a JSON object")
+                raise ReplayRecordError(f"{where}: a line must be a JSON object")
             kind = obj.get("kind")
             if rec is None:
                 if kind != "record-header" or obj.get("format") != FORMAT:
-                    raise RecordError(f"{where}: the first line must be an mpvis-record header")
+                    raise ReplayRecordError(
+                        f"{where}: the first line must be an mpvis-record header")
                 if obj.get("version") != VERSION:
-                    raise RecordError(f"{where}: unsupported version {obj.get('version')!r}")
+                    raise ReplayRecordError(f"{where}: unsupported version {obj.get('version')!r}")
                 rec = RankRecord(
                     _int(obj, "rank", where),
                     _int(obj, "nprocs", where),
@@ -181,7 +192,7 @@ def _read_rank(path: Path) -> RankRecord:
                     or len(prev) != 3
                     or any(type(v) is not int for v in prev)
                 ):
-                    raise RecordError(f"{where}: 'prev' must be null or [recv, src, send]")
+                    raise ReplayRecordError(f"{where}: 'prev' must be null or [recv, src, send]")
                 rec.races.append(
                     RaceEntry(
                         _int(obj, "comm", where),
@@ -205,28 +216,28 @@ def _read_rank(path: Path) -> RankRecord:
                 rec.digest = _int(obj, "digest", where)
                 rec.complete = True
             else:
-                raise RecordError(f"{where}: unknown kind {kind!r}")
+                raise ReplayRecordError(f"{where}: unknown kind {kind!r}")
     if rec is None:
-        raise RecordError(f"{path}: empty file")
+        raise ReplayRecordError(f"{path}: empty file")
     return rec
 
 
 def read_record(directory: Path) -> list[RankRecord]:
-    """Every rank's record, indexed by rank; raises :class:`RecordError` if one is missing."""
+    """Every rank's record, indexed by rank; raises :class:`ReplayRecordError` if one is missing."""
     if not directory.is_dir():
-        raise RecordError(f"{directory}: not a record directory")
+        raise ReplayRecordError(f"{directory}: not a record directory")
     first = directory / "rank-0.jsonl"
     if not first.is_file():
-        raise RecordError(f"{first}: missing")
+        raise ReplayRecordError(f"{first}: missing")
     ranks = [_read_rank(first)]
     for r in range(1, ranks[0].nprocs):
         path = directory / f"rank-{r}.jsonl"
         if not path.is_file():
-            raise RecordError(f"{path}: missing (the record has {ranks[0].nprocs} ranks)")
+            raise ReplayRecordError(f"{path}: missing (the record has {ranks[0].nprocs} ranks)")
         ranks.append(_read_rank(path))
     for r, rec in enumerate(ranks):
         if rec.rank != r or rec.nprocs != ranks[0].nprocs:
-            raise RecordError(
+            raise ReplayRecordError(
                 f"{directory}/rank-{r}.jsonl: header says rank {rec.rank} of {rec.nprocs}"
             )
     return ranks

@@ -40,6 +40,8 @@ from typing import Any
 
 from mpi4py import MPI
 
+from mpvis.errors import MpvisError
+
 __all__ = ["ABORT_GRACE", "END", "CollectiveMismatchError", "RingChecker"]
 
 #: Seconds between writing the mismatch to stderr and aborting the job.
@@ -52,7 +54,7 @@ _MAX = 1024  # bytes of one signature message (eager in every MPI)
 _ARGS = ("root", "count", "dtype", "redop")
 
 
-class CollectiveMismatchError(RuntimeError):
+class CollectiveMismatchError(MpvisError, RuntimeError):
     """Ranks of one communicator disagree on their n-th collective."""
 
 

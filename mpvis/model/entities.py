@@ -7,12 +7,15 @@ the manager and an index), so the object API survives millions of events.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from mpvis.protocol import records as R
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from mpvis.model.manager import ModelManager
 
 Record = dict[str, Any]
@@ -88,12 +91,25 @@ def _may_block(m: ModelManager, g: int) -> bool:
     return size < 0 or size >= EAGER_BYTES
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Event:
-    """One event of the run: a view over the model's columns."""
+    """One event of the run: a view over the model's columns.
+
+    ``index`` is the event's global index (arrival order) in the model.  Two
+    views of the same event of the same model compare equal.
+    """
 
     model: ModelManager
     index: int
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.rank}:{self.seq} {self.kind}>"
+
+    @property
+    def time(self) -> float | None:
+        """The record's ``t`` (seconds), or None when the record had none."""
+        t = float(self.model.c_t[self.index])
+        return None if math.isnan(t) else t
 
     @property
     def rank(self) -> int:
@@ -124,7 +140,7 @@ class Event:
     def partner(self) -> Event | None:
         """The consume of a send, or the send of a consume."""
         pg = self.model.c_partner[self.index]
-        return None if pg < 0 else Event(self.model, int(pg))
+        return None if pg < 0 else event_at(self.model, int(pg))
 
     @property
     def vector_clock(self) -> list[int]:
@@ -139,7 +155,7 @@ class Event:
         return self.model.happened_before(self.key, other.key)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Consume(Event):
     """A consume event: the delivery of a message to the program."""
 
@@ -148,11 +164,16 @@ class Consume(Event):
         return Event(self.model, self.model.gidx(self.rank, int(self.model.c_ref[self.index])))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Message:
     """A message: its send and, once known, its consume."""
 
     send: Event
+
+    def __repr__(self) -> str:
+        c = self.consume
+        to = f"{c.rank}:{c.seq}" if c is not None else "not consumed"
+        return f"<Message {self.send.rank}:{self.send.seq} -> {to} tag {self.tag}>"
 
     @property
     def consume(self) -> Consume | None:
@@ -172,22 +193,29 @@ class Message:
         return int(self.send.model.c_tag[self.send.index])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Process:
     """One rank of the run."""
 
     model: ModelManager
     rank: int
 
+    def __repr__(self) -> str:
+        at = self.stopped_at
+        where = "" if at is None else f" at {self.rank}:{at}"
+        return f"<Process {self.rank} {self.status}{where}, {self.event_count} events>"
+
+    @property
+    def events(self) -> Views[Event]:
+        """The rank's events in ``seq`` order (a lazy sequence of views)."""
+        return Views(self.model.by_rank[self.rank], lambda g: event_at(self.model, g))
+
     @property
     def event_count(self) -> int:
         return self.model.count(self.rank)
 
     def event(self, seq: int) -> Event:
-        g = self.model.gidx(self.rank, seq)
-        if self.model.c_kind[g] == R.KIND_CODE[R.CONSUME]:
-            return Consume(self.model, g)
-        return Event(self.model, g)
+        return event_at(self.model, self.model.gidx(self.rank, seq))
 
     @property
     def status(self) -> str:
@@ -196,3 +224,57 @@ class Process:
     @property
     def stopped_at(self) -> int | None:
         return self.model.where(self.rank)
+
+    @property
+    def stopped_event(self) -> Event | None:
+        """The event a suspended or dead rank stopped at (see :attr:`stopped_at`)."""
+        at = self.stopped_at
+        return None if at is None else self.event(at)
+
+
+def event_at(m: ModelManager, g: int) -> Event:
+    """The view of global event ``g``: a :class:`Consume` for a consume, else an :class:`Event`."""
+    if m.c_kind[g] == R.KIND_CODE[R.CONSUME]:
+        return Consume(m, g)
+    return Event(m, g)
+
+
+T = TypeVar("T")
+
+
+class Views(Sequence[T]):
+    """A read-only sequence that makes a view per item on access.
+
+    ``indices`` holds global event indices (any integer sequence: an
+    ``array``, a NumPy array); nothing is built until an item is read, so a
+    rank's million events cost no objects until iterated.
+    """
+
+    __slots__ = ("_indices", "_make")
+
+    def __init__(self, indices: Sequence[int] | npt.NDArray[Any], make: Callable[[int], T]
+                 ) -> None:
+        self._indices = indices
+        self._make = make
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+    @overload
+    def __getitem__(self, i: int) -> T: ...
+    @overload
+    def __getitem__(self, i: slice) -> Views[T]: ...
+    def __getitem__(self, i: int | slice) -> T | Views[T]:
+        if isinstance(i, slice):
+            return Views(self._indices[i], self._make)
+        return self._make(int(self._indices[i]))
+
+    def __iter__(self) -> Iterator[T]:
+        make = self._make
+        for g in self._indices:
+            yield make(int(g))
+
+    def __repr__(self) -> str:
+        n = len(self)
+        shown = ", ".join(repr(v) for v in self[:3])
+        return f"[{shown}{', ...' if n > 3 else ''}] ({n} items)"

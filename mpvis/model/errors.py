@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from mpvis.errors import MpvisError
 
-class ModelInputError(ValueError):
+
+class ModelInputError(MpvisError, ValueError):
     """A record breaks a rule that needs context (sequence, references, matching).
 
     ``rank`` and ``seq`` locate the offending record; ``index`` is its position

@@ -33,6 +33,8 @@ from typing import Any, Final
 
 import msgpack
 
+from mpvis.errors import MpvisError
+
 __all__ = [
     "EOF",
     "HEADER_SIZE",
@@ -71,7 +73,7 @@ class MsgType(enum.IntEnum):
     COMPACT = 8  # a rank's records in binary form (mpvis.protocol.compact)
 
 
-class ProtocolError(Exception):
+class ProtocolError(MpvisError):
     """The byte stream breaks the protocol; ``reason`` says how (for the log)."""
 
     def __init__(self, reason: str) -> None:

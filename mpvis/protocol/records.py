@@ -15,6 +15,8 @@ from __future__ import annotations
 import reprlib
 from typing import Any, Final
 
+from mpvis.errors import MpvisError
+
 Record = dict[str, Any]
 
 FORMAT_NAME: Final = "mpvis-trace"
@@ -54,7 +56,7 @@ _SHOW = reprlib.Repr()
 _SHOW.maxlevel, _SHOW.maxstring, _SHOW.maxother = 3, 60, 60
 
 
-class RecordError(ValueError):
+class RecordError(MpvisError, ValueError):
     """A record breaks a rule of the trace format; ``str()`` states the rule."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from mpvis.errors import MpvisError
 from mpvis.model.manager import ModelManager
 
 __all__ = ["GotoError", "Target", "resolve"]
@@ -23,7 +24,7 @@ _EVENT = re.compile(r"\s*(\d+)\s*:\s*(\d+)\s*")
 _RANK = re.compile(r"\s*(?:rank\s*|r)?(\d+)\s*", re.IGNORECASE)
 
 
-class GotoError(ValueError):
+class GotoError(MpvisError, ValueError):
     """The text names nothing in the run (the message says why)."""
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from mpvis.errors import MpvisError
 from mpvis.protocol.records import Record, make_header
 from mpvis.sim.engine import Simulator
 from mpvis.sim.live import DemoStreamError, StreamOutcome, stream_scenario
@@ -40,7 +41,7 @@ DEFAULT_GUI_SCENARIO: Final = "showcase"
 DEFAULT_SCENARIO: Final = "master_worker"
 
 
-class UnknownScenarioError(KeyError):
+class UnknownScenarioError(MpvisError, KeyError):
     """No built-in scenario has this name; ``str()`` lists the known ones."""
 
     def __str__(self) -> str:

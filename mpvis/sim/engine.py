@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mpvis.errors import MpvisError
 from mpvis.protocol.records import Record
 from mpvis.sim import collectives
 from mpvis.sim.ops import (
@@ -64,7 +65,7 @@ from mpvis.sim.ops import (
 ProgramFactory = Callable[[Ctx], Program]
 
 
-class SimulationError(RuntimeError):
+class SimulationError(MpvisError, RuntimeError):
     """A simulated program misused the API (bad rank, unknown request, ...)."""
 
 

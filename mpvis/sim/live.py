@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from mpvis.collector.auth import Address
 from mpvis.collector.client import RankClient
 from mpvis.collector.collector import Collector
+from mpvis.errors import MpvisError
 from mpvis.protocol import messages as m
 from mpvis.protocol.records import Record
 from mpvis.sim.pacing import DEFAULT_INTERVAL, paced_batches
@@ -36,7 +37,7 @@ from mpvis.sim.pacing import DEFAULT_INTERVAL, paced_batches
 __all__ = ["DemoStreamError", "StreamOutcome", "stream_scenario"]
 
 
-class DemoStreamError(RuntimeError):
+class DemoStreamError(MpvisError, RuntimeError):
     """The central process refused the demo run or could not be reached."""
 
 

@@ -16,15 +16,17 @@ import zlib
 from pathlib import Path
 from typing import IO, Any, cast
 
+from mpvis.errors import MpvisError
+
 #: Bytes of compressed input read per step.
 _STEP = 1 << 18
 
 
-class CorruptFile(OSError):
+class CorruptFile(MpvisError, OSError):
     """The compressed data cannot be decoded (corrupt, or not in the format its suffix names)."""
 
 
-class TruncatedFile(OSError):
+class TruncatedFile(MpvisError, OSError):
     """The compressed stream ended before its end marker: the data read so far is good."""
 
 

@@ -44,6 +44,7 @@ from typing import Any
 
 import orjson
 
+from mpvis.errors import MpvisError
 from mpvis.tracefile.otf2_import import HEADER_PREFIX
 from mpvis.tracefile.otf2_names import (
     ATTRIBUTE,
@@ -59,7 +60,7 @@ Record = dict[str, Any]
 _NS = 10**9
 
 
-class Otf2ExportError(ValueError):
+class Otf2ExportError(MpvisError, ValueError):
     """The archive cannot be written; ``str()`` says why."""
 
 

@@ -47,6 +47,7 @@ from typing import Any
 
 import orjson
 
+from mpvis.errors import MpvisError
 from mpvis.protocol.records import FORMAT_NAME, FORMAT_VERSION, make_header
 from mpvis.tracefile.otf2_names import (
     ATTRIBUTE,
@@ -65,7 +66,7 @@ Record = dict[str, Any]
 HEADER_PREFIX = "mpvis-trace header: "
 
 
-class Otf2ImportError(ValueError):
+class Otf2ImportError(MpvisError, ValueError):
     """The archive cannot be read as a trace; ``str()`` says why, for a person."""
 
 

@@ -15,6 +15,8 @@ import importlib
 from types import ModuleType
 from typing import Any, Final
 
+from mpvis.errors import MissingExtraError
+
 __all__ = [
     "ATTRIBUTE",
     "BLOCKING_RECV_REGIONS",
@@ -58,7 +60,7 @@ COMPLETION_REGIONS: Final = frozenset({
 })
 
 
-class Otf2Missing(ImportError):
+class Otf2Missing(MissingExtraError):
     """The optional ``otf2`` package is not installed; ``str()`` says how to get it."""
 
 

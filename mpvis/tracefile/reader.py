@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from mpvis.errors import MpvisError
 from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import extract
 from mpvis.model.manager import ModelManager
@@ -39,7 +40,7 @@ Record = dict[str, Any]
 PARALLEL_MIN_BYTES = 8 << 20
 
 
-class TraceFileError(Exception):
+class TraceFileError(MpvisError):
     """A trace file breaks a rule of the format.  ``str()`` is the message for a user.
 
     ``truncated``: the file ends early (a compressed stream cut short, as by
