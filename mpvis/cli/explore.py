@@ -240,11 +240,19 @@ def _search(workdir: Path, args: argparse.Namespace, report: Report, reference: 
             else:
                 verdict = _judge(report, result, reference, spec, option=group.option,
                                  trace=out.with_suffix(".jsonl"), args=args)
-            _progress(f"run {report.runs}/{budget}: subgroup {gi + 1} (rank {group.rank}) "
-                      f"order {spec}: {verdict} ({result.seconds:.1f} s)")
+            elapsed = time.monotonic() - started
+            _progress(f"{_bar(report.runs, budget)} run {report.runs}/{budget}: subgroup "
+                      f"{gi + 1} (rank {group.rank}) order {spec}: {verdict} "
+                      f"({result.seconds:.1f} s; {elapsed:.0f}/{args.time_limit:g} s)")
             if verdict == "DIFFERENT" and args.stop_at_first:
                 report.complete, report.stopped = False, "--stop-at-first"
                 return
+
+
+def _bar(done: int, total: int, width: int = 20) -> str:
+    """``[#####---------------]``: ``done`` runs of ``total``."""
+    full = width * min(done, total) // max(total, 1)
+    return "[" + "#" * full + "-" * (width - full) + "]"
 
 
 def _missed(group: DeliveryGroup, order: tuple[int, ...], result: RunResult) -> str | None:
