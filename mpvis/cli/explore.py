@@ -20,7 +20,8 @@ receive (what the window's *Explore its orderings* runs).  ``--max-runs`` and
 ``--time-limit`` bound the search; ``--stop-at-first`` ends it at the first
 difference.  ``--json`` prints ``{"runs", "orderings_total",
 "orderings_after_decomposition", "runs_needed", "complete", "groups",
-"differences": [{"order", "replay", "what": [...], "trace"}], "unrealised"}``.
+"differences": [{"order", "replay", "what": [...], "trace"}], "unrealised",
+"unforceable"}``.
 Exit status: 1 when an order changes the outcome, 0 when none does, 2 on
 error (the program cannot be recorded, bad options).
 """
@@ -96,6 +97,8 @@ class Report:
     stopped: str | None = None
     differences: list[dict[str, Any]] = field(default_factory=list)
     unrealised: list[dict[str, Any]] = field(default_factory=list)
+    #: recorded races on communicators other than COMM_WORLD (the replay cannot force them)
+    unforceable: int = 0
 
     @property
     def orderings_total(self) -> int:
@@ -126,6 +129,7 @@ class Report:
                         "orderings": g.orderings} for g in self.groups],
             "differences": self.differences,
             "unrealised": self.unrealised,
+            "unforceable": self.unforceable,
         }
 
 
@@ -192,6 +196,7 @@ def _record(workdir: Path, args: argparse.Namespace) -> tuple[Report, Outcome]:
     groups = delivery_groups(model, racing)
     groups += completion_groups(model, {r.rank: r.anys for r in records if r.anys})
     report = Report(groups)
+    report.unforceable = sum(1 for r in records for e in r.races if e.comm != 0)
     _progress(f"run 1 done ({rec.seconds:.1f} s): {len(groups)} subgroups of racing deliveries; "
               f"exhaustive search {report.orderings_total:,} runs, after decomposition "
               f"{report.runs_needed:,}")
@@ -299,6 +304,9 @@ def format_report(report: Report) -> str:
                  f"{report.orderings_after_decomposition:,})")
     done = "every order tested" if report.complete else f"stopped by {report.stopped}"
     lines.append(f"runs made: {report.runs} (the recording included); {done}")
+    if report.unforceable:
+        lines.append(f"  {report.unforceable} recorded races on communicators other than "
+                     "COMM_WORLD were not explored (the replay cannot force them)")
     for u in report.unrealised:
         lines.append(f"  order {u['order']} could not be forced: {'; '.join(u['why'])}")
     if not report.differences:

@@ -102,3 +102,24 @@ def test_finds_the_waitany_completion_order_that_hides_a_bug(
     (diff,) = report["differences"]
     assert diff["what"] == ["rank 0 printed 'folded: 213' instead of 'folded: 123'"]
     assert "--anys 0:" in diff["replay"]
+
+
+DUP_RACE = """
+from mpi4py import MPI
+comm = MPI.COMM_WORLD.Dup()
+rank, size = comm.Get_rank(), comm.Get_size()
+if rank == 0:
+    print(sum(comm.recv(source=MPI.ANY_SOURCE, tag=1) for _ in range(size - 1)))
+else:
+    comm.send(rank, dest=0, tag=1)
+"""
+
+
+def test_races_on_other_communicators_are_counted_not_explored(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    program = tmp_path / "dup_race.py"
+    program.write_text(DUP_RACE)
+    code, report, _ = _explore(capsys, "-n", "3", "--json", "--", str(program))
+    assert code == 0
+    assert report["groups"] == [] and report["runs"] == 1
+    assert report["unforceable"] >= 1
