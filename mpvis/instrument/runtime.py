@@ -59,13 +59,7 @@ class Runtime:
         mpi4py_dir = str(Path(mpi4py.__file__).resolve().parent) + os.sep
         unresolved = str(Path(__file__).parent) + os.sep  # as in code objects' file names
         self.recorder = Recorder(rank, (here, unresolved, mpi4py_dir))
-        # One time origin for the run: every rank's t counts from rank 0's start
-        # (ranks of a machine share its clock; across machines, as far as their
-        # clocks agree), so a message never seems to arrive before it left
-        # merely because its receiver started later.
-        origin = raw_world.bcast(time.time() if rank == 0 else None, root=0)
-        now_mono, now_wall = time.monotonic(), time.time()
-        self.recorder.t0 = now_mono - max(0.0, now_wall - origin)
+        self.recorder.t0 = _time_origin(raw_world, rank)
         sink = open_sink(rank, env)
         if rank == 0:
             started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -154,6 +148,36 @@ class Runtime:
         self._closed = True
         self.flusher.close("crashed", detail)
         time.sleep(self._grace)
+
+
+def _machine() -> str:
+    """What names this machine's monotonic clock: the kernel's boot id (shared by
+    every process and container of one kernel), else the host name."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return socket.gethostname()
+
+
+def _time_origin(world: Any, rank: int) -> float:
+    """This rank's ``t0`` (``t = time.monotonic() - t0``): one origin for the run,
+    rank 0's start, so a message never seems to arrive before it left merely
+    because its receiver started later.
+
+    Ranks on rank 0's machine use rank 0's monotonic reading itself: one clock,
+    so ``t`` orders their events as they happened, by construction.  Elsewhere
+    the origin is mapped through the wall clock (as far as the machines' clocks
+    agree); reading the two clocks is not atomic, so a rank preempted between
+    the readings would be off by the delay: the same-machine case, the one a
+    debugger mostly sees, avoids that entirely.
+    """
+    here = _machine()
+    wall0, mono0, machine0 = world.bcast(
+        (time.time(), time.monotonic(), here) if rank == 0 else None, root=0)
+    if machine0 == here:
+        return float(mono0)
+    now_mono, now_wall = time.monotonic(), time.time()
+    return now_mono - max(0.0, now_wall - wall0)
 
 
 def _ring_precheck(comm: Any, op: str, fields: dict[str, Any], site: str) -> None:
