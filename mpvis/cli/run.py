@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,8 @@ EXIT_TRACE_INCOMPLETE = 4
 WINDOW_WAIT = 3.0
 #: Seconds to wait, after mpiexec ended, for the last records to be journaled.
 DRAIN_WAIT = 30.0
+#: Seconds a run still runs after its deadlock was reported before "press Ctrl-C".
+HINT_AFTER = 2.0
 #: Seconds with no record from any rank before the model is asked for a deadlock.
 STUCK_AFTER = 5.0
 
@@ -461,17 +464,23 @@ def _native_library(args: argparse.Namespace, mpiexec: str) -> native.NativeLibr
 class StuckWatch:
     """Notices a live run whose ranks have all gone quiet, and asks the model.
 
-    Collective mismatches are proven as soon as their records arrive (they stop
-    the run once it has gone quiet: MPI may complete some with wrong data); a
-    point-to-point or lock deadlock only once the ranks stop sending: after
-    ``after`` seconds without a record, the deadlock monitor's live check runs
-    (Roy et al.; a wait-for graph for point-to-point waits).  Each deadlock is
-    reported once, on stderr, with what to do next.
+    Collective mismatches are proven as soon as their records arrive, but they
+    are reported (and stop the run) once the run has gone quiet: MPI may
+    complete some with wrong data, and the ranks that join the hang later would
+    otherwise give a second message with other ranks.  A point-to-point or lock
+    deadlock is proven once the ranks stop sending: after ``after`` seconds
+    without a record, the deadlock monitor's live check runs (Roy et al.; a
+    wait-for graph for point-to-point waits).  Each deadlock is reported once,
+    on stderr; "press Ctrl-C" follows only if the run is still there
+    :data:`HINT_AFTER` seconds later (a job aborted by the ranks' ring check
+    ends by itself).
     """
 
     def __init__(self, after: float) -> None:
         self.after = after
         self._told: set[str] = set()
+        self._first: float | None = None
+        self._hinted = False
 
     def poll(self, session: HeadlessSession) -> bool:
         """Report new deadlocks; return whether one is known."""
@@ -482,7 +491,8 @@ class StuckWatch:
         # a collective mismatch MPI may still complete (wrong data) stops the run
         # only once the ranks have gone quiet in it; it is reported as an error anyway
         found: list[dict[str, Any]] = [d.to_report() for d in analyses.deadlock.deadlocks
-                                       if idle or d.check not in MISMATCH_CHECKS]
+                                       if idle or (d.check not in MISMATCH_CHECKS
+                                                   and d.kind != "collective")]
         if idle:
             found += analyses.stuck()
         for d in found:
@@ -490,7 +500,12 @@ class StuckWatch:
                 self._told.add(d["reason"])
                 _say(f"deadlock ({d['kind']}, ranks {', '.join(map(str, d['ranks']))}): "
                      f"{d['reason']}")
-                _say("the run cannot finish: press Ctrl-C to stop it (the trace is kept)")
+                if self._first is None:
+                    self._first = time.monotonic()
+        if (self._first is not None and not self._hinted
+                and time.monotonic() - self._first >= HINT_AFTER):
+            self._hinted = True
+            _say("the run cannot finish: press Ctrl-C to stop it (the trace is kept)")
         return bool(self._told)
 
 
