@@ -8,7 +8,8 @@ when there is more than one.  The status bar gives the totals before and after
 decomposition.
 
 *Explore its orderings* (right-click a receive of a recorded race, in a run
-recorded with ``mpvis run --record``) runs ``mpvis explore --from-record
+recorded with ``mpvis run --record``) asks first (the program comes from
+the trace's header, as for a flip), then runs ``mpvis explore --from-record
 ... --receive RANK:SEQ`` in the background: every other order of that
 receive's subgroup is replayed and compared with an exact replay of the
 recording.  A dialog lists the orders that change the outcome, and the first
@@ -195,16 +196,29 @@ class OrderingsController(QtCore.QObject):
         header = m.header
         which = f"{int(m.c_rank[g])}:{int(m.c_seq[g])}"
         workdir = tempfile.mkdtemp(prefix="mpvis-explore-")
+        command = [sys.executable, "-m", "mpvis", "explore", "-n", str(m.nprocs),
+                   "--from-record", header["record"], "--trace", str(self.window.source),
+                   "--receive", which, "--json", "--workdir", workdir, "--",
+                   *map(str, header["argv"])]
+        cwd = header["cwd"] if isinstance(header.get("cwd"), str) else None
+        flips = self._flips()
+        if flips is None:
+            return
+        # The program comes from the trace's header: ask first, as a flip does.
+        flips._confirm(command, cwd, lambda: self._start(command, cwd, which))
+        if flips.confirmation is not None:
+            flips.confirmation.setText(
+                "Exploring the orderings of this race runs the program named in this trace "
+                "file, once per order. Run it only if you trust the file.")
+
+    def _start(self, command: list[str], cwd: str | None, which: str) -> None:
         proc = QtCore.QProcess(self)
-        if isinstance(header.get("cwd"), str):
-            proc.setWorkingDirectory(header["cwd"])
+        if cwd is not None:
+            proc.setWorkingDirectory(cwd)
         proc.finished.connect(lambda *_: self._done(which))
         self.process = proc
         self.window.statusBar().showMessage(f"exploring the orderings of receive {which}…")
-        proc.start(sys.executable, [
-            "-m", "mpvis", "explore", "-n", str(m.nprocs), "--from-record", header["record"],
-            "--trace", str(self.window.source), "--receive", which, "--json",
-            "--workdir", workdir, "--", *map(str, header["argv"])])
+        proc.start(command[0], command[1:])
 
     def _done(self, which: str) -> None:
         proc, self.process = self.process, None

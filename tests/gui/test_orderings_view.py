@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from PySide6 import QtCore
 
 from mpvis.collector.mpiexec import find_mpiexec
+from mpvis.gui.flip_action import FlipController
 from mpvis.gui.orderings_view import OrderingsController
 from mpvis.gui.window import MainWindow
 from mpvis.sim.neighbor_exchange import neighbor_exchange_trace
@@ -62,6 +64,13 @@ def test_explore_a_race_from_the_window(qtbot, tmp_path: Path) -> None:  # type:
     racing = [g for g in range(m.event_count) if ctl.can_explore(g)]
     assert racing, "rank 0's wildcard receives race"
     ctl.explore(racing[0])
+    flips = win.findChild(FlipController)
+    box = flips.confirmation
+    assert box is not None and ctl.process is None  # asked first: the trace names the program
+    assert "explore" in box.informativeText() and "Exploring" in box.text()
+    run = next(b for b in box.buttons() if b.text().replace("&", "") == "Run")
+    qtbot.mouseClick(run, QtCore.Qt.MouseButton.LeftButton)
+    assert ctl.process is not None
     assert not ctl.can_explore(racing[0])  # one exploration at a time
     qtbot.waitUntil(lambda: ctl.dialog is not None, timeout=200000)
     assert ctl.result is not None
