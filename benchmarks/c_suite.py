@@ -225,7 +225,11 @@ def run_one(program: Program, exe: Path, workdir: Path, timeout: float,
         err = check.stderr.strip().splitlines()[-1:] or [f"exit {check.returncode}"]
         out.problem = (out.problem + "; " if out.problem else "") + f"check failed: {err[0]}"
         return out, None
-    report = json.loads(check.stdout)
+    try:
+        report = json.loads(check.stdout)
+    except ValueError:
+        out.problem = (out.problem + "; " if out.problem else "") + "check printed no JSON report"
+        return out, None
     out.found = categories(report)
     out.summary = (f"{len(report.get('races', []))} race entries, "
                    f"{len(report.get('deadlocks', []))} deadlocks, "
