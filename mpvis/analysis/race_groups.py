@@ -34,6 +34,21 @@ SiteOf = Callable[[int, int], str | None]
 UNKNOWN_SITE = "?"
 
 
+def program_dir(header: dict[str, Any]) -> str | None:
+    """The traced program's directory, for :func:`relative_site`: the header's
+    ``cwd`` (a recorded run), else the directory of the first absolute path in
+    its ``program`` command line; ``None`` when neither says."""
+    cwd = header.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        return cwd
+    program = header.get("program")
+    if isinstance(program, str):
+        for word in program.split():
+            if os.path.isabs(word) and not word.startswith("-"):
+                return os.path.dirname(word)
+    return None
+
+
 def tolerant(site_of: SiteOf) -> SiteOf:
     """``site_of`` answering ``None`` for an event it does not know (a rank whose
     records stopped early), instead of raising."""
@@ -45,13 +60,6 @@ def tolerant(site_of: SiteOf) -> SiteOf:
             return None
 
     return site
-
-
-def program_dir(header: dict[str, Any]) -> str | None:
-    """The program's directory when the trace header says it (``cwd`` of a
-    recorded run): the ``base`` sites are shown relative to."""
-    cwd = header.get("cwd")
-    return str(cwd) if isinstance(cwd, str) and cwd else None
 
 
 def relative_site(site: str | None, base: str | None) -> str:

@@ -20,7 +20,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.exact_offline import conflicting_sends
 from mpvis.analysis.pipeline import Analyses
-from mpvis.analysis.race_groups import relative_site, tolerant
+from mpvis.analysis.race_groups import program_dir, relative_site, tolerant
 from mpvis.gui import (
     actions,
     cones_overlay,
@@ -242,8 +242,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.model, self.source = model, source
         self.journal = None  # a live run's "start" sets it right after
         self.races.site_of = tolerant(model.site_of) if model is not None else None
-        cwd = model.header.get("cwd") if model is not None else None
-        self.races.model.base = str(cwd) if isinstance(cwd, str) and cwd else None
+        self.races.model.base = program_dir(model.header) if model is not None else None
         self.changes.clear()
         self.races.clear()
         header = model.header if model is not None else {}

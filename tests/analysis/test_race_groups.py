@@ -97,3 +97,12 @@ def test_intended_races_are_flagged_exact_ones_with_them(tmp_path: Path) -> None
         load_intended(bad)
     with pytest.raises(SuppressFileError, match="cannot read"):
         load_intended(tmp_path / "absent.json")
+
+
+def test_program_dir_from_the_header() -> None:
+    from mpvis.analysis.race_groups import program_dir
+
+    assert program_dir({"cwd": "/home/u/run", "program": "python /x/p.py"}) == "/home/u/run"
+    assert program_dir({"program": "python /home/u/farm/farm.py -n 3"}) == "/home/u/farm"
+    assert program_dir({"program": "python farm.py"}) is None
+    assert program_dir({}) is None
