@@ -414,7 +414,8 @@ class Collector:
             body = m.check_bye(msg.body)
             if body["rank"] != rank:
                 raise ProtocolError(f"BYE for rank {body['rank']} on rank {rank}'s connection")
-            self._ends.append(m.bye_body(rank, body["status"], body.get("detail", "")))
+            detail = self._symbolize.in_text(str(body.get("detail", "")))
+            self._ends.append(m.bye_body(rank, body["status"], detail))
             self._seal()
             return True
         raise ProtocolError(f"a rank may not send {msg.type.name}")

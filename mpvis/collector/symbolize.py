@@ -19,6 +19,7 @@ and an address as separate arguments, never through a shell.
 from __future__ import annotations
 
 import functools
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,6 +28,7 @@ from typing import Any
 __all__ = ["SiteSymbolizer", "is_raw_site"]
 
 _ET_DYN = 3
+_RAW_IN_TEXT = re.compile(r"@[0-9a-f]+:[0-9a-f]+:[^:\s]*:/\S+")
 #: Seconds one addr2line call may take before its site falls back to FUNC+OFF.
 ADDR2LINE_TIMEOUT = 10.0
 
@@ -65,6 +67,12 @@ class SiteSymbolizer:
         if hit is None:
             hit = self._cache[raw] = self._resolve(raw)
         return hit
+
+    def in_text(self, text: str) -> str:
+        """``text`` with every raw site name in it (a crashed rank's detail) named."""
+        if "@" not in text:
+            return text
+        return _RAW_IN_TEXT.sub(lambda m: self(m.group(0))[0], text)
 
     def name_sites(self, rank: int, names: object, records: list[dict[str, Any]]) -> None:
         """Put site names back into one batch of a rank's records, in place.

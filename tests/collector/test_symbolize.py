@@ -59,3 +59,10 @@ def test_without_debug_information_a_site_is_function_and_offset(tmp_path: Path)
     final = [{"kind": "final", "requests": [{"site": "@1000:1234:f+0x4:/x/y", "req": 3}, 7]}]
     sym.name_sites(0, [[1, "garbage"], "bad", [2]], final)
     assert final[0]["requests"][0]["site"] == "f+0x4"
+
+
+def test_raw_sites_in_a_crash_detail_are_named() -> None:
+    sym = SiteSymbolizer(addr2line="")
+    text = "MPI_Abort(errorcode=7) at @1000:1234:main+0x34:/x/prog then @0:1:?+0x0:/y/z"
+    assert sym.in_text(text) == "MPI_Abort(errorcode=7) at main+0x34 then z+0x1"
+    assert sym.in_text("no site") == "no site"
