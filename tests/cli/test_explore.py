@@ -123,3 +123,22 @@ def test_races_on_other_communicators_are_counted_not_explored(
     assert code == 0
     assert report["groups"] == [] and report["runs"] == 1
     assert report["unforceable"] >= 1
+
+
+def test_replay_anys_reorders_completions(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+    import sys
+
+    program = str(EXAMPLES / "waitany_bug.py")
+    record = tmp_path / "rec"
+    subprocess.run([sys.executable, "-m", "mpvis", "run", "-n", "4", "--record", str(record),
+                    "--no-stream", "--", program], capture_output=True, timeout=120, check=False)
+    code = main(["replay", str(record), "--anys", "0:3=1,5=0", "-n", "4", "--no-stream",
+                 "--rank-output", str(tmp_path / "out"), "--", program])
+    out = capsys.readouterr().out
+    assert code == 0 and "run with the Waitany completions reordered" in out
+    assert (tmp_path / "out" / "rank-0.out").read_text() == "folded: 213\n"
+    assert main(["replay", str(record), "--anys", "0:4=1", "-n", "4", "--", program]) == 2
+    assert "not a recorded Waitany of rank 0" in capsys.readouterr().err
+    assert main(["replay", str(record), "--anys", "0:3=1", "--flip", "0:3", "--", program]) == 2
