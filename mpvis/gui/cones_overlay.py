@@ -158,6 +158,20 @@ class ConeController(QtCore.QObject):
         self.show_future = bool(future if future is not None else same and self.show_future)
         self.origin = g
         self.refresh()
+        self.fit()
+
+    def fit(self) -> None:
+        """Fit the shown cones in view: the event and the frontiers drawn."""
+        m, cone = self.model, self.cone
+        if m is None or cone is None or self.origin < 0:
+            return
+        marks = [self.origin]
+        fronts = ((self.show_past, cone.frontier), (self.show_future, cone.future_frontier))
+        for shown, front in fronts:
+            if shown:
+                marks += [m.gidx(r, f) for r, f in enumerate(front)
+                          if f is not None and f < m.count(r)]
+        self.diagram.fit_events(marks, margin=0.05)
 
     def clear(self) -> None:
         """Remove every cone mark from the diagram."""

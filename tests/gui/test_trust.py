@@ -481,3 +481,25 @@ def test_clicking_a_race_row_narrows_the_list_to_its_receive(qtbot) -> None:  # 
     ends = [win.model.gidx(race.rank, s) for s in race.recvs] + [
         win.model.gidx(*x) for x in race.messages if x]
     assert _view_contains(win, ends)
+
+
+def test_showing_a_cone_fits_it_in_view(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from mpvis.gui import cones_overlay
+    from mpvis.sim.api import simulate
+
+    win = _window(qtbot)
+    header, records = simulate("master_worker", 0)
+    m = ModelManager(header)
+    m.add_batch(records)
+    m.finish()
+    win.set_model(m, "master_worker")
+    ctl = cones_overlay.install(win)
+    win.diagram.zoom_x(0.0, 1e-9)  # looking elsewhere
+    g = m.gidx(3, 12)
+    ctl.show(g, past=True, future=True)
+    cone = ctl.cone
+    assert cone is not None
+    fronts = [m.gidx(r, f) for r, f in enumerate(cone.frontier) if f is not None]
+    fronts += [m.gidx(r, f) for r, f in enumerate(cone.future_frontier)
+               if f is not None and f < m.count(r)]
+    assert _view_contains(win, [g, *fronts])
