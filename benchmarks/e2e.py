@@ -11,7 +11,10 @@ Generates a synthetic trace (:func:`mpvis.sim.synthetic.generate_records`,
   first frame is painted, and until every analysis is done (logical clocks and
   the exact race pass).
 
-Peak memory is the child's peak resident size (``ru_maxrss`` from ``wait4``,
+Each figure also gives the CPU time of the child and of its own children
+(user + system), as a ratio to the parse's: on a shared machine the wall-clock
+ratio moves with the load, the CPU ratio much less.  Peak memory is the
+child's peak resident size (``ru_maxrss`` from ``wait4``,
 which covers the parser process it starts too) divided by the event count;
 this process stays small (it generates traces in a child too), since a child
 inherits its parent's peak.
@@ -100,8 +103,9 @@ def _generate(path: str, events: int, ranks: int) -> int:
     return 0
 
 
-def _run(cmd: list[str], stdout: Any = subprocess.DEVNULL) -> tuple[float, int, str]:
-    """Run ``cmd``; wall seconds, peak RSS in bytes (with its children), captured stdout."""
+def _run(cmd: list[str], stdout: Any = subprocess.DEVNULL) -> tuple[float, int, str, float]:
+    """Run ``cmd``; wall seconds, peak RSS in bytes (with its children), captured
+    stdout, and CPU seconds (user + system, with its children)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
     text = ""
@@ -114,7 +118,7 @@ def _run(cmd: list[str], stdout: Any = subprocess.DEVNULL) -> tuple[float, int, 
     err = proc.stderr.read().decode() if proc.stderr else ""
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"{cmd} exited {proc.returncode}: {err[-2000:]}")
-    return dt, usage.ru_maxrss * 1024, text
+    return dt, usage.ru_maxrss * 1024, text, usage.ru_utime + usage.ru_stime
 
 
 def _trace(workdir: Path, events: int, ranks: int) -> tuple[Path, int]:
@@ -134,33 +138,41 @@ def _trace(workdir: Path, events: int, ranks: int) -> tuple[Path, int]:
     return path, n
 
 
-def _line(what: str, dt: float, parse: float, rss: int, n: int) -> None:
-    print(f"  {what:<34} {dt:7.2f} s  {dt / parse:5.1f}x parse  "
-          f"peak {rss / 1e6:6.0f} MB = {rss / n:5.0f} B/event", flush=True)
+def _line(what: str, dt: float, parse: float, rss: int, n: int, *,
+          cpu: tuple[float, float] | None = None) -> None:
+    """One figure; ``cpu``: (CPU seconds of the step, of the parse), the ratio that a
+    busy machine distorts least."""
+    text = (f"  {what:<34} {dt:7.2f} s  {dt / parse:5.1f}x parse  "
+            f"peak {rss / 1e6:6.0f} MB = {rss / n:5.0f} B/event")
+    if cpu is not None:
+        text += f"  CPU {cpu[0]:6.2f} s = {cpu[0] / cpu[1]:5.1f}x parse CPU"
+    print(text, flush=True)
 
 
 def bench(path: Path, n: int, only: set[str], repeat: int, workdir: Path) -> None:
     """Time every selected step on ``path`` (``n`` events), best of ``repeat``."""
     py = sys.executable
 
-    def best(cmd: list[str], stdout: Any = subprocess.DEVNULL) -> tuple[float, int, str]:
+    def best(cmd: list[str], stdout: Any = subprocess.DEVNULL
+             ) -> tuple[float, int, str, float]:
         runs = [_run(cmd, stdout) for _ in range(repeat)]
         return min(runs, key=lambda r: r[0])
 
     print(f"{path.name}: {n:,} events, {path.stat().st_size / 1e6:.0f} MB; "
           f"load average {os.getloadavg()[0]:.2f}", flush=True)
-    parse, prss, _ = best([py, "-c", PARSE_ONLY, str(path)])
-    _line("parse only (orjson, one process)", parse, parse, prss, n)
+    parse, prss, _, pcpu = best([py, "-c", PARSE_ONLY, str(path)])
+    _line("parse only (orjson, one process)", parse, parse, prss, n, cpu=(pcpu, pcpu))
     if "check" in only:
-        dt, rss, _ = best([py, "-m", "mpvis", "check", str(path)])
-        _line("mpvis check", dt, parse, rss, n)
+        dt, rss, _, cpu = best([py, "-m", "mpvis", "check", str(path)])
+        _line("mpvis check", dt, parse, rss, n, cpu=(cpu, pcpu))
     if "json" in only:
         out = workdir / f"{path.stem}.report.json"
         with open(out, "wb") as f:
-            dt, rss, _ = best([py, "-m", "mpvis", "check", str(path), "--json"], stdout=f)
-        _line("mpvis check --json", dt, parse, rss, n)
+            dt, rss, _, cpu = best([py, "-m", "mpvis", "check", str(path), "--json"], stdout=f)
+        _line("mpvis check --json", dt, parse, rss, n, cpu=(cpu, pcpu))
     if "window" in only:
-        dt, rss, text = best([py, __file__, "--window-child", str(path)], stdout=subprocess.PIPE)
+        dt, rss, text, _ = best([py, __file__, "--window-child", str(path)],
+                                stdout=subprocess.PIPE)
         got = json.loads(text.strip().splitlines()[-1])
         _line("window: first frame", got["first_frame"], parse, rss, n)
         _line("window: all analyses done", got["analyses"], parse, rss, n)
