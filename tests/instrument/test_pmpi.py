@@ -458,3 +458,35 @@ def test_program_variables_from_c_feed_predicates(tmp_path: Path, cache: Path, m
                   "--define", 'b=1:phase == "done"', "--conj", "a,b", "--json")
     assert pred.returncode == 0, pred.stderr
     assert json.loads(pred.stdout)["holds"] is True
+
+
+CYCLE = r"""
+#include <mpi.h>
+int main(int argc, char **argv) {
+    int rank, x = 1, y;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Send(&x, 1, MPI_INT, 1 - rank, 0, MPI_COMM_WORLD);   /* buffered eagerly by MPICH */
+    MPI_Recv(&y, 1, MPI_INT, 1 - rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_sync_sends_turn_an_unsafe_cycle_into_a_proven_deadlock(
+    tmp_path: Path, cache: Path, mpicc: str
+) -> None:
+    exe = compile_c(mpicc, CYCLE, tmp_path / "cycle", "-g")
+    done = run(tmp_path, cache, "-n", "2", "--out", "plain.jsonl", "--", str(exe))
+    assert done.returncode == 1  # finished, reported as a deadlock if sends are not buffered
+    _, report = check_json(tmp_path / "plain.jsonl")
+    assert [d.get("potential") for d in report["deadlocks"]] == [True]
+    done = run(tmp_path, cache, "-n", "2", "--sync-sends", "--stop-on-deadlock",
+               "--stuck-after", "1", "--out", "sync.jsonl", "--", str(exe))
+    assert "stopping the deadlocked ranks" in done.stderr
+    sends = [r for r in records(tmp_path / "sync.jsonl") if r["kind"] == "send"]
+    assert [(r["sync"], r["mode"]) for r in sends] == [(True, "standard")] * 2
+    _, report = check_json(tmp_path / "sync.jsonl")
+    assert [(d["kind"], d.get("potential", False)) for d in report["deadlocks"]] == [
+        ("p2p", False)]

@@ -127,26 +127,26 @@ static int recv_args(MPI_Comm comm, int *src, int *tag, int *rsrc, int *rtag, mv
 }
 
 /* -- blocking sends ------------------------------------------------------------- */
-#define BLOCKING_SEND(NAME, PNAME, CT, MODE, SYNC)                                               \
+#define BLOCKING_SEND(NAME, PNAME, CT, MODE, SYNC, SSEND)                                             \
     int NAME(const void *buf, CT count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm) {    \
         mvp_comm *c;                                                                             \
         if (!ON || !(c = traced(comm, dest))) return PNAME(buf, count, dt, dest, tag, comm);     \
         int sync = (SYNC) || ((MODE) == MVM_STANDARD && mvp_sync_sends);                         \
         rec_send(c, mvp_world_of(c, dest), tag, MVF_BLOCKING | (sync ? MVF_SYNC : 0), MODE,      \
                  bytes_of(dt, count), mvp_site(MVP_PC()), mvp_next_call());                      \
-        if (sync && !(SYNC)) return PMPI_Ssend(buf, (int)count, dt, dest, tag, comm);           \
+        if (sync && !(SYNC)) return SSEND(buf, count, dt, dest, tag, comm);                      \
         return PNAME(buf, count, dt, dest, tag, comm);                                           \
     }
 
-BLOCKING_SEND(MPI_Send, PMPI_Send, int, MVM_STANDARD, 0)
-BLOCKING_SEND(MPI_Bsend, PMPI_Bsend, int, MVM_BUFFERED, 0)
-BLOCKING_SEND(MPI_Rsend, PMPI_Rsend, int, MVM_READY, 0)
-BLOCKING_SEND(MPI_Ssend, PMPI_Ssend, int, MVM_SYNCHRONOUS, 1)
+BLOCKING_SEND(MPI_Send, PMPI_Send, int, MVM_STANDARD, 0, PMPI_Ssend)
+BLOCKING_SEND(MPI_Bsend, PMPI_Bsend, int, MVM_BUFFERED, 0, PMPI_Ssend)
+BLOCKING_SEND(MPI_Rsend, PMPI_Rsend, int, MVM_READY, 0, PMPI_Ssend)
+BLOCKING_SEND(MPI_Ssend, PMPI_Ssend, int, MVM_SYNCHRONOUS, 1, PMPI_Ssend)
 #if MPI_VERSION >= 4
-BLOCKING_SEND(MPI_Send_c, PMPI_Send_c, MPI_Count, MVM_STANDARD, 0)
-BLOCKING_SEND(MPI_Bsend_c, PMPI_Bsend_c, MPI_Count, MVM_BUFFERED, 0)
-BLOCKING_SEND(MPI_Rsend_c, PMPI_Rsend_c, MPI_Count, MVM_READY, 0)
-BLOCKING_SEND(MPI_Ssend_c, PMPI_Ssend_c, MPI_Count, MVM_SYNCHRONOUS, 1)
+BLOCKING_SEND(MPI_Send_c, PMPI_Send_c, MPI_Count, MVM_STANDARD, 0, PMPI_Ssend_c)
+BLOCKING_SEND(MPI_Bsend_c, PMPI_Bsend_c, MPI_Count, MVM_BUFFERED, 0, PMPI_Ssend_c)
+BLOCKING_SEND(MPI_Rsend_c, PMPI_Rsend_c, MPI_Count, MVM_READY, 0, PMPI_Ssend_c)
+BLOCKING_SEND(MPI_Ssend_c, PMPI_Ssend_c, MPI_Count, MVM_SYNCHRONOUS, 1, PMPI_Ssend_c)
 #endif
 
 /* -- nonblocking sends ------------------------------------------------------------ */
@@ -160,7 +160,7 @@ static void new_send_req(MPI_Request *req, int64_t seq, mvp_comm *c, const char 
     q->site = site;
 }
 
-#define NONBLOCKING_SEND(NAME, PNAME, CT, MODE, SYNC)                                              \
+#define NONBLOCKING_SEND(NAME, PNAME, CT, MODE, SYNC, ISSEND)                                            \
     int NAME(const void *buf, CT count, MPI_Datatype dt, int dest, int tag, MPI_Comm comm,        \
              MPI_Request *req) {                                                                   \
         mvp_comm *c;                                                                               \
@@ -170,21 +170,21 @@ static void new_send_req(MPI_Request *req, int64_t seq, mvp_comm *c, const char 
         int64_t seq = rec_send(c, mvp_world_of(c, dest), tag,                                     \
                                MVF_NONBLOCKING_REQ | (sync ? MVF_SYNC : 0), MODE,                  \
                                bytes_of(dt, count), site, mvp_next_call());                        \
-        int rc = sync && !(SYNC) ? PMPI_Issend(buf, (int)count, dt, dest, tag, comm, req)         \
+        int rc = sync && !(SYNC) ? ISSEND(buf, count, dt, dest, tag, comm, req)                   \
                                  : PNAME(buf, count, dt, dest, tag, comm, req);                    \
         if (rc == MPI_SUCCESS) new_send_req(req, seq, c, #NAME, site);                             \
         return rc;                                                                                 \
     }
 
-NONBLOCKING_SEND(MPI_Isend, PMPI_Isend, int, MVM_STANDARD, 0)
-NONBLOCKING_SEND(MPI_Ibsend, PMPI_Ibsend, int, MVM_BUFFERED, 0)
-NONBLOCKING_SEND(MPI_Irsend, PMPI_Irsend, int, MVM_READY, 0)
-NONBLOCKING_SEND(MPI_Issend, PMPI_Issend, int, MVM_SYNCHRONOUS, 1)
+NONBLOCKING_SEND(MPI_Isend, PMPI_Isend, int, MVM_STANDARD, 0, PMPI_Issend)
+NONBLOCKING_SEND(MPI_Ibsend, PMPI_Ibsend, int, MVM_BUFFERED, 0, PMPI_Issend)
+NONBLOCKING_SEND(MPI_Irsend, PMPI_Irsend, int, MVM_READY, 0, PMPI_Issend)
+NONBLOCKING_SEND(MPI_Issend, PMPI_Issend, int, MVM_SYNCHRONOUS, 1, PMPI_Issend)
 #if MPI_VERSION >= 4
-NONBLOCKING_SEND(MPI_Isend_c, PMPI_Isend_c, MPI_Count, MVM_STANDARD, 0)
-NONBLOCKING_SEND(MPI_Ibsend_c, PMPI_Ibsend_c, MPI_Count, MVM_BUFFERED, 0)
-NONBLOCKING_SEND(MPI_Irsend_c, PMPI_Irsend_c, MPI_Count, MVM_READY, 0)
-NONBLOCKING_SEND(MPI_Issend_c, PMPI_Issend_c, MPI_Count, MVM_SYNCHRONOUS, 1)
+NONBLOCKING_SEND(MPI_Isend_c, PMPI_Isend_c, MPI_Count, MVM_STANDARD, 0, PMPI_Issend_c)
+NONBLOCKING_SEND(MPI_Ibsend_c, PMPI_Ibsend_c, MPI_Count, MVM_BUFFERED, 0, PMPI_Issend_c)
+NONBLOCKING_SEND(MPI_Irsend_c, PMPI_Irsend_c, MPI_Count, MVM_READY, 0, PMPI_Issend_c)
+NONBLOCKING_SEND(MPI_Issend_c, PMPI_Issend_c, MPI_Count, MVM_SYNCHRONOUS, 1, PMPI_Issend_c)
 #endif
 
 /* -- receives ------------------------------------------------------------------------ */
