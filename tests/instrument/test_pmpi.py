@@ -113,7 +113,7 @@ def test_every_wrapped_call_is_recorded_and_matches(
         # persistent requests: each Start is a nonblocking send or receive of its own
         assert sum(1 for r in rs if r["kind"] == "send" and r["tag"] == 12) == 2
         final = rs[-1]
-        assert final["kind"] == "final" and "requests" not in final
+        assert final["kind"] == "final" and final["requests"] == []
     colls = [r for r in recs if r["kind"] == "coll"]
     assert {r["op"] for r in colls} >= {"bcast", "allreduce", "reduce", "gather", "allgather",
                                         "alltoall", "scan", "exscan", "gatherv",
@@ -490,3 +490,31 @@ def test_sync_sends_turn_an_unsafe_cycle_into_a_proven_deadlock(
     _, report = check_json(tmp_path / "sync.jsonl")
     assert [(d["kind"], d.get("potential", False)) for d in report["deadlocks"]] == [
         ("p2p", False)]
+
+
+FREED = r"""
+#include <mpi.h>
+int main(int argc, char **argv) {
+    int rank, x = 0, y;
+    MPI_Request q;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) {
+        MPI_Isend(&x, 1, MPI_INT, 1, 0, MPI_COMM_WORLD, &q);
+        MPI_Request_free(&q);   /* legal: the send completes on its own */
+    } else {
+        MPI_Recv(&y, 1, MPI_INT, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_a_freed_request_is_no_leak(tmp_path: Path, cache: Path, mpicc: str) -> None:
+    exe = compile_c(mpicc, FREED, tmp_path / "freed", "-g")
+    done = run(tmp_path, cache, "-n", "2", "--out", "t.jsonl", "--", str(exe))
+    assert done.returncode == 0, done.stdout + done.stderr
+    finals = [r for r in records(tmp_path / "t.jsonl") if r["kind"] == "final"]
+    assert [r["requests"] for r in finals] == [[], []]

@@ -108,7 +108,8 @@ void mvp_req_leaks(mvp_x *x) {
     for (size_t i = 0; i < cap; i++)
         for (mvp_req *q = tab[i].used ? tab[i].first : NULL; q; q = q->next)
             if (q->active || q->persistent) n++;
-    if (!n) return;
+    /* always written, empty too: it says the library followed the requests (a
+     * freed one is gone from it, where the trace alone would show it open) */
     mvp_x_key_array(x, "requests", n);
     for (size_t i = 0; i < cap; i++) {
         for (mvp_req *q = tab[i].used ? tab[i].first : NULL; q; q = q->next) {
