@@ -148,7 +148,12 @@ def run(args: argparse.Namespace) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mpvis-explore-"))
     workdir.mkdir(parents=True, exist_ok=True)
     args.record_dir = (args.from_record or workdir / "record").resolve()
-    report, reference = _record(workdir, args)
+    try:
+        report, reference = _record(workdir, args)
+    except UserError:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+        raise
     if args.receive:
         report.groups = _only(report.groups, args.receive)
     _search(workdir, args, report, reference)

@@ -44,9 +44,9 @@ def test_finds_the_order_that_the_natural_schedule_hides(
     assert (tmp_path / "again" / "rank-0.out").read_text() == "folded: 21\n"
 
 
-def test_stop_at_first(capsys: pytest.CaptureFixture[str]) -> None:
-    code, report, _ = _explore(capsys, "-n", "4", "--json", "--stop-at-first", "--",
-                               str(EXAMPLES / "order_bug.py"))
+def test_stop_at_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = _explore(capsys, "-n", "4", "--json", "--stop-at-first",
+                               "--workdir", str(tmp_path), "--", str(EXAMPLES / "order_bug.py"))
     assert code == 1
     assert report["runs"] == 2 and not report["complete"]
     assert report["stopped"] == "--stop-at-first" and len(report["differences"]) == 1
@@ -93,8 +93,8 @@ def test_from_an_earlier_recording_one_receive(tmp_path: Path,
 
 
 def test_finds_the_waitany_completion_order_that_hides_a_bug(
-        capsys: pytest.CaptureFixture[str]) -> None:
-    code, report, _ = _explore(capsys, "-n", "4", "--json", "--",
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, report, _ = _explore(capsys, "-n", "4", "--json", "--workdir", str(tmp_path), "--",
                                str(EXAMPLES / "waitany_bug.py"))
     assert code == 1
     (group,) = report["groups"]

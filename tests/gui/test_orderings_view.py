@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +82,4 @@ def test_explore_a_race_from_the_window(qtbot, tmp_path: Path) -> None:  # type:
     qtbot.addWidget(beside)
     qtbot.waitUntil(lambda: beside.loader is None and beside.model is not None, timeout=20000)
     assert beside.x() > win.x()
+    shutil.rmtree(Path(diff["trace"]).parent)  # the window keeps the runs for the user
