@@ -25,8 +25,9 @@ from mpvis.analysis.race_suppress import (
     mark_suppressed,
     settings_path,
 )
-from mpvis.analysis.report import exit_code, format_report, report_json
+from mpvis.analysis.report import exit_code, format_report, found_races, report_json
 from mpvis.cli.errors import UserError
+from mpvis.scene.vocabulary import legend_lines
 from mpvis.tracefile.reader import TraceFileError, iter_records, load_trace, read_header
 
 
@@ -88,6 +89,9 @@ def _print(report: Any, args: argparse.Namespace) -> None:
             binary.flush()
     else:
         print(format_report(report, source=args.trace, summary=args.summary))
+        legend = legend_lines(found_races(report))
+        if legend:
+            print("\n".join(legend))
 
 
 def _intended(args: argparse.Namespace, header: dict[str, Any]) -> set[str]:

@@ -17,6 +17,8 @@ words from here, so the same term always means the same thing:
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "CONFIRMED",
     "CONSUMPTION",
@@ -26,6 +28,7 @@ __all__ = [
     "call",
     "event",
     "glossary_html",
+    "legend_lines",
     "situation_text",
 ]
 
@@ -124,3 +127,15 @@ def glossary_html() -> str:
         f"<h3>(could match)</h3><p>{COULD_MATCH}.</p><p>{CONFIRMED}.</p>"
         f"<h3>Why the classifier and the exact test may disagree</h3><p>{DISAGREE}</p>"
     )
+
+
+def legend_lines(races: list[dict[str, Any]]) -> list[str]:
+    """What the terms of a text report mean, for the races it shows: each
+    situation number, consumption pattern and verdict that appears, once."""
+    situations = sorted({int(e["situation"]) for e in races if e.get("situation")})
+    patterns = sorted({str(e["consumption"]) for e in races if e.get("consumption")})
+    verdicts = sorted({str(e["verdict"]) for e in races if e.get("verdict") in VERDICTS})
+    lines = [f"  {situation_text(n)}" for n in situations]
+    lines += [f"  {p}: {CONSUMPTION[p]}" for p in patterns if p in CONSUMPTION]
+    lines += [f"  {v.upper()}: {VERDICTS[v]}" for v in verdicts]
+    return ["Terms (Help > Glossary in the window):", *lines] if lines else []

@@ -35,6 +35,11 @@ def test_json_has_groups_and_summary_prints_them(tmp_path: Path) -> None:
     assert any(ln.strip().startswith("9 x master_worker.py:34  /  master_worker.py:34")
                for ln in lines)
     assert not any(ln.strip().startswith("rank 0: recv") for ln in lines)  # no race by race
+    # the terms the report uses, in words
+    assert ("  situation 16: recv(ANY_SOURCE, ANY_TAG), then recv(ANY_SOURCE, ANY_TAG) on the "
+            "same rank (a race whenever two messages could reach the first receive)") in lines
+    assert "  RCRC: both receives consumed a message" in lines
+    assert any(ln.startswith("  LEGITIMATE: a real race") for ln in lines)
 
 
 def test_suppress_file_and_window_settings_decide_the_exit_code(tmp_path: Path) -> None:

@@ -38,3 +38,15 @@ def test_calls_events_and_the_glossary() -> None:
         assert word in page
     with pytest.raises(ValueError, match=r"not in 1\.\.16"):
         situation_text(17)
+
+
+def test_legend_names_only_the_terms_used() -> None:
+    from mpvis.scene.vocabulary import legend_lines
+
+    races = [{"method": "classifier", "situation": 3, "consumption": "RCR-",
+              "verdict": "unverified"}, {"method": "exact", "verdict": "legitimate"}]
+    lines = legend_lines(races)
+    assert lines[0].startswith("Terms")
+    assert [ln.split(":")[0].strip() for ln in lines[1:]] == [
+        "situation 3", "RCR-", "LEGITIMATE", "UNVERIFIED"]
+    assert legend_lines([]) == []
