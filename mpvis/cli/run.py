@@ -338,6 +338,8 @@ def run_program(
     if lib is not None:
         if getattr(args, "sync_sends", False):
             env["MPVIS_SYNC_SENDS"] = "1"
+        if args.stop_on_deadlock:  # polling ranks say what they wait for (pmpi/p2p.c)
+            env["MPVIS_POLL_WAITING"] = "1"
         command = native.rank_command(
             mpiexec, args.nprocs, args.mpiexec_options, lib, args.program
         )

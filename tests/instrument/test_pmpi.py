@@ -518,3 +518,29 @@ def test_a_freed_request_is_no_leak(tmp_path: Path, cache: Path, mpicc: str) -> 
     assert done.returncode == 0, done.stdout + done.stderr
     finals = [r for r in records(tmp_path / "t.jsonl") if r["kind"] == "final"]
     assert [r["requests"] for r in finals] == [[], []]
+
+
+POLLING = r"""
+#include <mpi.h>
+int main(int argc, char **argv) {
+    int rank, x, flag = 0;
+    MPI_Request q;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Irecv(&x, 1, MPI_INT, 1 - rank, 0, MPI_COMM_WORLD, &q);  /* nobody sends */
+    while (!flag) MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_ranks_polling_forever_are_a_proven_deadlock(
+    tmp_path: Path, cache: Path, mpicc: str
+) -> None:
+    exe = compile_c(mpicc, POLLING, tmp_path / "poll", "-g")
+    done = run(tmp_path, cache, "-n", "2", "--stop-on-deadlock", "--stuck-after", "1",
+               "--out", "t.jsonl", "--", str(exe))
+    assert "stopping the deadlocked ranks" in done.stderr
+    waiting = [r for r in records(tmp_path / "t.jsonl") if r["kind"] == "waiting"]
+    assert sorted(r["rank"] for r in waiting) == [0, 1]

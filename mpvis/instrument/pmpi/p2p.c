@@ -30,10 +30,13 @@
 #include <string.h>
 
 #define ON (MVP_LIKELY(mvp_on))
+static void poll_reset(void);
+static int poll_due(void);
 #define TAG(t) ((t) == MPI_ANY_TAG ? -1 : (t))
 
 static int64_t rec_send(mvp_comm *c, int dest, int tag, int flags, int mode, int64_t size,
                         uint32_t site, int64_t call) {
+    poll_reset();
     mvp_rec r;
     r.kind = MVK_SEND;
     r.flags = (uint8_t)flags;
@@ -50,6 +53,7 @@ static int64_t rec_send(mvp_comm *c, int dest, int tag, int flags, int mode, int
 }
 
 static int64_t rec_recv(mvp_comm *c, int src, int tag, int flags, uint32_t site, int64_t call) {
+    poll_reset();
     mvp_rec r;
     r.kind = MVK_RECV;
     r.flags = (uint8_t)flags;
@@ -65,6 +69,7 @@ static int64_t rec_recv(mvp_comm *c, int src, int tag, int flags, uint32_t site,
 }
 
 static void rec_consume(mvp_comm *c, int64_t recv, const MPI_Status *st, uint32_t site, int64_t call) {
+    poll_reset();
     mvp_rec r;
     r.kind = MVK_CONSUME;
     r.flags = 0;
@@ -91,6 +96,33 @@ static mvp_comm *traced(MPI_Comm comm, int peer) {
     mvp_comm *c = mvp_comm_of(comm);
     return c && !c->inter ? c : NULL;
 }
+
+/* A rank that polls (MPI_Test*, MPI_Iprobe in a loop) makes no record while it
+ * waits, so a deadlock among polling ranks would never be proven live.  With
+ * MPVIS_POLL_WAITING=1 (`mpvis run --stop-on-deadlock` sets it), after POLLS
+ * unsuccessful polls in a row lasting at least POLL_SECONDS, one `waiting`
+ * record says what the rank polls for; any record of a send or receive starts
+ * a new streak.  Off by default: where it falls depends on timing, which a
+ * recorded run's event numbers must not (replay). */
+#define POLLS 1000
+#define POLL_SECONDS 0.2
+static _Thread_local struct { long n; double t0; int said; } poll_;
+static int poll_waiting = -1;
+
+static int poll_due(void) {
+    if (poll_waiting < 0) {
+        const char *v = getenv("MPVIS_POLL_WAITING");
+        poll_waiting = v && strcmp(v, "1") == 0 && !mvp_replay_active();
+    }
+    if (!poll_waiting || poll_.said) return 0;
+    double now = mvp_now();
+    if (poll_.n++ == 0) poll_.t0 = now;
+    if (poll_.n < POLLS || now - poll_.t0 < POLL_SECONDS) return 0;
+    poll_.said = 1;
+    return 1;
+}
+
+static void poll_reset(void) { poll_.n = 0; poll_.said = 0; }
 
 /* The last wildcard probe's outcome, for the receive that takes its message. */
 static _Thread_local struct { int valid; MPI_Comm comm; int src, tag, psrc, ptag; } probe;
@@ -379,7 +411,12 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     int rc = PMPI_Iprobe(forced_probe(c, src, mvp_peek_seq()), tag, comm, flag, st);
-    if (rc == MPI_SUCCESS && *flag) probed(comm, src, tag, st);
+    if (rc == MPI_SUCCESS && *flag) {
+        poll_reset();
+        probed(comm, src, tag, st);
+    } else if (rc == MPI_SUCCESS && poll_due()) {
+        probe_waits(c, src, tag, mvp_site(MVP_PC()), mvp_next_call());
+    }
     return rc;
 }
 
@@ -435,6 +472,8 @@ int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg, MP
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     int rc = PMPI_Improbe(forced_probe(c, src, mvp_peek_seq()), tag, comm, flag, msg, st);
     if (rc == MPI_SUCCESS && *flag) matched(c, src, tag, st, mvp_site(MVP_PC()), mvp_next_call());
+    else if (rc == MPI_SUCCESS && poll_due())
+        probe_waits(c, src, tag, mvp_site(MVP_PC()), mvp_next_call());
     return rc;
 }
 
@@ -650,6 +689,8 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
     if (rc == MPI_SUCCESS && *flag) {
         int idx = 0;
         completed(s, &idx, st, 1, mvp_site(MVP_PC()), mvp_next_call(), -1);
+    } else if (rc == MPI_SUCCESS && poll_due()) {
+        waiting(s, 1, 0, mvp_site(MVP_PC()), mvp_next_call());
     }
     release(s, 1);
     return rc;
@@ -697,6 +738,8 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[]) {
     if (rc == MPI_SUCCESS && *flag) {
         for (int i = 0; i < n; i++) w.idx[i] = i;
         completed(w.s, w.idx, st, n, mvp_site(MVP_PC()), mvp_next_call(), -1);
+    } else if (rc == MPI_SUCCESS && poll_due()) {
+        waiting(w.s, n, 0, mvp_site(MVP_PC()), mvp_next_call());
     }
     release(w.s, n);
     scratch_close(&w);
@@ -743,6 +786,8 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
     }
     if (rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
         completed(w.s, index, st, 1, mvp_site(MVP_PC()), mvp_next_call(), *index);
+    else if (rc == MPI_SUCCESS && !*flag && poll_due())
+        waiting(w.s, n, 1, mvp_site(MVP_PC()), mvp_next_call());
     release(w.s, n);
     scratch_close(&w);
     return rc;
@@ -767,6 +812,8 @@ static int some(int n, MPI_Request reqs[], int *outcount, int idx[], MPI_Status 
     }
     if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED && *outcount > 0)
         completed(w.s, idx, st, *outcount, site, call, -1);
+    else if (rc == MPI_SUCCESS && !wait && *outcount == 0 && poll_due())
+        waiting(w.s, n, 1, site, call);
     release(w.s, n);
     scratch_close(&w);
     return rc;
