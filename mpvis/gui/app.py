@@ -81,10 +81,13 @@ def _exec(window: MainWindow, live: LiveSession) -> int:
     (without the question), so the run's temporary files are removed."""
     app = make_app()
     window.show()
-    previous = {sig: signal.signal(sig, lambda *_: app.quit())
+    # exit(), not quit(): Qt 6's quit() asks the windows first, and a window
+    # with an unsaved live run answers with a question nobody will see
+    previous = {sig: signal.signal(sig, lambda *_: app.exit(0))
                 for sig in (signal.SIGTERM, signal.SIGHUP)}
     wake = QtCore.QTimer()
-    wake.start(200)  # lets Python run its signal handlers while Qt waits
+    wake.timeout.connect(lambda: None)  # Python code runs, so do its signal handlers
+    wake.start(200)
     try:
         return int(app.exec())
     finally:

@@ -58,19 +58,22 @@ def test_stop_from_the_window_keeps_the_run_in_out(qtbot, tmp_path: Path) -> Non
 
 
 @pytest.mark.timeout(120)
-def test_sigterm_removes_the_windows_temporary_files(tmp_path: Path) -> None:
+@pytest.mark.parametrize("argv", [["open"], ["demo", "ring", "--gui", "--speed", "0"]])
+def test_sigterm_removes_the_windows_temporary_files(tmp_path: Path, argv: list[str]) -> None:
+    """Also with a live run not saved (the demo): SIGTERM does not wait for an
+    answer to the window's question."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", TMPDIR=str(tmp),
                MPVIS_RENDEZVOUS=str(tmp_path / "w.json"), MPVIS_CONFIG_DIR=str(tmp_path / "c"))
-    proc = subprocess.Popen([sys.executable, "-m", "mpvis", "open"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "mpvis", *argv], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while not list(tmp.glob("mpvis-live-*")) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert list(tmp.glob("mpvis-live-*")), "the window never started its central process"
-        time.sleep(0.5)  # in the event loop
+        time.sleep(3)  # in the event loop (the demo streamed in)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
         assert proc.returncode == 0, err
