@@ -18,9 +18,9 @@
  *    it uses for the first time ("sites": [[id, name], ...]) and the collector
  *    puts the names back (mpvis/collector/symbolize.py).
  *  - If the collector goes away (the socket closes or a write fails), the
- *    rank writes what it still holds to MPVIS_SPILL_DIR/rank-<r>.jsonl when
- *    that is set, says so on stderr and leaves (exit status 3), so a killed
- *    `mpvis run` leaves no rank behind.
+ *    rank says so on stderr and leaves (exit status 75, as the mpi4py path's
+ *    ranks), so a killed `mpvis run` leaves no rank behind.  Unlike the mpi4py
+ *    path it writes no spill file: what it had not shipped is lost.
  */
 #define _GNU_SOURCE
 #include "mvp.h"
@@ -79,7 +79,6 @@ static double t0;                       /* monotonic time of the run's origin */
 static double quiet_s = 0.005, longest_s = 0.05;
 static pthread_t flusher;
 static _Atomic int stop_flusher;
-static char *spill_dir;
 
 double mvp_now(void) {
     struct timespec ts;
@@ -440,9 +439,6 @@ static void drain(void) {
         }
         frame_end(&fb);
         ship(&fb);
-        if (lost && spill_dir) {
-            /* nothing more to do here: collector_lost spilled what it could */
-        }
         atomic_store_explicit(&xtail, xt, memory_order_release);
         atomic_store_explicit(&tail, h, memory_order_release);
     }
@@ -486,11 +482,10 @@ static void collector_lost(const char *why) {
     int fd = sock;
     sock = -1;
     if (fd >= 0) close(fd);
-    fprintf(stderr, "mpvis: rank %d: lost the collector (%s); ", mvp_rank, why);
-    if (spill_dir) fprintf(stderr, "records kept in %s/rank-%d.jsonl; ", spill_dir, mvp_rank);
-    fprintf(stderr, "leaving\n");
+    fprintf(stderr, "mpvis: rank %d: lost the collector (%s); leaving\n", mvp_rank, why);
     fflush(stderr);
-    if (getenv("MPVIS_STAY_ON_LOSS") == NULL) _exit(3);
+    /* status 75 (EX_TEMPFAIL), as the mpi4py path's ranks (transport.py ORPHAN_EXIT) */
+    if (getenv("MPVIS_STAY_ON_LOSS") == NULL) _exit(75);
 }
 
 /* -- start and end ------------------------------------------------------------------- */
@@ -652,8 +647,6 @@ void mvp_start(int *argc, char ***argv, int provided) {
         fprintf(stderr, "mpvis: rank %d: cannot reach collector %s; running untraced\n", mvp_rank, addr);
         return;
     }
-    const char *sd = getenv("MPVIS_SPILL_DIR");
-    spill_dir = sd && *sd ? strdup(sd) : NULL;
     ring = calloc(RCAP, sizeof *ring);
     xring = malloc(XCAP);
     if (!ring || !xring) { fprintf(stderr, "mpvis: out of memory\n"); PMPI_Abort(MPI_COMM_WORLD, 3); }
