@@ -54,6 +54,12 @@ from mpvis.tracefile.reader import TraceFileError, load_trace
 
 __all__ = ["register"]
 
+#: Seconds the first run (recording, or reference replay) may take by default.
+FIRST_TIMEOUT = 120.0
+#: Default bound of a replay: this many times the first run's duration, at least MIN_TIMEOUT.
+REPLAY_FACTOR = 5.0
+MIN_TIMEOUT = 15.0
+
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
@@ -70,8 +76,10 @@ def register(sub: Any) -> None:
                    help="runs at most, the recording included (default %(default)s)")
     p.add_argument("--time-limit", type=float, default=600.0, metavar="S",
                    help="stop starting runs after S seconds (default %(default)s)")
-    p.add_argument("--run-timeout", type=float, default=60.0, metavar="S",
-                   help="stop a run after S seconds (default %(default)s)")
+    p.add_argument("--run-timeout", type=float, default=None, metavar="S",
+                   help=f"stop a run after S seconds (default: the recording {FIRST_TIMEOUT:g} "
+                   f"s, each replay {REPLAY_FACTOR:g} times the recording's duration, at least "
+                   f"{MIN_TIMEOUT:g} s)")
     p.add_argument("--stop-at-first", action="store_true", help="stop at the first difference")
     p.add_argument("--workdir", type=Path, metavar="DIR",
                    help="keep the record, traces and outputs here (default: a temporary "
@@ -140,7 +148,8 @@ def _progress(text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     if not args.program:
         raise UserError("no program given: mpvis explore -n N -- prog.py [args]")
-    if args.nprocs < 1 or args.max_runs < 1 or args.time_limit <= 0 or args.run_timeout <= 0:
+    if args.nprocs < 1 or args.max_runs < 1 or args.time_limit <= 0 or (
+            args.run_timeout is not None and args.run_timeout <= 0):
         raise UserError("-n and --max-runs must be at least 1, the time bounds positive")
     if (args.from_record is None) != (args.trace is None):
         raise UserError("--from-record and --trace go together")
@@ -174,16 +183,18 @@ def _record(workdir: Path, args: argparse.Namespace) -> tuple[Report, Outcome]:
     outcome and the subgroups of its racing deliveries."""
     if args.from_record is None:
         _progress(f"run 1: recording {shlex.join(args.program)} on {args.nprocs} ranks")
-        rec = record_run(workdir, args.nprocs, args.program, args.run_timeout)
+        rec = record_run(workdir, args.nprocs, args.program, args.run_timeout or FIRST_TIMEOUT)
         trace = workdir / "recorded.jsonl"
     else:
         _progress(f"run 1: replaying the record {args.from_record} as it was")
         rec = replay_run(args.record_dir, workdir / "reference", args.nprocs, args.program,
-                         None, timeout=args.run_timeout)
+                         None, timeout=args.run_timeout or FIRST_TIMEOUT)
         trace = args.trace
     if rec.timed_out or rec.outcome is None:
         why = "it did not end in time" if rec.timed_out else _last_line(rec.errors)
         raise UserError(f"the program could not be recorded: {why}")
+    if args.run_timeout is None:  # a replay that takes far longer than the recording waits
+        args.run_timeout = max(MIN_TIMEOUT, REPLAY_FACTOR * rec.seconds)
     try:
         records = read_record(args.record_dir)
         model = load_trace(trace, parallel=False)
