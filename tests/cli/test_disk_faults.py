@@ -68,8 +68,11 @@ def records(path: Path) -> dict[tuple[int, int], dict]:
     text = path.read_text()
     assert text.endswith("\n")  # no cut line
     out = {}
-    for line in text.splitlines()[1:]:
-        rec = json.loads(line)
+    for i, line in enumerate(text.splitlines()[1:], 2):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            raise AssertionError(f"{path}:{i}: not a record: {line[:200]!r}") from None
         rec.pop("t", None)
         out[(rec["rank"], rec["seq"])] = rec
     return out

@@ -156,3 +156,64 @@ def events(trace: Path) -> int:
 def mpvis_cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mpvis", *args], capture_output=True,
                           text=True, timeout=120, check=False)
+
+
+def test_sigkill_of_a_separate_collector_makes_its_ranks_spill_and_leave(
+        tmp_path: Path) -> None:
+    """A machine's own ``mpvis collector`` (runs across machines) killed: its ranks
+    notice the closed connection, spill and leave; mpiexec then ends."""
+    from mpvis.collector.central import CentralProcess
+    from mpvis.collector.mpiexec import launch, rank_command
+
+    (tmp_path / "forever.py").write_text(FOREVER)
+    central = CentralProcess(journal_dir=tmp_path).start()
+    port = socket_port()
+    env = dict(os.environ, MPVIS_TOKEN=central.token, MPVIS_RUN="R1",
+               MPVIS_SPILL_DIR=str(tmp_path / "spill"),
+               MPVIS_COLLECTOR=f"127.0.0.1:{port}")
+    host, cport = central.address
+    coll = subprocess.Popen([sys.executable, "-m", "mpvis", "collector", "--central",
+                             f"{host}:{cport}", "--run", "R1", "--port", str(port)],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    assert coll.stderr is not None
+    assert "collector on" in coll.stderr.readline()
+    mpiexec = find_mpiexec()
+    assert mpiexec is not None
+    ranks = launch(rank_command(mpiexec, 2, [], [str(tmp_path / "forever.py")]), env)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(
+                len(p.read_text().splitlines()) > 100 for p in tmp_path.glob("*.jsonl")):
+            time.sleep(0.1)
+        procs = run_processes(ranks.pid, str(tmp_path / "forever.py"))
+        coll.send_signal(signal.SIGKILL)
+        coll.wait()
+        ranks.wait(timeout=SURVIVAL_LIMIT)  # mpiexec ends once its ranks left
+        deadline = time.monotonic() + SURVIVAL_LIMIT
+        while alive(procs) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(procs)
+        spills = sorted((tmp_path / "spill").glob("spill-R1-rank-*.jsonl"))
+        assert len(spills) == 2, spills
+    finally:
+        for p in (ranks, coll):
+            if p.poll() is None:
+                p.kill()
+        central.stop()
+    # what the dead collector held is in the spill files: recover merges it
+    (trace,) = [p for p in tmp_path.glob("*.jsonl") if p.name != "forever.py"]
+    before = events(trace)
+    rec = mpvis_cli("recover", str(tmp_path), "--spill-dir", str(tmp_path / "spill"))
+    assert rec.returncode == 0, rec.stdout + rec.stderr
+    assert events(trace) > before
+    check = mpvis_cli("check", str(trace), "--json")
+    assert check.returncode in (0, 1), check.stderr
+
+
+def socket_port() -> int:
+    """A free loopback port."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
