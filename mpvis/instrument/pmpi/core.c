@@ -26,6 +26,8 @@
 #include "mvp.h"
 
 #include <dlfcn.h>
+#include <execinfo.h>
+#include <link.h>
 #include <errno.h>
 #include <netdb.h>
 #include <poll.h>
@@ -212,7 +214,59 @@ static void ship(buf_t *b) {
 /* -- sites ----------------------------------------------------------------------- */
 static uint32_t site_of(void *pc);
 
+/* Address ranges of the MPI libraries and of this library: a call made from
+ * inside one (MPICH's Fortran binding calls MPI_Recv for the program's
+ * MPI_RECV) is named by the first frame of the stack outside them, the
+ * program's own line. */
+#define MAXRANGES 16
+static struct { uintptr_t lo, hi; } ranges[MAXRANGES];
+static int nranges;
+
+static int in_mpi(uintptr_t pc) {
+    for (int i = 0; i < nranges; i++)
+        if (pc >= ranges[i].lo && pc < ranges[i].hi) return 1;
+    return 0;
+}
+
+static int note_library(struct dl_phdr_info *info, size_t size, void *self) {
+    (void)size;
+    const char *name = info->dlpi_name ? info->dlpi_name : "";
+    const char *base = strrchr(name, '/');
+    base = base ? base + 1 : name;
+    int mine = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (uintptr_t)self >= lo && (uintptr_t)self < lo + ph->p_memsz) mine = 1;
+    }
+    if (!mine && strncmp(base, "libmpi", 6) != 0 && strncmp(base, "libpmpi", 7) != 0) return 0;
+    for (int i = 0; i < info->dlpi_phnum && nranges < MAXRANGES; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        ranges[nranges].lo = info->dlpi_addr + ph->p_vaddr;
+        ranges[nranges].hi = ranges[nranges].lo + ph->p_memsz;
+        nranges++;
+    }
+    return 0;
+}
+
+static void find_libraries(void) {
+    dl_iterate_phdr(note_library, (void *)&find_libraries);
+    void *warm[4];
+    backtrace(warm, 4);  /* loads the unwinder now, not inside a traced call */
+}
+
+/* The program's frame above an MPI library's (a binding's) call. */
+static void *program_frame(void *pc) {
+    void *frames[24];
+    int n = backtrace(frames, 24);
+    for (int i = 0; i < n; i++)
+        if (!in_mpi((uintptr_t)frames[i])) return frames[i];
+    return pc;
+}
+
 uint32_t mvp_site(void *pc) {
+    if (MVP_UNLIKELY(in_mpi((uintptr_t)pc))) pc = program_frame(pc);
     mvp_lock();
     uint32_t id = site_of(pc);
     mvp_unlock();
@@ -638,6 +692,7 @@ void mvp_start(int *argc, char ***argv, int provided) {
     double behind = wall.tv_sec + wall.tv_nsec * 1e-9 - origin;
     t0 = mono.tv_sec + mono.tv_nsec * 1e-9 - (behind > 0 ? behind : 0);
     mvp_sync_sends = getenv("MPVIS_SYNC_SENDS") && strcmp(getenv("MPVIS_SYNC_SENDS"), "1") == 0;
+    find_libraries();
     mvp_comm_init();
     mvp_replay_init();
     const char *addr = getenv("MPVIS_COLLECTOR");
