@@ -62,8 +62,12 @@ def main() -> None:
         out = subprocess.run(
             cmd, env=env, capture_output=True, text=True, timeout=1800, check=True
         ).stdout
+    cores = os.cpu_count() or 1
     print(f"load average at start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} "
-          f"({os.cpu_count()} cores); {args.reps} pairs of rounds per size")
+          f"({cores} cores); {args.reps} pairs of rounds per size")
+    if load[0] > cores - 1:
+        print("(the machine was busy: the two ranks poll while they wait, so other work "
+              "on its cores inflates both kinds of round unevenly; measure on an idle machine)")
     print(f"{'size':>8} {'plain us':>10} {'traced us':>10} {'overhead':>9} {'paired median':>14}"
           f" {'target':>7}")
     for m in re.finditer(r"RESULT (\d+) ([\d.e+-]+) ([\d.e+-]+) ([\d.e+-]+)", out):
