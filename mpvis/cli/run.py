@@ -382,10 +382,19 @@ def run_program(
                 f"({collector.refused or 'central process unreachable'})"
             )
         if session is None:
-            _say(f"mpiexec exited with status {returncode}; the trace is in the window")
+            if collector.unacked:  # the window closed or died during the run
+                where = f" ({collector.journal} holds them)" if collector.journal else ""
+                _say(f"the trace is incomplete: {collector.unacked_records} records lost: the "
+                     f"window did not take its last {collector.unacked} batches (closed or "
+                     f"killed?); only what it received is kept{where}")
+            else:
+                _say(f"mpiexec exited with status {returncode}; the trace is in the window")
             if args.out is not None:
                 _copy_journal(collector, args.out)
-            return 130 if interrupted else (EXIT_PROGRAM_FAILED if returncode else 0)
+            if interrupted:
+                return 130
+            return EXIT_PROGRAM_FAILED if returncode else (
+                EXIT_TRACE_INCOMPLETE if collector.unacked else 0)
         if not session.wait_end(DRAIN_WAIT):
             _say("warning: the run's end was not recorded in time")
         text, code = session.report()
@@ -430,7 +439,9 @@ def _incomplete(session: HeadlessSession, collector: Collector) -> str | None:
         why.append(f"{info['rejected']} records refused (malformed or out of sequence, "
                    "see the log above)")
     if collector.unacked:
-        why.append(f"{collector.unacked} batches of records never reached the central process")
+        lost += collector.unacked_records
+        why.append(f"{collector.unacked} batches ({collector.unacked_records} records) never "
+                   "reached the central process")
     if session.info is None:
         why.append("the end of the run was not recorded")
     if not why:

@@ -126,6 +126,7 @@ class Collector:
         # Sealed envelopes awaiting ACK: (batch, frame).
         self._unacked: deque[tuple[int, bytes]] = deque()
         self._unacked_bytes = 0
+        self._unacked_records: dict[int, int] = {}  # batch -> records in it
         self._next_batch = 0
         self._open_ranks = 0
         self._address: Address | None = None
@@ -202,6 +203,11 @@ class Collector:
     def unacked(self) -> int:
         """Envelopes not yet acknowledged by the central process."""
         return len(self._unacked)
+
+    @property
+    def unacked_records(self) -> int:
+        """Records in the envelopes not yet acknowledged (lost if it never comes)."""
+        return sum(self._unacked_records.values())
 
     # -- the loop ----------------------------------------------------------
 
@@ -288,6 +294,7 @@ class Collector:
             header = None
             self._unacked.append((self._next_batch, frame))
             self._unacked_bytes += len(frame)
+            self._unacked_records[self._next_batch] = len(part)
             self._next_batch += 1
         assert self._wake is not None and self._room is not None
         if self._unacked_bytes > self.max_unacked_bytes:
@@ -509,7 +516,9 @@ class Collector:
             if type(acked) is not int:
                 return
             while self._unacked and self._unacked[0][0] <= acked:
-                self._unacked_bytes -= len(self._unacked.popleft()[1])
+                batch, frame = self._unacked.popleft()
+                self._unacked_bytes -= len(frame)
+                self._unacked_records.pop(batch, None)
             assert self._room is not None
             if self._unacked_bytes <= self.max_unacked_bytes:
                 self._room.set()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from mpvis.cli.run import EXIT_TRACE_INCOMPLETE
 from mpvis.collector.mpiexec import find_mpiexec
 
 pytestmark = [
@@ -217,3 +218,52 @@ def socket_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+#: A ping-pong that lasts a few seconds, then ends.
+FINITE = FOREVER.replace("while True:", "while i < 4000:")
+
+WINDOW = """
+import sys, time
+from pathlib import Path
+from mpvis.collector.central import CentralProcess
+c = CentralProcess(journal_dir=sys.argv[1]).start()
+c.advertise(Path(sys.argv[2]))
+print("UP", flush=True)
+time.sleep(600)
+"""
+
+
+def test_the_window_killed_mid_stream_is_an_incomplete_trace_not_a_hang(
+        tmp_path: Path) -> None:
+    """A window (its central process) SIGKILLed while a run streams to it: the
+    run still ends, says how many records the window did not take and exits
+    non-zero (it said "the trace is in the window", exit 0); nothing is left."""
+    (tmp_path / "finite.py").write_text(FINITE)
+    (tmp_path / "journals").mkdir()
+    rendezvous = tmp_path / "window.json"
+    window = subprocess.Popen([sys.executable, "-c", WINDOW, str(tmp_path / "journals"),
+                               str(rendezvous)], stdout=subprocess.PIPE, text=True)
+    assert window.stdout is not None and window.stdout.readline().strip() == "UP"
+    env = dict(os.environ, MPVIS_RENDEZVOUS=str(rendezvous))
+    run = subprocess.Popen([sys.executable, "-m", "mpvis", "run", "-n", "2", "--",
+                            "finite.py"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        assert run.stdout is not None
+        assert "RUNNING" in run.stdout.readline()
+        procs = run_processes(run.pid, str(tmp_path / "finite.py"))
+        window.kill()
+        window.wait()
+        _, err = run.communicate(timeout=120)
+        assert run.returncode == EXIT_TRACE_INCOMPLETE, err
+        lost = int(err.split("the trace is incomplete: ")[1].split(" records lost")[0])
+        assert lost > 0 and "the window did not take" in err
+        deadline = time.monotonic() + SURVIVAL_LIMIT
+        while alive(procs) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not alive(procs)
+    finally:
+        for p in (run, window):
+            if p.poll() is None:
+                p.kill()
