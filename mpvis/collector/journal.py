@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 
 Record = dict[str, Any]
 
+#: Records written and flushed at a time: if the disk fills up, the pieces
+#: before the failing one stay in the file.
+WRITE_PIECE = 1024
 #: Refusals logged one by one per journal; later ones are only counted.
 LOGGED_REFUSALS = 20
 
@@ -128,20 +131,27 @@ class Journal:
         if self.failed is not None:
             self.unwritten += len(good)
             return []
+        written: list[Record] = []
+        done = 0
         try:
-            try:
-                self._writer.write_many(good)
-            except (TypeError, ValueError):
-                # Some value cannot be written as JSON (msgpack bytes, say): sort them out.
-                good = self._write_one_by_one(good)
-            self._writer.flush()
+            while done < len(good):  # in pieces: a failure keeps every piece before it
+                piece = good[done:done + WRITE_PIECE]
+                try:
+                    self._writer.write_many(piece)
+                except (TypeError, ValueError):
+                    # Some value cannot be written as JSON (msgpack bytes, say): sort them out.
+                    piece = self._write_one_by_one(piece)
+                self._writer.flush()
+                if self._good_size is not None:
+                    self._good_size = self.path.stat().st_size
+                done += WRITE_PIECE
+                written += piece
         except OSError as exc:
-            self._fail(exc, len(good))
-            return []
-        if self._good_size is not None:
-            self._good_size = self.path.stat().st_size
-        self.written += len(good)
-        return good
+            self.written += len(written)
+            self._fail(exc, len(good) - min(done, len(good)))
+            return written
+        self.written += len(written)
+        return written
 
     def _fail(self, exc: OSError, pending: int) -> None:
         self.failed = (f"cannot write the trace {self.path}: {exc.strerror or exc}; it keeps "
