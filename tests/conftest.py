@@ -10,8 +10,17 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that launches real ``mpiexec`` is ``slow`` too (seconds per
+    launch), so ``pytest -m "not slow"`` is the fast suite (README, "Tests")."""
+    for item in items:
+        if item.get_closest_marker("mpi") is not None:
+            item.add_marker(pytest.mark.slow)

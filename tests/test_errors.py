@@ -5,6 +5,7 @@ two public ones share a name."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from collections import Counter
 from pathlib import Path
@@ -18,6 +19,7 @@ ROOT = Path(__file__).parent.parent / "mpvis"
 NOT_ERRORS = {"LoadCancelled"}
 
 
+@functools.cache
 def _exception_classes() -> list[tuple[str, str]]:
     """(module, class) of every top-level class in mpvis that is an exception."""
     found = []

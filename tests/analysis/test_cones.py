@@ -16,6 +16,7 @@ from mpvis.sim.api import simulate
 from tests.analysis.test_cones_traces import build_model, hb_graph, random_trace
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None)
 @given(st.integers(0, 2**32))
 def test_cones_match_reachability(seed: int) -> None:

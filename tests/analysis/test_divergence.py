@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,7 @@ def _model(name: str, seed: int) -> ModelManager:
     return m
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(st.sampled_from(["wildcard_race", "master_worker", "false_race"]),
        st.integers(0, 30), st.integers(0, 30))

@@ -39,6 +39,7 @@ def test_samples_same_verdict_and_real_conflicts(path: Path) -> None:
     assert load_trace(path).event_count == later.model.event_count
 
 
+@pytest.mark.slow
 def test_random_executions_same_verdict() -> None:
     for seed in range(200):
         header, recs = random_execution(seed, 3, steps=18)

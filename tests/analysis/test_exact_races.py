@@ -32,6 +32,7 @@ def _key(races: Any) -> set[tuple[int, int, tuple[int, int], tuple[int, int]]]:
     return {(r.rank, r.recv, r.s1, r.s2) for r in races}
 
 
+@pytest.mark.slow
 def test_random_executions_agree_with_the_oracle() -> None:
     racy = 0
     for seed in range(SEEDS):

@@ -96,6 +96,7 @@ def _random_order(seed: int, n: int, density: float) -> list[int]:
     return preds
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 2**32), st.integers(0, 8), st.floats(0.0, 0.7))
 def test_count_matches_enumeration(seed: int, n: int, density: float) -> None:
@@ -103,6 +104,7 @@ def test_count_matches_enumeration(seed: int, n: int, density: float) -> None:
     assert count_orderings(preds) == enumerate_count(preds)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 2**32), st.integers(1, 8), st.floats(0.0, 0.8))
 def test_series_parts_by_definition(seed: int, n: int, density: float) -> None:

@@ -62,6 +62,7 @@ def test_groups_partition_the_races_by_their_sites(races: list[dict[str, Any]]) 
         assert sum(g["verdicts"].values()) == g["count"]
 
 
+@pytest.mark.slow
 def test_a_task_farm_reads_as_one_line() -> None:
     races = [{"method": "classifier", "rank": 0, "comm": 0, "recvs": [2 * i, 2 * i + 2],
               "sites": ["/home/u/farm/farm.py:34", "/home/u/farm/farm.py:34"], "situation": 16,

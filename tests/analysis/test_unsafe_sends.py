@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,6 +46,7 @@ def consume(recv_seq: int, src: int, send_seq: int, tag: int = 0) -> Rec:
 FINAL: Rec = {"kind": "final"}
 
 
+@pytest.mark.slow
 @settings(max_examples=250, deadline=None)
 @given(st.integers(0, 10**9), st.sampled_from([(2, 8), (3, 6), (4, 3)]))
 def test_re_execution_agrees_with_the_brute_force_oracle(seed: int, shape: tuple[int, int]

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mpvis.analysis.race_suppress import settings_path
 from mpvis.tracefile.reader import read_header
 
@@ -22,6 +24,7 @@ def _check(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120, check=False)
 
 
+@pytest.mark.slow
 def test_json_has_groups_and_summary_prints_them(tmp_path: Path) -> None:
     rep = json.loads(_check(tmp_path, str(FARM), "--json").stdout)
     classifier = [g for g in rep["groups"] if g["method"] == "classifier"]
@@ -42,6 +45,7 @@ def test_json_has_groups_and_summary_prints_them(tmp_path: Path) -> None:
     assert any(ln.startswith("  LEGITIMATE: a real race") for ln in lines)
 
 
+@pytest.mark.slow
 def test_suppress_file_and_window_settings_decide_the_exit_code(tmp_path: Path) -> None:
     sup = tmp_path / "intended.txt"
     sup.write_text(IDENT + "\n")
@@ -60,6 +64,7 @@ def test_suppress_file_and_window_settings_decide_the_exit_code(tmp_path: Path) 
                and e["verdict"] == "legitimate")
 
 
+@pytest.mark.slow
 def test_unreadable_suppress_file_is_a_usage_error(tmp_path: Path) -> None:
     proc = _check(tmp_path, str(FARM), "--suppress", str(tmp_path / "nope.json"))
     assert proc.returncode == 2 and "--suppress: cannot read" in proc.stderr

@@ -27,6 +27,7 @@ def _headless_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "argv", [[], ["open"], ["open", str(SAMPLE)], ["demo", "--gui"], ["demo", "ring", "--gui"]]
 )
@@ -47,6 +48,7 @@ def test_window_commands_without_display_say_so_and_exit(
     assert not (tmp_path / "window.json").exists()  # nothing advertised
 
 
+@pytest.mark.slow
 def test_unreachable_local_display_is_named(tmp_path: Path) -> None:
     env = _headless_env(tmp_path)
     env["DISPLAY"] = ":987"  # no X server has this socket

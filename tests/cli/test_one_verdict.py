@@ -22,6 +22,7 @@ def _summary(text: str) -> str:
     return [ln for ln in text.splitlines() if ln.startswith("Summary:")][-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "scenario",
     ["p2p_deadlock", "lock_cycle", "collective_mismatch", "lock_chain", "wildcard_race", "ring"],

@@ -26,6 +26,7 @@ def ok_program(tmp_path: Path) -> Path:
     return prog
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("out", "says"),
     [
@@ -43,6 +44,7 @@ def test_unwritable_out_is_named_before_the_run(
     assert "must never run" not in p.stderr + p.stdout  # mpiexec never started
 
 
+@pytest.mark.slow
 def test_missing_program_and_syntax_error(tmp_path: Path) -> None:
     p = _mpvis(tmp_path, "run", "-n", "2", "--", "absent.py")
     assert p.returncode == 2 and "no such program: absent.py" in p.stderr
@@ -56,6 +58,7 @@ def test_missing_program_and_syntax_error(tmp_path: Path) -> None:
     assert not list(tmp_path.glob("mpvis-run-*.jsonl"))  # nothing was recorded
 
 
+@pytest.mark.slow
 def test_a_program_with_no_mpi_call_says_so(tmp_path: Path) -> None:
     prog = tmp_path / "plain.py"
     prog.write_text("print('no MPI here')\n")
@@ -64,6 +67,7 @@ def test_a_program_with_no_mpi_call_says_so(tmp_path: Path) -> None:
     assert "the program made no MPI call" in p.stderr
 
 
+@pytest.mark.slow
 def test_a_failing_program_has_its_own_exit_code(tmp_path: Path) -> None:
     prog = tmp_path / "fails.py"
     prog.write_text("from mpi4py import MPI\nMPI.COMM_WORLD.Barrier()\nraise SystemExit(1)\n")
@@ -72,6 +76,7 @@ def test_a_failing_program_has_its_own_exit_code(tmp_path: Path) -> None:
     assert "the program failed" in p.stderr
 
 
+@pytest.mark.slow
 def test_predicate_on_a_variable_never_recorded_says_so(tmp_path: Path) -> None:
     trace = ROOT / "sample_traces" / "deadlock_recv_recv.jsonl"
     p = _mpvis(tmp_path, "predicate", str(trace), "--define", "a=0:phse=='exchange'",

@@ -79,6 +79,7 @@ def _closed_by_peer(sock: socket.socket, within: float) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_a_slow_hello_does_not_keep_its_connection(central: CentralProcess) -> None:
     """One deadline for the whole HELLO (hello_timeout=2 s in the fixture): a byte
     every half second used to reset it forever."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from PySide6 import QtGui
 
 from mpvis.gui.diagram import DiagramView
@@ -59,6 +60,7 @@ def test_density_can_be_turned_off(qtbot) -> None:  # type: ignore[no-untyped-de
     assert not view.density_shown and view._syms._xy.shape[0] > 0
 
 
+@pytest.mark.slow
 def test_256_ranks_fold_into_groups_that_expand_on_click(qtbot) -> None:  # type: ignore[no-untyped-def]
     from mpvis.gui.rank_folding import MAX_GROUPS, RankFolder, group_label
 

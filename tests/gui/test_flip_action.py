@@ -29,6 +29,7 @@ def answer(qtbot, ctl: FlipController, text: str) -> None:  # type: ignore[no-un
     qtbot.mouseClick(button, QtCore.Qt.MouseButton.LeftButton)
 
 
+@pytest.mark.slow
 def test_a_trace_cannot_run_a_program_unasked(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     """A trace whose header names a program: the window shows the exact command
     and runs nothing unless the user says Run (issue 15)."""

@@ -57,6 +57,7 @@ def test_stop_from_the_window_keeps_the_run_in_out(qtbot, tmp_path: Path) -> Non
         live.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("argv", [["open"], ["demo", "ring", "--gui", "--speed", "0"]])
 def test_sigterm_removes_the_windows_temporary_files(tmp_path: Path, argv: list[str]) -> None:

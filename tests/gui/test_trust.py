@@ -298,6 +298,7 @@ def test_go_to_an_event_a_rank_and_a_site(qtbot) -> None:  # type: ignore[no-unt
     assert not box.go("nowhere.py:1") and "no event at a site" in win.statusBar().currentMessage()
 
 
+@pytest.mark.slow
 def test_loading_announces_every_phase_and_its_progress(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from mpvis.gui.loader import PHASES
     from mpvis.protocol.records import make_header

@@ -127,6 +127,7 @@ def _detect(events: list[tuple], nprocs: int) -> list[tuple[int, int]]:
     return traced
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(st.data(), st.integers(2, 4), st.integers(1, 30))
 def test_detector_traces_exactly_what_figure_3a_traces(

@@ -7,6 +7,7 @@ import itertools
 import random
 
 import networkx as nx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -68,6 +69,7 @@ def test_happened_before_matches_graph_reachability(seed: int, nprocs: int) -> N
         assert vc == [sum(1 for x in anc if x[0] == r) for r in range(nprocs)]
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.integers(0, 10**9))
 def test_report_does_not_depend_on_arrival_order(seed: int) -> None:

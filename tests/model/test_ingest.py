@@ -14,6 +14,7 @@ from typing import Any
 from unittest.mock import patch
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -253,12 +254,14 @@ def valid_records() -> st.SearchStrategy[dict[str, Any]]:
 
 # ----------------------------------------------------------------------- tests
 
+@pytest.mark.slow
 @settings(max_examples=600)
 @given(batches())
 def test_same_as_reference(batch: list[Any]) -> None:
     check_both(batch)
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(st.lists(valid_records(), max_size=40),
        st.sampled_from(["seq", "tag", "req", "recv", "comm", "size"]),
@@ -290,6 +293,7 @@ FULL = [
 ]
 
 
+@pytest.mark.slow
 def test_every_odd_value_of_every_checked_field() -> None:
     """Each odd value in each field of each kind, amid records of the same shape."""
     for full in FULL:

@@ -96,6 +96,7 @@ def test_false_spurious_ring_master_worker() -> None:
     assert mw.count("legitimate") >= 5 and "false" in mw
 
 
+@pytest.mark.slow
 def test_check_cli_exit_codes_and_json(tmp_path: Path) -> None:
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "mpvis", "check", *args],

@@ -220,6 +220,7 @@ def _mutate(draw: st.DrawFn, data: bytes) -> bytes:
     return b"".join(lines)
 
 
+@pytest.mark.slow
 def test_fuzz_mutated_traces(tmp_path: Path) -> None:
     """Every mutated trace gives a clean error naming the file, or a report that
     counts every event line of the file (nothing silently dropped)."""

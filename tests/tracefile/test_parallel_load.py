@@ -29,6 +29,7 @@ def big_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_same_model_either_way(big_trace: Path) -> None:
     here = load_trace(big_trace, parallel=False)
     there = load_trace(big_trace, parallel=True)
