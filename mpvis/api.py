@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 import numpy as np
 
 from mpvis.analysis.cones import Cone, cone_of
+from mpvis.analysis.exact_offline import all_conflicts as all_conflicts_of
 from mpvis.analysis.pipeline import Analyses
 from mpvis.analysis.predicates import (
     Cut,
@@ -51,7 +52,7 @@ from mpvis.model.entities import Event, Message, Process, Views, event_at
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as R
 from mpvis.tables import Tables, arrow_tables, pandas_tables
-from mpvis.tracefile.reader import TraceFileError, load_trace, read_header
+from mpvis.tracefile.reader import TraceFileError, iter_records, load_trace, read_header
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -153,7 +154,18 @@ class Run:
         prints it: races (each with its ``group``), ``groups`` by site pair,
         deadlocks, errors, ranks.  No race is marked ``suppressed`` (the
         window's intended races are the CLI's)."""
-        rep = self.analyses.report()
+        return self.check()
+
+    def check(self, *, nonadjacent: bool = False, all_conflicts: bool = False) -> Report:
+        """A fresh report with ``mpvis check``'s options: ``nonadjacent`` also
+        pairs every ``recv(-1,-1)`` with its non-adjacent later receives;
+        ``all_conflicts`` lists every conflicting (match, send) pair of the
+        exact test (an off-line pass over the whole file, re-read)."""
+        conflicts = None
+        if all_conflicts:
+            conflicts = all_conflicts_of((rec for _, rec in iter_records(self.path)),
+                                         self.nprocs)
+        rep = self.analyses.report(nonadjacent=nonadjacent, conflicts=conflicts)
         rep["groups"] = group_races(rep["races"], site_of=tolerant(self.model.site_of),
                                     base=program_dir(self.header))
         return rep

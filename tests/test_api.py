@@ -51,6 +51,18 @@ def test_findings_are_those_of_mpvis_check(trace: Path, capfd: pytest.CaptureFix
     assert run.races(shown=True) == shown
 
 
+@pytest.mark.parametrize("trace", [SAMPLES / "master_worker.jsonl",
+                                   SAMPLES / "situations" / "s16_RCR_.jsonl"],
+                         ids=lambda p: p.name)
+def test_check_options_are_those_of_the_cli(trace: Path, capfd: pytest.CaptureFixture[str]
+                                            ) -> None:
+    run = mpvis.open(trace)
+    _, report = _cli_json(capfd, "check", "--json", "--no-settings", "--nonadjacent",
+                          "--all-conflicts", str(trace))
+    assert run.check(nonadjacent=True, all_conflicts=True) == report
+    assert run.report == run.check()
+
+
 @pytest.mark.parametrize("trace", TRACES, ids=lambda p: p.name)
 def test_views_agree_with_the_records(trace: Path) -> None:
     """Every event view gives back its record; messages are the trace's sends,
