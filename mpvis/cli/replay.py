@@ -36,7 +36,7 @@ from typing import Any
 from mpvis.cli.errors import UserError
 from mpvis.cli.native import is_native_program
 from mpvis.cli.record_options import LAUNCH_MODULE, record_summary, run_unstreamed
-from mpvis.instrument.record_file import RankRecord, RecordError, read_record
+from mpvis.instrument.record_file import RankRecord, ReplayRecordError, read_record
 from mpvis.instrument.replay import Flip, find_flip, find_order, parse_anys, parse_order, plan_for
 from mpvis.instrument.replay_launch import parse_flip
 
@@ -102,7 +102,7 @@ def _program_after_dashdash(p: argparse.ArgumentParser) -> None:
 def replay(args: argparse.Namespace) -> int:
     try:
         records = read_record(args.record)
-    except RecordError as exc:
+    except ReplayRecordError as exc:
         raise UserError(f"record: {exc}") from None
     print(record_summary(args.record), flush=True)
     if args.stats:
@@ -119,7 +119,7 @@ def replay(args: argparse.Namespace) -> int:
         try:
             anys = parse_anys(args.anys)
             plan_for(records, anys[0], None, anys)  # check the calls named were recorded
-        except (RecordError, ValueError) as exc:
+        except (ReplayRecordError, ValueError) as exc:
             raise UserError(f"--anys: {exc}") from None
         print("completion order: " + ", ".join(
             f"Waitany {anys[0]}:{at} returns request {i}" for at, i in anys[1].items()),
@@ -127,7 +127,7 @@ def replay(args: argparse.Namespace) -> int:
     if args.order:
         try:
             flip = find_order(records, *parse_order(args.order))
-        except (RecordError, ValueError) as exc:
+        except (ReplayRecordError, ValueError) as exc:
             raise UserError(f"--order: {exc}") from None
         moves = [(flip.recv, flip.src, flip.send), *((m[0], m[1], m[3]) for m in flip.more)]
         print("order: " + ", ".join(f"receive {flip.rank}:{y} takes [{s}, {x}]"
@@ -135,7 +135,7 @@ def replay(args: argparse.Namespace) -> int:
     if args.flip:
         try:
             flip = find_flip(records, *parse_flip(args.flip))
-        except (RecordError, ValueError) as exc:
+        except (ReplayRecordError, ValueError) as exc:
             raise UserError(f"--flip: {exc}") from None
         print(
             f"flip: receive {flip.rank}:{flip.recv} takes the message sent at "

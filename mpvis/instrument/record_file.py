@@ -41,7 +41,6 @@ __all__ = [
     "VERSION",
     "RaceEntry",
     "RankRecord",
-    "RecordError",
     "RecordWriter",
     "ReplayRecordError",
     "chain",
@@ -57,10 +56,6 @@ class ReplayRecordError(MpvisError, ValueError):
 
     (Named apart from :class:`mpvis.protocol.records.RecordError`, a trace
     record breaking a rule of the spec.)"""
-
-
-#: The former name, kept while modules under other work still import it.
-RecordError = ReplayRecordError
 
 
 def chain(digest: int, src: int, send: int) -> int:

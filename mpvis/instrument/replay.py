@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from mpvis.instrument.hooks import MessageHooks
-from mpvis.instrument.record_file import RaceEntry, RankRecord, RecordError, chain
+from mpvis.instrument.record_file import RaceEntry, RankRecord, ReplayRecordError, chain
 
 __all__ = [
     "Flip", "ReplayHooks", "ReplayPlan", "find_flip", "find_order", "parse_anys", "parse_order",
@@ -118,14 +118,14 @@ def find_flip(records: list[RankRecord], rank: int, seq: int) -> Flip:
     its earlier receive takes this receive's message.
     """
     if not 0 <= rank < len(records):
-        raise RecordError(f"rank {rank} is not in the record ({len(records)} ranks)")
+        raise ReplayRecordError(f"rank {rank} is not in the record ({len(records)} ranks)")
     races = [e for e in records[rank].races if e.prev is not None and e.comm == 0]
     hit: RaceEntry | None = next((e for e in races if e.prev and e.prev[0] == seq), None)
     if hit is None:
         hit = next((e for e in races if e.recv == seq), None)
     if hit is None or hit.prev is None:
         known = ", ".join(f"{rank}:{e.prev[0]}/{e.recv}" for e in races if e.prev) or "none"
-        raise RecordError(
+        raise ReplayRecordError(
             f"{rank}:{seq} is not a receive of a recorded race "
             f"(races of rank {rank}, earlier/later receive: {known})"
         )
@@ -161,7 +161,7 @@ def find_order(records: list[RankRecord], rank: int, moves: list[tuple[int, int,
     the record when it was traced, else any tag on the replay channel.
     """
     if not 0 <= rank < len(records):
-        raise RecordError(f"rank {rank} is not in the record ({len(records)} ranks)")
+        raise ReplayRecordError(f"rank {rank} is not in the record ({len(records)} ranks)")
     took: dict[int, tuple[int, int]] = {}
     for e in records[rank].races:
         if e.comm == 0:
@@ -172,7 +172,7 @@ def find_order(records: list[RankRecord], rank: int, moves: list[tuple[int, int,
     for seq, _, _ in moves:
         if seq not in took:
             known = ", ".join(str(y) for y in sorted(took)) or "none"
-            raise RecordError(f"{rank}:{seq} is not a receive of a recorded race "
+            raise ReplayRecordError(f"{rank}:{seq} is not a receive of a recorded race "
                               f"(racing receives of rank {rank}: {known})")
     ordered = sorted(moves)
     full = [(y, s, tags.get((s, x), ANY_TAG), x) for y, s, x in ordered]
@@ -224,7 +224,7 @@ def plan_for(records: list[RankRecord], rank: int, flip: Flip | None = None,
     if anys is not None and anys[0] == rank:
         unknown = sorted(set(anys[1]) - set(plan.anys))
         if unknown:
-            raise RecordError(f"{rank}:{unknown[0]} is not a recorded Waitany of rank {rank} "
+            raise ReplayRecordError(f"{rank}:{unknown[0]} is not a recorded Waitany of rank {rank} "
                               f"(recorded: {', '.join(map(str, sorted(plan.anys))) or 'none'})")
         plan.any_changes = dict(anys[1])
         plan.anys.update(anys[1])

@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     runtime = start(program=" ".join(["python", *args]))
     try:
         close = install_layer(runtime, dict(os.environ))
-    except (OSError, ValueError) as exc:  # RecordError is a ValueError
+    except (OSError, ValueError) as exc:  # ReplayRecordError is a ValueError
         # Other ranks may be waiting in the channel's creation: end the whole job.
         print(f"mpvis: rank {runtime.world.Get_rank()}: {exc}", file=sys.stderr, flush=True)
         runtime.crash(str(exc))

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpvis.instrument.record import RaceDetector, RecordHooks
-from mpvis.instrument.record_file import RaceEntry, RecordError, RecordWriter, read_record
+from mpvis.instrument.record_file import RaceEntry, RecordWriter, ReplayRecordError, read_record
 
 ANY = -1
 
@@ -211,8 +211,8 @@ def test_read_record_round_trip_and_errors(tmp_path: Path) -> None:
     assert recs[1].races == [RaceEntry(0, 4, 5, 0, 3, 7, (2, 0, 1))]
     assert recs[1].anys == {9: 1} and recs[0].complete and recs[0].sends == 3
     (tmp_path / "rank-1.jsonl").write_text('{"kind": "record-header"}\n')
-    with pytest.raises(RecordError, match=r"rank-1\.jsonl:1"):
+    with pytest.raises(ReplayRecordError, match=r"rank-1\.jsonl:1"):
         read_record(tmp_path)
     (tmp_path / "rank-1.jsonl").unlink()
-    with pytest.raises(RecordError, match="missing"):
+    with pytest.raises(ReplayRecordError, match="missing"):
         read_record(tmp_path)

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpvis.analysis.replay_optimality import optimality
-from mpvis.instrument.record_file import RaceEntry, RankRecord, RecordError, chain
+from mpvis.instrument.record_file import RaceEntry, RankRecord, ReplayRecordError, chain
 from mpvis.instrument.replay import CHANNEL, POLL, USER, ReplayHooks, find_flip, plan_for
 
 
@@ -46,7 +46,7 @@ def test_flip_by_either_receive_of_a_race() -> None:
     assert (by_earlier.recv, by_earlier.src, by_earlier.send, by_earlier.was) == (3, 3, 2, (1, 2))
     by_later = find_flip(recs, 0, 9)  # 9 is no earlier receive: reverse its race with 6
     assert (by_later.recv, by_later.src, by_later.was) == (6, 2, (3, 2))
-    with pytest.raises(RecordError, match="0:3/6"):
+    with pytest.raises(ReplayRecordError, match="0:3/6"):
         find_flip(recs, 0, 4)
     plan = plan_for(recs, 0, by_earlier)
     assert plan.forced == {3: (3, 2, 2)}  # later deliveries are no longer pinned ...
