@@ -170,6 +170,16 @@ def intervals(layout: Layout) -> tuple[IntArray, IntArray, IntArray]:
     return np.concatenate(begins), np.concatenate(ends), np.concatenate(acts)
 
 
+def _add(out: npt.NDArray[np.float64] | npt.NDArray[np.int64], row: IntArray, col: IntArray,
+         weights: FloatArray | float = 1.0) -> None:
+    """``out[row, col] += weights``, repeated cells summed (``np.add.at``, but with
+    ``np.bincount``: several times faster on a million cells)."""
+    nrows, width = out.shape
+    w = None if np.isscalar(weights) and weights == 1.0 else np.broadcast_to(weights, row.shape)
+    counts = np.bincount(row * width + col, weights=w, minlength=nrows * width)
+    out += counts[: nrows * width].reshape(nrows, width).astype(out.dtype, copy=False)
+
+
 def _cover(out: npt.NDArray[np.float64], row: IntArray, a: FloatArray, b: FloatArray) -> None:
     """Add to ``out[row, col]`` the length of ``[a, b]`` (pixel units) inside column ``col``."""
     w = out.shape[1]
@@ -182,15 +192,15 @@ def _cover(out: npt.NDArray[np.float64], row: IntArray, a: FloatArray, b: FloatA
     ia = np.minimum(np.floor(a).astype(np.int64), w - 1)
     ib = np.minimum(np.floor(b).astype(np.int64), w - 1)
     same = ia == ib
-    np.add.at(out, (row[same], ia[same]), (b - a)[same])
+    _add(out, row[same], ia[same], (b - a)[same])
     d = ~same
     r, ia, ib, a, b = row[d], ia[d], ib[d], a[d], b[d]
-    np.add.at(out, (r, ia), ia + 1 - a)
-    np.add.at(out, (r, ib), b - ib)
+    _add(out, r, ia, ia + 1 - a)
+    _add(out, r, ib, b - ib)
     # full columns ia+1 .. ib-1: a difference array along each row
     diff = np.zeros((out.shape[0], w + 1))
-    np.add.at(diff, (r, ia + 1), 1.0)
-    np.add.at(diff, (r, ib), -1.0)
+    _add(diff, r, ia + 1, 1.0)
+    _add(diff, r, ib, -1.0)
     out += np.cumsum(diff, axis=1)[:, :w]
 
 
@@ -232,14 +242,16 @@ def activity_density(
     px = (xs - x0) * scale
     inside = (rows >= 0) & (px >= 0) & (px < width)  # NaN x: not inside
     col = np.where(inside, px, 0).astype(np.int64)
-    np.add.at(events, (rows[inside], col[inside]), 1)
+    _add(events, rows[inside], col[inside])
     send = kind == _SEND
     receive = (kind == _RECV) | (kind == _CONSUME)
     # a message is one send and one receive: its recv and its consume count half each
     for act, mask, w in ((SENDING, send, 1.0), (RECEIVING, receive, 0.5),
                          (OTHER, ~(send | receive), 1.0)):
         sel = inside & mask
-        np.add.at(shares[..., act], (rows[sel], col[sel]), w)
+        plane = np.zeros((nrows, width))
+        _add(plane, rows[sel], col[sel], w)
+        shares[..., act] = plane
     begin, end, act_of = spans if spans is not None else intervals(layout)
     if len(begin):
         ra = rows[begin]
