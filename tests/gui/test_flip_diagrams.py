@@ -14,6 +14,7 @@ from mpvis.collector.mpiexec import find_mpiexec
 from mpvis.gui.flip_action import FlipController
 from mpvis.gui.window import MainWindow
 from mpvis.protocol import records as rk
+from tests.gui.test_flip_action import answer
 
 pytestmark = [
     pytest.mark.gui,
@@ -45,6 +46,7 @@ def test_flipped_run_is_drawn_beside_the_recorded_one(qtbot, tmp_path: Path) -> 
     g = recvs[-1]  # the second racing receive: its flip changes what it takes
     which = f"{int(m.c_rank[g])}:{int(m.c_seq[g])}"
     ctl.flip(g)
+    answer(qtbot, ctl, "Run")  # the window asks before running what a trace names
     qtbot.waitUntil(lambda: ctl.dialog is not None, timeout=120000)
     assert ctl.flipped_path == tmp_path / "rec" / f"flip-{which.replace(':', '-')}.jsonl"
     assert ctl.flipped_path.is_file() and ctl.flipped is not None  # the trace is saved
