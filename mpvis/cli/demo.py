@@ -177,7 +177,9 @@ def _join(streamer: _Streamer, pump: Callable[[], object]) -> bool:
 
 
 def _headless(name: str, seed: int, speed: float, out: Path | None) -> int:
-    logging.getLogger("mpvis.collector").setLevel(logging.ERROR)
+    quiet = logging.getLogger("mpvis.collector")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # the simulated ranks' warnings are not the user's
     tmp = None if out is not None else tempfile.TemporaryDirectory(prefix="mpvis-demo-")
     path = Path(tmp.name) / f"{name}.jsonl" if tmp is not None else out
     assert path is not None
@@ -191,6 +193,7 @@ def _headless(name: str, seed: int, speed: float, out: Path | None) -> int:
         finally:
             session.stop()
     finally:
+        quiet.setLevel(level)  # as it was (main() may run again in this process)
         if tmp is not None:
             tmp.cleanup()
 
