@@ -2,7 +2,9 @@
 
 In a run across machines (``mpvis run --listen HOST:PORT``) every machine but
 the one running ``mpvis run`` needs its own collector (MPVisualizer, section 2):
-its ranks connect to it on loopback (``MPVIS_COLLECTOR``, propagated by
+with ``MPVIS_TLS_PIN`` (printed by ``mpvis run --listen``) its link to the
+central process is TLS, the certificate checked against that pin; its ranks
+connect to it on loopback (``MPVIS_COLLECTOR``, propagated by
 mpiexec, names the port), and it forwards to the central process, presenting
 the run's token (``MPVIS_TOKEN`` or ``--token-file``: never on the command
 line, :mod:`mpvis.cli.token_args`).  It keeps retrying until the central process is up, and exits
@@ -13,6 +15,7 @@ what it has.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -54,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
     if token is None:
         raise UserError("no token: set MPVIS_TOKEN or give --token-file (mpvis run --listen "
                         "prints the command)")
-    collector = Collector(central, token, args.run, port=args.port)
+    pin = os.environ.get("MPVIS_TLS_PIN") or None  # TLS (mpvis.collector.tls)
+    collector = Collector(central, token, args.run, port=args.port, tls_pin=pin)
     try:
         collector.start()
     except OSError as exc:

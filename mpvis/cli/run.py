@@ -25,6 +25,7 @@ import secrets
 import shlex
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -56,6 +57,7 @@ from mpvis.collector.mpiexec import (
     stop_group,
 )
 from mpvis.collector.rendezvous import discover
+from mpvis.collector.tls import TlsError, server_context
 from mpvis.protocol.records import make_header
 from mpvis.tracefile.reader import TraceFileError
 from mpvis.tracefile.spill import merge_spills, spill_files
@@ -307,12 +309,14 @@ def run_program(
         if args.out is None:
             check_out(out)
         host, port = listen or ("127.0.0.1", 0)
+        tls, pin = _tls_for(listen)
         try:
-            session = HeadlessSession(out, host, port, token).start()
+            session = HeadlessSession(out, host, port, token, tls=tls).start()
         except OSError as exc:
             raise UserError(f"cannot listen on {format_address((host, port))}: {exc}") from None
         collector = Collector(
-            session.central.address, token, run_id, header=header, port=collector_port
+            session.central.address, token, run_id, header=header, port=collector_port,
+            tls_pin=pin,
         )
         try:
             collector.start()
@@ -321,7 +325,8 @@ def run_program(
             raise UserError(f"cannot start the collector on port {collector_port}: {exc}") from None
         _say(f"recording to {out}")
         if listen:
-            _print_remote_instructions(session.central.address, token, run_id, collector_port)
+            _print_remote_instructions(session.central.address, token, run_id, collector_port,
+                                       pin)
 
     _log_to_stderr()
     env = dict(os.environ)
@@ -614,11 +619,25 @@ def _copy_journal(collector: Collector, out: Path) -> None:
     _say(f"trace written to {out}")
 
 
+def _tls_for(listen: tuple[str, int] | None) -> tuple[ssl.SSLContext | None, str | None]:
+    """TLS for a run listening beyond loopback: the central process's context and
+    the pin the collectors check (:mod:`mpvis.collector.tls`)."""
+    if listen is None or is_loopback(listen[0]):
+        return None, None
+    try:
+        return server_context()
+    except TlsError as exc:
+        raise UserError(f"--listen: {exc}") from None
+
+
 def _print_remote_instructions(
-    central: tuple[str, int], token: str, run_id: str, collector_port: int
+    central: tuple[str, int], token: str, run_id: str, collector_port: int,
+    pin: str | None = None,
 ) -> None:
-    # The token goes in the environment, never on a command line (/proc).
-    cmd = f"MPVIS_TOKEN={shlex.quote(token)} " + shlex.join(
+    # The token goes in the environment, never on a command line (/proc);
+    # with TLS, so does the certificate's pin.
+    tls = f"MPVIS_TLS_PIN={pin} " if pin else ""
+    cmd = f"MPVIS_TOKEN={shlex.quote(token)} {tls}" + shlex.join(
         [
             "mpvis",
             "collector",

@@ -47,6 +47,7 @@ import contextlib
 import datetime as dt
 import logging
 import os
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,8 +146,11 @@ class CentralProcess:
         max_payload: int = MAX_PAYLOAD,
         hello_timeout: float = 10.0,
         end_grace: float = 2.0,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
+        #: TLS server context (runs across machines, :mod:`mpvis.collector.tls`)
+        self.tls = tls
         self.port = port
         self.token = token if token is not None else new_token()
         self.journal_dir = Path(journal_dir) if journal_dir is not None else Path.cwd()
@@ -220,7 +224,9 @@ class CentralProcess:
     # -- server ----------------------------------------------------------
 
     async def _main(self, stop: asyncio.Event) -> None:
-        server = await asyncio.start_server(self._serve, self.host, self.port)
+        server = await asyncio.start_server(
+            self._serve, self.host, self.port, ssl=self.tls,
+            ssl_handshake_timeout=self.hello_timeout if self.tls is not None else None)
         sock = server.sockets[0].getsockname()
         self._address = (sock[0], sock[1])
         log.info("central process listening on %s", format_address(self._address))

@@ -41,6 +41,7 @@ from typing import Any
 from mpvis.collector.auth import Address, format_address, token_matches
 from mpvis.collector.loopthread import Connections, LoopThread
 from mpvis.collector.symbolize import SiteSymbolizer
+from mpvis.collector.tls import TlsError, check_pin, client_context
 from mpvis.protocol import messages as m
 from mpvis.protocol.compact import CompactDecoder
 from mpvis.protocol.framing import (
@@ -99,8 +100,12 @@ class Collector:
         reconnect_max: float = 2.0,
         hello_timeout: float = 10.0,
         max_payload: int = MAX_PAYLOAD,
+        tls_pin: str | None = None,
     ) -> None:
         self.central = central
+        #: With a pin, the link to the central process is TLS and its certificate
+        #: must have this fingerprint (:mod:`mpvis.collector.tls`).
+        self.tls_pin = tls_pin
         self.token = token
         self.run = run
         self.host = host
@@ -444,10 +449,21 @@ class Collector:
                 delay = min(delay * 2, self.reconnect_max)
             first = False
             try:
-                reader, writer = await asyncio.open_connection(*self.central)
+                reader, writer = await asyncio.open_connection(
+                    *self.central, ssl=client_context() if self.tls_pin else None,
+                    ssl_handshake_timeout=self.hello_timeout if self.tls_pin else None)
             except OSError as exc:
                 log.info("collector: cannot reach %s: %s", format_address(self.central), exc)
                 continue
+            if self.tls_pin is not None:
+                try:
+                    check_pin(writer.get_extra_info("ssl_object"), self.tls_pin)
+                except TlsError as exc:
+                    writer.close()
+                    self.refused = str(exc)
+                    log.error("collector: %s", exc)
+                    self.stopped_by_central.set()
+                    break
             try:
                 await self._pump(reader, writer)
             except (ConnectionError, OSError) as exc:

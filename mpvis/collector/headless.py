@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import ssl
 import time
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,8 @@ class HeadlessSession:
     """
 
     def __init__(
-        self, journal_path: Path, host: str = "127.0.0.1", port: int = 0, token: str | None = None
+        self, journal_path: Path, host: str = "127.0.0.1", port: int = 0, token: str | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self._queue: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
         self.central = CentralProcess(
@@ -48,6 +50,7 @@ class HeadlessSession:
             on_run_start=lambda header, path: self._queue.put(("start", header)),
             on_records=lambda recs: self._queue.put(("records", recs)),
             on_run_end=lambda info: self._queue.put(("end", info)),
+            tls=tls,
         )
         self.analyses: Analyses | None = None
         self.info: dict[str, Any] | None = None
