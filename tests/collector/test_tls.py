@@ -77,3 +77,32 @@ def test_a_plain_text_client_gets_nothing_through(tls_central: tuple[CentralProc
     except OSError:
         pass
     assert not recorded.records  # its HELLO was never read as one
+
+
+@pytest.mark.mpi
+@pytest.mark.timeout(180)
+def test_mpvis_run_listen_beyond_loopback_uses_tls(tmp_path: Path) -> None:
+    """``mpvis run --listen 0.0.0.0:P``: the run goes through its own TLS link, and
+    the command printed for the other machines carries the pin (and the token) in
+    its environment."""
+    import os
+    import subprocess
+    import sys
+
+    from mpvis.collector.mpiexec import find_mpiexec
+
+    if find_mpiexec() is None:
+        pytest.skip("no mpiexec")
+    (tmp_path / "g.py").write_text(
+        "from mpi4py import MPI\nc = MPI.COMM_WORLD\nc.allreduce(c.Get_rank())\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = dict(os.environ, MPVIS_RENDEZVOUS=str(tmp_path / "no-window.json"))
+    done = subprocess.run([sys.executable, "-m", "mpvis", "run", "--listen", f"0.0.0.0:{port}",
+                           "-n", "2", "--out", "t.jsonl", "--", "g.py"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=150, check=False)
+    assert done.returncode == 0, done.stderr
+    cmd = next(x for x in done.stderr.splitlines() if "mpvis collector" in x).split()
+    assert cmd[0].startswith("MPVIS_TOKEN=") and cmd[1].startswith("MPVIS_TLS_PIN=sha256:")
+    assert len(journal_lines(tmp_path / "t.jsonl")) == 1 + 6
