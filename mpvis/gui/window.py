@@ -25,6 +25,7 @@ from mpvis.gui import (
     actions,
     cones_overlay,
     flip_action,
+    message_matrix_panel,  # noqa: F401  (registers its panel on import)
     orderings_view,
     predicate_panel,  # noqa: F401  (registers its panel on import)
 )

@@ -96,3 +96,31 @@ def test_group_labels() -> None:
     assert group_label([5]) == "rank 5"
     assert group_label([3, 4, 5]) == "ranks 3-5 (3)"
     assert group_label([0, 2, 9]) == "ranks 0, 2… (3)"
+
+
+def test_message_matrix_panel_follows_the_view(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from mpvis.gui.window import MainWindow
+    from mpvis.scene.density import message_matrix
+
+    m = ModelManager(make_header(6))
+    m.add_batch(list(generate_records(5_000, 6, seed=4)))
+    m.finish()
+    win = MainWindow()
+    qtbot.addWidget(win)
+    win.show()
+    win.set_model(m, "synthetic")
+    dock = win.docks["messages"]
+    assert not dock.isVisible()  # hidden until asked for
+    dock.setVisible(True)
+    panel = dock.widget()
+    panel.refresh()
+    lay = win.diagram.layout_
+    assert lay is not None
+    view = win.diagram.data_viewport()
+    assert np.array_equal(panel.matrix, message_matrix(lay, win.diagram.logical, view.x0, view.x1))
+    assert panel.matrix.sum() > 0
+    x = lay.x(False)
+    lo = float(np.nanmin(x))
+    win.diagram.zoom_x(lo, lo + (float(np.nanmax(x)) - lo) / 50)
+    panel.refresh()
+    assert 0 < panel.matrix.sum() < message_matrix(lay, False).sum()
