@@ -45,10 +45,11 @@ class DensityItem(pg.GraphicsObject):
             self.update()
 
     def update_view(self, layout: Layout, logical: bool, view: Viewport,
-                    rows: IntArray | None = None) -> None:
+                    rows: IntArray | None = None, ids: IntArray | None = None) -> None:
         """Compute the density of ``view``'s ``x`` range, one column per
         :data:`COLUMN_PX` pixels; ``rows[rank]``: the row of each rank's activity
-        (folded groups share one), by default the layout's."""
+        (folded groups share one), by default the layout's; ``ids``: the events
+        that may be in view (:func:`activity_density`), by default all."""
         key = (id(layout), layout.count)
         if self._spans is None or self._spans_key != key:  # intervals: once per layout size
             self._spans, self._spans_key = intervals(layout), key
@@ -56,7 +57,7 @@ class DensityItem(pg.GraphicsObject):
         nrows = int(rows.max()) + 1 if len(rows) and rows.max() >= 0 else 0
         grid = activity_density(layout, logical, view.x0, view.x1,
                                 max(view.width_px // COLUMN_PX, 1),
-                                row_of_rank=rows, nrows=nrows, spans=self._spans)
+                                row_of_rank=rows, nrows=nrows, spans=self._spans, ids=ids)
         cells = density_rgba(grid)
         if cells.size == 0:
             self.clear()

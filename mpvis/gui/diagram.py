@@ -584,7 +584,13 @@ class DiagramView(pg.PlotWidget):
         if not dense:
             self._density.clear()
             return
-        self._density.update_view(lay, self.logical, view, self.density_rows)
+        fi = self._index  # events sorted by x: only those in view are counted
+        ids = None
+        if fi is not None and fi.layout is lay and fi.logical == self.logical:
+            ev = fi.events
+            ids = np.concatenate([ev.full.clip(view.x0, view.x1), ev.long.clip(view.x0, view.x1),
+                                  np.arange(fi.count, lay.count)])
+        self._density.update_view(lay, self.logical, view, self.density_rows, ids)
         for item in (self._proc, self._msg):
             item.set_segments(np.zeros((0, 4)))
         self._syms.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))

@@ -214,13 +214,16 @@ def activity_density(
     row_of_rank: IntArray | None = None,
     nrows: int | None = None,
     spans: tuple[IntArray, IntArray, IntArray] | None = None,
+    ids: IntArray | None = None,
 ) -> DensityGrid:
     """The activity of every row over ``width`` pixel columns covering ``[x0, x1]``.
 
     ``row_of_rank[r]`` is rank ``r``'s row (``-1``: not shown); by default the
     layout's rows.  Ranks sharing a row are averaged (time shares) or summed
     (event counts).  ``spans``: :func:`intervals` of the layout, when the caller
-    keeps them between frames.
+    keeps them between frames.  ``ids``: the events that may lie in ``[x0, x1]``
+    (a superset; e.g. from the frame index's ``x``-sorted events), so that a
+    frame costs the visible events, not all of them; default every event.
     """
     if row_of_rank is None:
         row_of_rank = layout.rows.astype(np.int64)
@@ -235,10 +238,16 @@ def activity_density(
     if n == 0 or nrows == 0 or not span > 0:
         return DensityGrid(x0, x1, shares.astype(np.float32), events)
     scale = width / span
-    xs = layout.x(logical)[:n]
-    ranks = layout.ranks.astype(np.int64)
+    x_all = layout.x(logical)[:n]
+    rank_all = layout.ranks
+    kind_all = layout.model.c_kind.view()[:n]
+    if ids is None:
+        xs, ranks, kind = x_all, rank_all.astype(np.int64), kind_all
+    else:
+        ids = np.asarray(ids, dtype=np.int64)
+        ids = ids[ids < n]
+        xs, ranks, kind = x_all[ids], rank_all[ids].astype(np.int64), kind_all[ids]
     rows = row_of_rank[ranks]
-    kind = layout.model.c_kind.view()[:n]
     px = (xs - x0) * scale
     inside = (rows >= 0) & (px >= 0) & (px < width)  # NaN x: not inside
     col = np.where(inside, px, 0).astype(np.int64)
@@ -254,8 +263,8 @@ def activity_density(
         shares[..., act] = plane
     begin, end, act_of = spans if spans is not None else intervals(layout)
     if len(begin):
-        ra = rows[begin]
-        a, b = (xs[begin] - x0) * scale, (xs[end] - x0) * scale
+        ra = row_of_rank[rank_all[begin].astype(np.int64)]
+        a, b = (x_all[begin] - x0) * scale, (x_all[end] - x0) * scale
         ok = (ra >= 0) & np.isfinite(a) & np.isfinite(b)
         for act in (COLLECTIVE, BLOCKED):
             sel = ok & (act_of == act)

@@ -104,6 +104,11 @@ def test_density_matches_the_oracle(*, seed: int, nprocs: int, width: int, logic
     shares, events = _oracle(lay, recs, logical, x0, x1, width=width, rows=rows, nrows=nrows)
     assert np.array_equal(grid.events, events)
     assert np.allclose(grid.shares, shares, atol=1e-4)
+    # the same from only the events near the range (what the diagram passes)
+    near = np.flatnonzero((xs >= x0 - 1e-9) & (xs <= x1))
+    sub = activity_density(lay, logical, x0, x1, width, row_of_rank=np.asarray(rows),
+                           nrows=nrows, ids=near)
+    assert np.array_equal(sub.events, grid.events) and np.array_equal(sub.shares, grid.shares)
 
 
 def test_dominant_and_colours() -> None:
