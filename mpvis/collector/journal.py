@@ -158,8 +158,7 @@ class Journal:
                        f"the {self.written} records written before, later records are lost")
         self.unwritten += pending
         log.error("%s", self.failed)
-        with contextlib.suppress(OSError):
-            self._writer.close()  # its buffer may hold a part of a line: cut below
+        self._writer.abandon()  # its buffer may hold a part of a line: never written
         if self._good_size is not None:
             with contextlib.suppress(OSError):
                 os.truncate(self.path, self._good_size)

@@ -8,6 +8,8 @@ that writing the records received, in arrival order, gives a valid file).
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
@@ -68,6 +70,24 @@ class TraceWriter:
     def flush(self) -> None:
         """Hand buffered records to the operating system."""
         self._fh.flush()
+
+    def abandon(self) -> None:
+        """Stop writing after a failed write (a full disk): bytes still buffered are
+        discarded, never written later (a late flush at the old offset would
+        leave a hole of NUL bytes after the caller cut the file back).  The file's
+        descriptor is pointed at the null device, then closed."""
+        try:
+            fd = self._fh.fileno()
+        except (OSError, AttributeError, ValueError):
+            fd = None
+        if fd is not None:
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, fd)
+            finally:
+                os.close(null)
+        with contextlib.suppress(OSError, ValueError):
+            self._fh.close()
 
     def close(self) -> None:
         """Flush and close the file."""

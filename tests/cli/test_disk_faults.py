@@ -105,3 +105,31 @@ def test_read_only_output_directory_is_refused_before_mpiexec(tmp_path: Path,
     done = mpvis_run(tmp_path, small_disk / "t.jsonl", str(marker))
     assert done.returncode == 2 and "--out" in done.stderr and str(small_disk) in done.stderr
     assert not marker.exists()  # no rank ran
+
+
+def test_a_full_journal_never_leaves_nul_bytes_or_a_cut_line(small_disk: Path) -> None:
+    """The journal alone, filled up until a write fails, then dropped and
+    garbage-collected: whatever its buffer held is never written later (a late
+    flush at the old offset left a hole of NUL bytes once)."""
+    import gc
+
+    from mpvis.collector.journal import Journal
+    from mpvis.protocol.records import make_header
+
+    path = small_disk / "j.jsonl"
+    journal = Journal(path, make_header(1))
+    seq = 0
+    while journal.failed is None:
+        batch = [{"rank": 0, "seq": s, "kind": "state", "vars": {"pad": "x" * 300}}
+                 for s in range(seq, seq + 777)]
+        journal.append(batch)
+        seq += 777
+    assert "No space left on device" in journal.failed and str(path) in journal.failed
+    written = journal.written
+    journal.close()
+    del journal
+    gc.collect()
+    data = path.read_bytes()
+    assert b"\x00" not in data and data.endswith(b"\n")
+    lines = data.decode().splitlines()
+    assert [json.loads(x)["seq"] for x in lines[1:]] == list(range(written))

@@ -95,12 +95,14 @@ def test_mpvis_run_listen_beyond_loopback_uses_tls(tmp_path: Path) -> None:
         pytest.skip("no mpiexec")
     (tmp_path / "g.py").write_text(
         "from mpi4py import MPI\nc = MPI.COMM_WORLD\nc.allreduce(c.Get_rank())\n")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    with socket.socket() as s1, socket.socket() as s2:  # two free ports
+        s1.bind(("127.0.0.1", 0))
+        s2.bind(("127.0.0.1", 0))
+        port, cport = s1.getsockname()[1], s2.getsockname()[1]
     env = dict(os.environ, MPVIS_RENDEZVOUS=str(tmp_path / "no-window.json"))
     done = subprocess.run([sys.executable, "-m", "mpvis", "run", "--listen", f"0.0.0.0:{port}",
-                           "-n", "2", "--out", "t.jsonl", "--", "g.py"], cwd=tmp_path, env=env,
+                           "--collector-port", str(cport), "-n", "2", "--out", "t.jsonl",
+                           "--", "g.py"], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=150, check=False)
     assert done.returncode == 0, done.stderr
     cmd = next(x for x in done.stderr.splitlines() if "mpvis collector" in x).split()
