@@ -103,7 +103,7 @@ def test_every_wrapped_call_is_recorded_and_matches(
         assert [r["seq"] for r in rs] == list(range(len(rs))), rank
         tags = {r["tag"] for r in rs if r["kind"] == "send"}
         assert tags == set(range(1, 15)) - ({13} if rank != 2 else set()), rank
-        modes = {r["tag"]: r["mode"] for r in rs if r["kind"] == "send"}
+        modes = {r["tag"]: r.get("mode", "standard") for r in rs if r["kind"] == "send"}
         assert (modes[1], modes[2], modes[3], modes[4]) == (
             "standard", "buffered", "ready", "synchronous")
         # Sendrecv: a nonblocking send and receive of one call, completed together
@@ -486,7 +486,7 @@ def test_sync_sends_turn_an_unsafe_cycle_into_a_proven_deadlock(
                "--stuck-after", "1", "--out", "sync.jsonl", "--", str(exe))
     assert "stopping the deadlocked ranks" in done.stderr
     sends = [r for r in records(tmp_path / "sync.jsonl") if r["kind"] == "send"]
-    assert [(r["sync"], r["mode"]) for r in sends] == [(True, "standard")] * 2
+    assert [(r["sync"], r.get("mode", "standard")) for r in sends] == [(True, "standard")] * 2
     _, report = check_json(tmp_path / "sync.jsonl")
     assert [(d["kind"], d.get("potential", False)) for d in report["deadlocks"]] == [
         ("p2p", False)]

@@ -79,8 +79,8 @@ static void derived(MPI_Comm c) {
     if (m->size > 1) PMPI_Comm_dup(c, &m->ring);
 }
 
-static _Thread_local MPI_Comm last_handle = MPI_COMM_NULL;
-static _Thread_local mvp_comm *last_comm;   /* the last lookup (the same comm, call after call) */
+static MVP_TLS MPI_Comm last_handle = MPI_COMM_NULL;
+static MVP_TLS mvp_comm *last_comm;   /* the last lookup (the same comm, call after call) */
 
 mvp_comm *mvp_comm_of(MPI_Comm c) {
     if (c == last_handle && last_comm) return last_comm;
@@ -196,8 +196,8 @@ const char *mvp_type_name(MPI_Datatype t) {
     return t == MPI_DATATYPE_NULL ? "null" : "derived";
 }
 
-static _Thread_local MPI_Datatype last_type = MPI_DATATYPE_NULL;
-static _Thread_local int64_t last_size;     /* its size, until MPI_Type_free */
+static MVP_TLS MPI_Datatype last_type = MPI_DATATYPE_NULL;
+static MVP_TLS int64_t last_size;     /* its size, until MPI_Type_free */
 
 int MPI_Type_free(MPI_Datatype *t) {
     last_type = MPI_DATATYPE_NULL;

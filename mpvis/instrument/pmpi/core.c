@@ -390,14 +390,17 @@ static inline uint8_t *w_double(uint8_t *o, double d) {
 #define W_STR(o, lit) (*(o)++ = (uint8_t)(0xa0 | (sizeof(lit) - 1)), memcpy((o), (lit), sizeof(lit) - 1), (o) += sizeof(lit) - 1)
 #define W_BOOL(o, v) (*(o)++ = (v) ? 0xc3 : 0xc2)
 
-/* One record as a msgpack map with the trace format's field names. */
+/* One record as a msgpack map with the trace format's field names.  Fields at
+ * their default are left out: `comm` 0, a send's `mode` "standard". */
 static void encode(buf_t *b, const mvp_rec *r) {
     int k = r->kind;
     uint32_t n = 4 + (r->call >= 0) + r->nx + (r->site != 0);  /* state: no MPI call */
     int has_comm = k == MVK_SEND || k == MVK_RECV || k == MVK_CONSUME || k == MVK_COLL || k == MVK_COLL_EXIT;
     int req = (r->flags & MVF_NONBLOCKING_REQ) != 0;
+    has_comm = has_comm && r->comm != 0;  /* 0 (MPI_COMM_WORLD) is the field's default */
+    int mode = k == MVK_SEND && r->mode != MVM_STANDARD;  /* standard: left out */
     n += has_comm;
-    if (k == MVK_SEND) n += 6 + req;
+    if (k == MVK_SEND) n += 5 + mode + req;
     else if (k == MVK_RECV) n += 3 + req + ((r->flags & MVF_PROBED) != 0);
     else if (k == MVK_CONSUME) n += 3;
     else if (k == MVK_WAITING) n += 1;
@@ -423,12 +426,14 @@ static void encode(buf_t *b, const mvp_rec *r) {
         W_STR(o, "tag"); o = w_int(o, r->b);
         W_STR(o, "blocking"); W_BOOL(o, r->flags & MVF_BLOCKING);
         W_STR(o, "sync"); W_BOOL(o, r->flags & MVF_SYNC);
-        W_STR(o, "mode");
-        const char *mn = MODE_NAMES[r->mode & 3];
-        size_t ml = strlen(mn);
-        *o++ = (uint8_t)(0xa0 | ml);
-        memcpy(o, mn, ml);
-        o += ml;
+        if (mode) {
+            W_STR(o, "mode");
+            const char *mn = MODE_NAMES[r->mode & 3];
+            size_t ml = strlen(mn);
+            *o++ = (uint8_t)(0xa0 | ml);
+            memcpy(o, mn, ml);
+            o += ml;
+        }
         W_STR(o, "size"); o = w_int(o, r->d);
         if (req) { W_STR(o, "req"); o = w_int(o, r->seq); }
         break;

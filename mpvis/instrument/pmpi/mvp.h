@@ -141,6 +141,11 @@ int mvp_replay_active(void);
 /* -- coll.c -------------------------------------------------------------------- */
 void mvp_ring_final(void);
 
+/* Thread-local state of the library.  The library is loaded with the program
+ * (LD_PRELOAD), never dlopen'ed later, so the initial-exec model applies: a
+ * plain offset from the thread pointer instead of a __tls_get_addr call. */
+#define MVP_TLS __thread __attribute__((tls_model("initial-exec")))
+
 /* Helpers. */
 #define MVP_PC() __builtin_return_address(0)
 #define MVP_LIKELY(x) __builtin_expect(!!(x), 1)

@@ -106,7 +106,7 @@ static mvp_comm *traced(MPI_Comm comm, int peer) {
  * recorded run's event numbers must not (replay). */
 #define POLLS 1000
 #define POLL_SECONDS 0.2
-static _Thread_local struct { long n; double t0; int said; } poll_;
+static MVP_TLS struct { long n; double t0; int said; } poll_;
 static int poll_waiting = -1;
 
 static int poll_due(void) {
@@ -125,7 +125,7 @@ static int poll_due(void) {
 static void poll_reset(void) { poll_.n = 0; poll_.said = 0; }
 
 /* The last wildcard probe's outcome, for the receive that takes its message. */
-static _Thread_local struct { int valid; MPI_Comm comm; int src, tag, psrc, ptag; } probe;
+static MVP_TLS struct { int valid; MPI_Comm comm; int src, tag, psrc, ptag; } probe;
 
 static void probed(MPI_Comm comm, int src, int tag, const MPI_Status *st) {
     probe.valid = src == MPI_ANY_SOURCE || tag == MPI_ANY_TAG;
@@ -420,7 +420,7 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
     return rc;
 }
 
-static _Thread_local int64_t last_matched = -1;   /* the recv of the last matched probe */
+static MVP_TLS int64_t last_matched = -1;   /* the recv of the last matched probe */
 
 /* A matched probe is the match: recv and consume now. */
 static void matched(mvp_comm *c, int src, int tag, const MPI_Status *st, uint32_t site, int64_t call) {
