@@ -81,8 +81,11 @@ Record = dict[str, Any]
 BATCH_RECORDS = 50_000
 #: Seconds between two checks that the collector's connection is still open.
 WATCH_EVERY = 0.5
-#: Shipped batches are kept this many seconds, to be spilled if the collector dies.
-KEEP_SHIPPED = 2.0
+#: Shipped batches are kept this many seconds (and at most this many record
+#: bytes), to be spilled if the collector dies holding them: a collector slowed
+#: down (a loaded machine, a slow central process) may forward seconds late.
+KEEP_SHIPPED = 10.0
+KEEP_BYTES = 32 << 20
 #: Exit status of a rank that left because its collector was gone (EX_TEMPFAIL).
 ORPHAN_EXIT = 75
 #: Seconds a rank lingers after spilling, before leaving: MPICH's mpiexec kills
@@ -185,6 +188,7 @@ class SocketSink:
         self._spill_to = spill_to or spill_path(rank, {})
         self._sites: list[str] = []  # every site shipped, ids from 1
         self._recent: deque[tuple[float, Drained]] = deque()  # shipped lately
+        self._kept = 0  # record bytes in _recent
         self._send(
             MsgType.HELLO,
             {
@@ -211,14 +215,16 @@ class SocketSink:
         self._send(MsgType.HEADER, header)
 
     def compact(self, batch: Drained) -> None:
-        self._send(MsgType.COMPACT, compact_body(self._batch, *batch))
-        self._batch += 1
-        self._sites += batch[2]
+        # Kept first: if the send fails, the batch is spilled with the rest.
         now = time.monotonic()
         recent = self._recent
         recent.append((now, batch))
-        while recent[0][0] < now - KEEP_SHIPPED:
-            recent.popleft()
+        self._sites += batch[2]
+        self._kept += len(batch[0])
+        while len(recent) > 1 and (recent[0][0] < now - KEEP_SHIPPED or self._kept > KEEP_BYTES):
+            self._kept -= len(recent.popleft()[1][0])
+        self._send(MsgType.COMPACT, compact_body(self._batch, *batch))
+        self._batch += 1
 
     def bye(self, status: str, detail: str) -> None:
         try:
