@@ -18,10 +18,12 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from mpvis.errors import MpvisError
+
 __all__ = ["TlsError", "check_pin", "client_context", "fingerprint", "server_context"]
 
 
-class TlsError(Exception):
+class TlsError(MpvisError):
     """TLS cannot be set up (no ``openssl``, a bad certificate) or a pin does not match."""
 
 
