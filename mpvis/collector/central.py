@@ -120,6 +120,7 @@ class _Run:
     resolver: SendResolver = field(default_factory=SendResolver)
     deferred_ends: list[Record] = field(default_factory=list)  # ends of ranks with held records
     owners: dict[int, str] = field(default_factory=dict)  # rank -> the collector that sent it
+    journal_at: Path | None = None  # where the journal goes, fixed when first named
 
 
 class CentralProcess:
@@ -342,7 +343,7 @@ class CentralProcess:
         elif coll.writer is not None:
             coll.writer.close()  # a stale connection of a collector that reconnected
         coll.writer = writer
-        journal = run.journal.path if run.journal else self._journal_path(run_id)
+        journal = run.journal.path if run.journal else self._journal_path(run)
         writer.write(encode_frame(
             MsgType.STATUS, {"welcome": True, "acked": coll.acked, "journal": str(journal)}))
         log.info("run %s: collector %s connected from %s", run_id, cid, peer)
@@ -379,8 +380,12 @@ class CentralProcess:
         # it already holds).
         coll.expected += 1
 
-    def _journal_path(self, run_id: str) -> Path:
-        return self.journal_path or self.journal_dir / _journal_name(run_id)
+    def _journal_path(self, run: _Run) -> Path:
+        """Where ``run`` is journaled: named once (the name holds the time, and the
+        path a collector was told at its welcome must be the one written)."""
+        if run.journal_at is None:
+            run.journal_at = self.journal_path or self.journal_dir / _journal_name(run.run_id)
+        return run.journal_at
 
     def _open_journal(self, run: _Run, header: Record) -> None:
         header = dict(header)
@@ -390,7 +395,7 @@ class CentralProcess:
         except RecordError as exc:
             raise ProtocolError(f"bad header: {exc}") from None
         run.header = header
-        path = self._journal_path(run.run_id)
+        path = self._journal_path(run)
         run.journal = Journal(path, header)
         log.info("run %s: journal %s", run.run_id, path)
         self._callback(self.on_run_start, header, path)
