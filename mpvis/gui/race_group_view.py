@@ -14,6 +14,7 @@ from PySide6 import QtCore
 
 from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.race_groups import Group, SiteOf, group_races
+from mpvis.gui.table_model import ColumnsTableModel
 from mpvis.model.races import Race
 
 Row = Race | ExactRace
@@ -32,8 +33,10 @@ def group_rows(races: list[Row], site_of: SiteOf | None, base: str | None = None
     return list(zip(groups, members, strict=True))
 
 
-class GroupTableModel(QtCore.QAbstractTableModel):
+class GroupTableModel(ColumnsTableModel):
     """Groups of races as table rows."""
+
+    COLUMNS = _COLUMNS
 
     def __init__(self) -> None:
         super().__init__()
@@ -44,18 +47,8 @@ class GroupTableModel(QtCore.QAbstractTableModel):
         self.rows = rows
         self.endResetModel()
 
-    def rowCount(self, parent: Any = None) -> int:
-        return 0 if parent is not None and parent.isValid() else len(self.rows)
-
-    def columnCount(self, parent: Any = None) -> int:
-        return len(_COLUMNS)
-
-    def headerData(self, section: int, orientation: Any, role: int = 0) -> Any:
-        if role == QtCore.Qt.ItemDataRole.DisplayRole and (
-            orientation == QtCore.Qt.Orientation.Horizontal
-        ):
-            return _COLUMNS[section]
-        return None
+    def row_count(self) -> int:
+        return len(self.rows)
 
     def data(self, index: Any, role: int = 0) -> Any:
         if role not in (QtCore.Qt.ItemDataRole.DisplayRole, QtCore.Qt.ItemDataRole.ToolTipRole):

@@ -20,6 +20,7 @@ from PySide6 import QtCore, QtGui, QtWidgets
 from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.race_groups import SiteOf, relative_site
 from mpvis.gui.race_group_view import GroupTableModel, group_rows
+from mpvis.gui.table_model import ColumnsTableModel
 from mpvis.model.races import Race
 from mpvis.scene.vocabulary import (
     CONFIRMED,
@@ -79,8 +80,10 @@ def _msg(k: Any) -> str:
     return "-" if k is None else event(k[0], k[1])
 
 
-class RaceTableModel(QtCore.QAbstractTableModel):
+class RaceTableModel(ColumnsTableModel):
     """Races as table rows."""
+
+    COLUMNS = _COLUMNS
 
     def __init__(self) -> None:
         super().__init__()
@@ -94,18 +97,8 @@ class RaceTableModel(QtCore.QAbstractTableModel):
         self.races = races
         self.endResetModel()
 
-    def rowCount(self, parent: Any = None) -> int:
-        return 0 if parent is not None and parent.isValid() else len(self.races)
-
-    def columnCount(self, parent: Any = None) -> int:
-        return len(_COLUMNS)
-
-    def headerData(self, section: int, orientation: Any, role: int = 0) -> Any:
-        if role == QtCore.Qt.ItemDataRole.DisplayRole and (
-            orientation == QtCore.Qt.Orientation.Horizontal
-        ):
-            return _COLUMNS[section]
-        return None
+    def row_count(self) -> int:
+        return len(self.races)
 
     def data(self, index: Any, role: int = 0) -> Any:
         r = self.races[index.row()]
