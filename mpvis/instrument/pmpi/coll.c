@@ -180,12 +180,9 @@ static void leave(mvp_comm *c, const char *op, int64_t call, void *pc) {
 
 /* A nonblocking collective's request: followed until completed (or leaked). */
 static void coll_request(MPI_Request *r, int64_t seq, const char *fn, void *pc) {
-    mvp_req *q = mvp_req_new(*r);
-    q->type = MVR_COLL;
-    q->seq = seq;
-    q->active = q->started = 1;
-    q->call = fn;
-    q->site = mvp_site(pc);
+    mvp_req q = {.handle = *r, .type = MVR_COLL, .seq = seq, .active = 1, .started = 1,
+                 .call = fn, .site = mvp_site(pc)};
+    mvp_req_add(&q);
 }
 
 /* Record around PCALL; `nb` for nonblocking ones (entered and left at once,

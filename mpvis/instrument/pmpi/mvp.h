@@ -120,7 +120,7 @@ void mvp_comm_init(void);
 void mvp_comm_forget(MPI_Comm c);
 
 /* -- req.c --------------------------------------------------------------------- */
-mvp_req *mvp_req_new(MPI_Request h);
+mvp_req *mvp_req_add(const mvp_req *init);   /* a copy of `init`, published whole */
 mvp_req *mvp_req_find(MPI_Request h);          /* the oldest with this handle */
 mvp_req *mvp_req_find_nth(MPI_Request h, int k); /* the k-th oldest (k from 0) */
 void mvp_req_drop(mvp_req *q);

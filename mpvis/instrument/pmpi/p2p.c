@@ -183,13 +183,9 @@ BLOCKING_SEND(MPI_Ssend_c, PMPI_Ssend_c, MPI_Count, MVM_SYNCHRONOUS, 1, PMPI_Sse
 
 /* -- nonblocking sends ------------------------------------------------------------ */
 static void new_send_req(MPI_Request *req, int64_t seq, mvp_comm *c, const char *call, uint32_t site) {
-    mvp_req *q = mvp_req_new(*req);
-    q->seq = seq;
-    q->type = MVR_SEND;
-    q->active = q->started = 1;
-    q->comm = c;
-    q->call = call;
-    q->site = site;
+    mvp_req q = {.handle = *req, .seq = seq, .type = MVR_SEND, .active = 1, .started = 1,
+                 .comm = c, .call = call, .site = site};
+    mvp_req_add(&q);
 }
 
 #define NONBLOCKING_SEND(NAME, PNAME, CT, MODE, SYNC, ISSEND)                                            \
@@ -244,15 +240,9 @@ BLOCKING_RECV(MPI_Recv_c, PMPI_Recv_c, MPI_Count)
 
 static void new_recv_req(MPI_Request *req, int64_t seq, mvp_comm *c, int src, int tag,
                          const char *call, uint32_t site) {
-    mvp_req *q = mvp_req_new(*req);
-    q->seq = seq;
-    q->type = MVR_RECV;
-    q->active = q->started = 1;
-    q->comm = c;
-    q->src = src;
-    q->tag = tag;
-    q->call = call;
-    q->site = site;
+    mvp_req q = {.handle = *req, .seq = seq, .type = MVR_RECV, .active = 1, .started = 1,
+                 .comm = c, .src = src, .tag = tag, .call = call, .site = site};
+    mvp_req_add(&q);
 }
 
 #define NONBLOCKING_RECV(NAME, PNAME, CT)                                                           \
@@ -436,12 +426,10 @@ static void matched(mvp_comm *c, int src, int tag, const MPI_Status *st, uint32_
     int NAME(void *buf, CT count, MPI_Datatype dt, MPI_Message *msg, MPI_Request *req) { \
         int rc = PNAME(buf, count, dt, msg, req);                                        \
         if (rc == MPI_SUCCESS && ON && *req != MPI_REQUEST_NULL) {                       \
-            mvp_req *q = mvp_req_new(*req);                                              \
-            q->type = MVR_OTHER;                                                         \
-            q->seq = last_matched;                                                       \
-            q->active = q->started = 1;                                                  \
-            q->call = #NAME;                                                             \
-            q->site = mvp_site(MVP_PC());                                                \
+            mvp_req q = {.handle = *req, .type = MVR_OTHER, .seq = last_matched,         \
+                         .active = 1, .started = 1, .call = #NAME,                       \
+                         .site = mvp_site(MVP_PC())};                                    \
+            mvp_req_add(&q);                                                             \
         }                                                                                \
         return rc;                                                                       \
     }
@@ -480,16 +468,11 @@ int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg, MP
 /* -- persistent requests --------------------------------------------------------------------- */
 static void persistent(MPI_Request *req, int type, mvp_comm *c, int peer, int tag, int mode,
                        int64_t size, const char *call, uint32_t site) {
-    mvp_req *q = mvp_req_new(*req);
-    q->type = type;
-    q->persistent = 1;
-    q->comm = c;
-    q->mode = mode;
-    q->size = size;
-    q->call = call;
-    q->site = site;
-    if (type == MVR_SEND) { q->dest = mvp_world_of(c, peer); q->tag = tag; }
-    else { q->src = mvp_world_of(c, peer); q->tag = TAG(tag); }
+    mvp_req q = {.handle = *req, .type = type, .persistent = 1, .comm = c, .mode = mode,
+                 .size = size, .call = call, .site = site};
+    if (type == MVR_SEND) { q.dest = mvp_world_of(c, peer); q.tag = tag; }
+    else { q.src = mvp_world_of(c, peer); q.tag = TAG(tag); }
+    mvp_req_add(&q);
 }
 
 #define SEND_INIT(NAME, PNAME, CT, MODE)                                                            \

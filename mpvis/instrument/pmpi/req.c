@@ -42,12 +42,18 @@ static void grow(void) {
     free(old);
 }
 
-mvp_req *mvp_req_new(MPI_Request h) {
+/* The entry is filled before it is published: another thread's completion
+ * call may look the handle up (a shared handle) the moment it is in the table,
+ * and must never see a half-made entry (it would take it as inactive). */
+mvp_req *mvp_req_add(const mvp_req *init) {
+    mvp_req *q = malloc(sizeof *q);
+    *q = *init;
+    q->next = NULL;
+    q->claimed = 0;
+    MPI_Request h = q->handle;
     mvp_table_lock();
     if (2 * (used + 1) > cap) grow();
     size_t i = slot(h);
-    mvp_req *q = calloc(1, sizeof *q);
-    q->handle = h;
     if (!tab[i].used) {
         tab[i].used = 1;
         tab[i].h = h;
