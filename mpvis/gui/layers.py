@@ -58,7 +58,7 @@ class SymbolLayer(pg.GraphicsObject):
         cls: np.ndarray,
         faded: np.ndarray | None = None,
         bounds: QtCore.QRectF | None = None,
-    ):
+    ) -> None:
         """Show these points; ``bounds`` (data rect holding them) saves computing it."""
         self.prepareGeometryChange()
         self._xy = np.asarray(xy, dtype=np.float64).reshape(-1, 2)
@@ -70,10 +70,10 @@ class SymbolLayer(pg.GraphicsObject):
     def point_count(self) -> int:
         return len(self._xy)
 
-    def boundingRect(self):
+    def boundingRect(self) -> QtCore.QRectF:
         return self._bounds
 
-    def paint(self, painter, *args):
+    def paint(self, painter: QtGui.QPainter, *args: object) -> None:
         if not len(self._xy):
             return
         dx, dy = _device_xy(painter, self._xy[:, 0], self._xy[:, 1])
@@ -109,7 +109,9 @@ class SymbolLayer(pg.GraphicsObject):
                 f[:, 1] = dy[sel]
                 f[:, 2:6] = (0, 0, pm.width(), pm.height())
                 f[:, 6:10] = (1.0, 1.0, 0.0, 1.0)
-                painter.drawPixmapFragments(*self._frags.drawargs(), pm)
+                # under PySide6, drawargs() is (pointer to the fragment array, count)
+                frags, count = self._frags.drawargs()
+                painter.drawPixmapFragments(frags, count, pm)
         painter.restore()
 
 
@@ -150,10 +152,10 @@ class LineLayer(pg.GraphicsObject):
     def segment_count(self) -> int:
         return len(self._seg)
 
-    def boundingRect(self):
+    def boundingRect(self) -> QtCore.QRectF:
         return self._bounds
 
-    def paint(self, painter, *args):
+    def paint(self, painter: QtGui.QPainter, *args: object) -> None:
         if not len(self._seg):
             return
         s = self._seg
