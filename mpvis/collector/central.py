@@ -36,8 +36,10 @@ Contract:
 
 Callbacks run on the server thread, in this order per run: ``on_run_start``
 once, then ``on_records`` and ``on_rank_end`` as data arrive, then
-``on_run_end`` once.  A GUI queues them to its own thread.  An exception in a
-callback is logged and does not stop the server.
+``on_run_end`` once; ``on_refused`` is told of each record refused before the
+journal (it then reports it; the journal does not log it).  The live feed
+(:mod:`mpvis.collector.feed`) turns them into typed messages for every
+consumer.  An exception in a callback is logged and does not stop the server.
 """
 
 from __future__ import annotations
@@ -80,6 +82,8 @@ RunStartCallback = Callable[[Record, Path], None]
 RecordsCallback = Callable[[list[Record]], None]
 RankEndCallback = Callable[[int, str, str], None]
 RunEndCallback = Callable[[dict[str, Any]], None]
+#: A record refused before the journal (the record as received, the reason).
+RefusedCallback = Callable[[object, str], None]
 
 READ_SIZE = 1 << 18
 NO_END = "no end reported: never connected, or its collector was lost"
@@ -144,6 +148,7 @@ class CentralProcess:
         on_records: RecordsCallback | None = None,
         on_rank_end: RankEndCallback | None = None,
         on_run_end: RunEndCallback | None = None,
+        on_refused: RefusedCallback | None = None,
         max_payload: int = MAX_PAYLOAD,
         hello_timeout: float = 10.0,
         end_grace: float = 2.0,
@@ -160,6 +165,7 @@ class CentralProcess:
         self.on_records = on_records
         self.on_rank_end = on_rank_end
         self.on_run_end = on_run_end
+        self.on_refused = on_refused
         self.max_payload = max_payload
         self.hello_timeout = hello_timeout
         self.end_grace = end_grace
@@ -396,7 +402,9 @@ class CentralProcess:
             raise ProtocolError(f"bad header: {exc}") from None
         run.header = header
         path = self._journal_path(run)
-        run.journal = Journal(path, header)
+        refused = self.on_refused
+        run.journal = Journal(path, header, None if refused is None else (
+            lambda rec, why: self._callback(refused, rec, why)))
         log.info("run %s: journal %s", run.run_id, path)
         self._callback(self.on_run_start, header, path)
         held, run.held = run.held, []

@@ -10,7 +10,8 @@ A record from the wire is admitted when it passes
 :func:`mpvis.model.ingest.valid_prefix` (every per-record rule) and its ``seq`` is the next one of
 its rank.  A repeated ``seq`` is a duplicate and is dropped; a gap, a bad record
 or a value JSON cannot hold is rejected.  Each refusal is logged with the rank,
-the ``seq`` and the reason, and the rest of the batch goes on, so the journal
+the ``seq`` and the reason (or handed to ``on_refuse``, which reports it: the
+live feed), and the rest of the batch goes on, so the journal
 always stays a valid trace file.
 """
 
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +43,14 @@ LOGGED_REFUSALS = 20
 class Journal:
     """The journal of one run (a trace file), with the per-record admission rules."""
 
-    def __init__(self, path: str | Path, header: Record) -> None:
+    def __init__(
+        self, path: str | Path, header: Record,
+        on_refuse: Callable[[object, str], None] | None = None,
+    ) -> None:
         self.path = Path(path)
         self.header = header
+        #: Told of every refused record and why, instead of the log (the live feed).
+        self.on_refuse = on_refuse
         self.nprocs: int = header["nprocs"]
         self._writer = TraceWriter(self.path, header)
         self._next_seq: dict[int, int] = {}
@@ -68,7 +75,9 @@ class Journal:
 
     def _refuse(self, rec: object, reason: str) -> None:
         self.rejected += 1
-        if self.rejected <= LOGGED_REFUSALS:
+        if self.on_refuse is not None:
+            self.on_refuse(rec, reason)
+        elif self.rejected <= LOGGED_REFUSALS:
             rank = rec.get("rank") if isinstance(rec, dict) else None
             seq = rec.get("seq") if isinstance(rec, dict) else None
             log.warning("record refused (rank %s, seq %s): %s", rank, seq, reason)
