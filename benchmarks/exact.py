@@ -25,8 +25,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mpvis.analysis.exact_races import ExactRaceDetector
-
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 
 def pattern(n_events: int, nprocs: int, overlap: int) -> list[Record]:

@@ -37,7 +37,8 @@ __all__ = [
     "tags_overlap",
 ]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
+
 Key = tuple[int, int]
 
 ANY: Final = -1

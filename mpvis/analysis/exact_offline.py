@@ -26,7 +26,8 @@ from mpvis.analysis.exact_events import ANY, COMM_KINDS, ExactRace, exit_sources
 
 __all__ = ["all_conflicts", "conflicting_sends"]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
+
 Key = tuple[int, int]
 _INF = np.iinfo(np.int32).max
 

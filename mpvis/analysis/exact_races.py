@@ -50,7 +50,8 @@ from mpvis.analysis.exact_events import ANY, COMM_KINDS, ExactRace, exit_sources
 
 __all__ = ["ExactRaceDetector"]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
+
 Key = tuple[int, int]
 _INF = 1 << 62
 

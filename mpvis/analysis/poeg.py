@@ -38,10 +38,11 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from mpvis.analysis.poeg_calls import NEVER, RankCalls, rank_calls
 from mpvis.errors import MpvisError
+from mpvis.protocol.record_types import Record
 
 if TYPE_CHECKING:
     from mpvis.model.manager import ModelManager
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["MAX_NODES", "Poeg", "PoegError", "poeg_of"]
 
 Key = tuple[int, int]
-Record = dict[str, Any]
 
 #: Largest POEG built (nodes: sends and consumes).
 MAX_NODES: Final = 20_000

@@ -37,11 +37,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 __all__ = ["MPI_KINDS", "NEVER", "RankCalls", "Span", "rank_calls"]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 #: Record kinds an MPI call produces (``state``, ``final`` and locks are not MPI calls).
 MPI_KINDS: Final = frozenset({"send", "recv", "consume", "wait", "coll", "coll_exit"})

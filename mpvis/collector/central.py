@@ -71,13 +71,13 @@ from mpvis.protocol.framing import (
     ProtocolError,
     encode_frame,
 )
+from mpvis.protocol.record_types import Record
 from mpvis.protocol.records import RecordError, check_header, make_header
 
 __all__ = ["CentralProcess", "RunEndCallback", "RunStartCallback"]
 
 log = logging.getLogger(__name__)
 
-Record = dict[str, Any]
 RunStartCallback = Callable[[Record, Path], None]
 RecordsCallback = Callable[[list[Record]], None]
 RankEndCallback = Callable[[int, str, str], None]

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import socket
 from types import TracebackType
-from typing import Any
 
 from mpvis.collector.auth import Address, parse_address
 from mpvis.protocol import messages as m
@@ -20,7 +19,7 @@ from mpvis.protocol.framing import MsgType, encode_frame
 
 __all__ = ["RankClient"]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 
 class RankClient:

@@ -36,7 +36,6 @@ import secrets
 import socket
 import threading
 from collections import deque
-from typing import Any
 
 from mpvis.collector.auth import Address, format_address, token_matches
 from mpvis.collector.loopthread import Connections, LoopThread
@@ -54,12 +53,12 @@ from mpvis.protocol.framing import (
     ProtocolError,
     encode_frame,
 )
+from mpvis.protocol.record_types import Record
 
 __all__ = ["Collector"]
 
 log = logging.getLogger(__name__)
 
-Record = dict[str, Any]
 READ_SIZE = 1 << 18
 #: Before HELLO: the largest frame accepted, the connections that may wait to
 #: authenticate at once, and the refusals logged one by one (then counted).

@@ -22,12 +22,12 @@ from mpvis.analysis.report import exit_code, format_report
 from mpvis.collector.central import CentralProcess
 from mpvis.model.errors import ModelInputError
 from mpvis.model.manager import ModelManager
+from mpvis.protocol.record_types import Record
 
 __all__ = ["HeadlessSession"]
 
 log = logging.getLogger(__name__)
 
-Record = dict[str, Any]
 
 
 class HeadlessSession:

@@ -25,13 +25,13 @@ from pathlib import Path
 from typing import Any
 
 from mpvis.model.ingest import valid_prefix
+from mpvis.protocol.record_types import Record
 from mpvis.tracefile.writer import TraceWriter, encode_record
 
 __all__ = ["Journal"]
 
 log = logging.getLogger(__name__)
 
-Record = dict[str, Any]
 
 #: Records written and flushed at a time: if the disk fills up, the pieces
 #: before the failing one stay in the file.

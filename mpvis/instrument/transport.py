@@ -75,7 +75,7 @@ from mpvis.protocol.framing import MsgType, encode_frame_parts
 
 __all__ = ["FileSink", "Flusher", "NullSink", "Sink", "SocketSink", "open_sink", "spill_path"]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 #: Records per ``COMPACT`` frame (56 bytes each); keeps a frame far below the 16 MiB bound.
 BATCH_RECORDS = 50_000

@@ -9,7 +9,7 @@ collective instances, finished ranks.  The vectorised part of ingestion
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mpvis.model.errors import ModelInputError
 from mpvis.protocol.records import KIND_CODE
@@ -18,7 +18,6 @@ if TYPE_CHECKING:
     from mpvis.model.ingest import Batch
     from mpvis.model.manager import ModelManager
 
-Record = dict[str, Any]
 K_SEND, K_RECV = KIND_CODE["send"], KIND_CODE["recv"]
 Key = tuple[int, int]
 F_BLOCKING = 1

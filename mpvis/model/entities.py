@@ -1,146 +1,176 @@
-"""The classes users of the model see: Process, Event, Message, Consume.
+"""The functional model's classes: Process, Event, Consume, Message.
 
-They are thin views over the manager's columns (made on demand, holding only
-the manager and an index), so the object API survives millions of events.
+MPVisualizer's functional model (``mpvisualizer-race-detection.txt``
+section 2) is a set of processes, events and messages.  Here they are thin
+views over the model's columns (:class:`~mpvis.model.store.EventStore`): each
+holds only the model and an index (``__slots__``, no copy of any field), so
+making one costs about as much as a tuple and the object API survives
+millions of events.  A view reads the columns when asked, so it always shows
+the model as it is now (a live run's consume that arrives later shows up in
+its send's :attr:`Message.consume`).
+
+There is one way to get them: from the model
+(:meth:`ModelManager.event(rank, seq) <mpvis.model.manager.ModelManager.event>`,
+``model.event_at(index)``, ``model.message(rank, seq)``, ``model.processes``,
+``model.events``, ``model.messages``, ``process.events``) or from
+:func:`mpvis.open`'s :class:`~mpvis.api.Run`, which hands out the same views.
+
+Contract of every view: two views of the same thing in the same model are
+equal and hash alike; a view never changes the model.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import Any, Protocol, TypeVar, overload
 
+import numpy.typing as npt
+
+from mpvis.model.status import EAGER_BYTES
+from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
 
-if TYPE_CHECKING:
-    import numpy.typing as npt
-
-    from mpvis.model.manager import ModelManager
+__all__ = ["EAGER_BYTES", "Consume", "Event", "Message", "ModelView", "Process", "Views",
+           "event_at", "rebuild_record"]
 
 Record = dict[str, Any]
+Key = tuple[int, int]
 
-#: A blocking standard send smaller than this (``size`` bytes) is taken to have
-#: returned at once: every common MPI sends such messages eagerly (the pip
-#: MPICH up to about 8 KiB through shared memory, Open MPI's sm up to 4 KiB).
-#: A larger one, or one of unknown size, whose message nobody consumed may be
-#: blocked in ``MPI_Send`` until its receive is posted.
-EAGER_BYTES = 4096
+_K_SEND, _K_RECV, _K_CONSUME = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.CONSUME))
 
 
-def rebuild_record(m: ModelManager, g: int) -> Record:
+class ModelView(Protocol):
+    """What the views read of a model: :class:`~mpvis.model.manager.ModelManager`
+    provides it (the views import no manager, so there is no import cycle)."""
+
+    @property
+    def store(self) -> EventStore: ...
+    def vector_clock(self, rank: int, seq: int) -> list[int]: ...
+    def happened_before(self, a: Key, b: Key) -> bool: ...
+    def status(self, rank: int) -> str: ...
+    def where(self, rank: int) -> int | None: ...
+
+
+def rebuild_record(m: ModelView, g: int) -> Record:
     """The trace record of global event ``g``, every field included."""
-    kind = R.EVENT_KINDS[m.c_kind[g]]
-    rec: Record = {"rank": int(m.c_rank[g]), "seq": int(m.c_seq[g]), "kind": kind}
-    t = m.c_t[g]
-    if not math.isnan(t):
-        rec["t"] = t
-    sid = int(m.c_site[g])
-    if sid >= 0:
-        rec["site"] = m.sites[sid]
-    comm = int(m.c_comm[g])
-    if comm:
-        rec["comm"] = comm
-    flags = int(m.c_flags[g])
-    if kind == R.SEND:
-        rec.update(dest=int(m.c_peer[g]), tag=int(m.c_tag[g]), blocking=bool(flags & 1),
-                   sync=bool(flags & 2))
-    elif kind == R.RECV:
-        rec.update(src=int(m.c_peer[g]), tag=int(m.c_tag[g]), blocking=bool(flags & 1))
-    elif kind == R.CONSUME:
-        rec.update(recv=int(m.c_ref[g]), src=int(m.c_peer[g]), tag=int(m.c_tag[g]))
-        pg = m.c_partner[g]
-        if pg >= 0:
-            rec["send"] = [int(m.c_rank[pg]), int(m.c_seq[pg])]
-    req = int(m.c_req[g])
-    if req != -1 and kind in (R.SEND, R.RECV):
-        rec["req"] = req
-    rec.update(m.extras.get(g, {}))
-    return rec
+    return m.store.record_at(g)
 
 
-def rank_status(m: ModelManager, rank: int) -> tuple[str, int | None]:
-    """A rank's status and, when suspended or dead, the seq where it stopped."""
-    events = m.by_rank[rank]
-    last = len(events) - 1
-    if rank in m.dead:
-        return "dead", last if last >= 0 else None
-    if m.finished[rank]:
-        return "finished", None
-    if last >= 0:
-        g = events[last]
-        code = m.c_kind[g]
-        kind = R.EVENT_KINDS[code]
-        flags = m.c_flags[g]
-        blocked = (
-            (kind == R.RECV and flags & 1 and m.c_ref[g] == -1)
-            or kind in (R.COLL, R.LOCK)
-            or (kind == R.SEND and flags & 1 and m.c_partner[g] == -1
-                and (flags & 2 or _may_block(m, g)))
-        )
-        if blocked:
-            return "suspended", last
-    return ("ended" if m.input_ended else "running"), None
-
-
-def _may_block(m: ModelManager, g: int) -> bool:
-    """A blocking standard send that may not have returned (see :data:`EAGER_BYTES`)."""
-    if m.extras.get(g, {}).get("mode") == "buffered":
-        return False
-    size = int(m.c_size[g])
-    return size < 0 or size >= EAGER_BYTES
-
-
-@dataclass(frozen=True, repr=False)
 class Event:
     """One event of the run: a view over the model's columns.
 
-    ``index`` is the event's global index (arrival order) in the model.  Two
-    views of the same event of the same model compare equal.
+    ``index`` is the event's global index (arrival order) in the model.
     """
 
-    model: ModelManager
-    index: int
+    __slots__ = ("index", "model")
+
+    def __init__(self, model: ModelView, index: int) -> None:
+        self.model = model
+        self.index = index
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.rank}:{self.seq} {self.kind}>"
 
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Event) and other.model is self.model
+                and other.index == self.index)
+
+    def __hash__(self) -> int:
+        return hash((id(self.model), self.index))
+
     @property
     def time(self) -> float | None:
         """The record's ``t`` (seconds), or None when the record had none."""
-        t = float(self.model.c_t[self.index])
+        t = float(self.model.store.c_t[self.index])
         return None if math.isnan(t) else t
 
     @property
     def rank(self) -> int:
-        return int(self.model.c_rank[self.index])
+        return int(self.model.store.c_rank[self.index])
 
     @property
     def seq(self) -> int:
-        return int(self.model.c_seq[self.index])
+        return int(self.model.store.c_seq[self.index])
 
     @property
     def kind(self) -> str:
-        return R.EVENT_KINDS[self.model.c_kind[self.index]]
+        """The record's ``kind`` (``send``, ``recv``, ``consume``, ``coll``...)."""
+        return R.EVENT_KINDS[self.model.store.c_kind[self.index]]
 
     @property
-    def key(self) -> tuple[int, int]:
-        return self.rank, self.seq
+    def key(self) -> Key:
+        """``(rank, seq)``."""
+        s = self.model.store
+        return int(s.c_rank[self.index]), int(s.c_seq[self.index])
 
     @property
     def site(self) -> str | None:
-        return self.model.site_of(self.rank, self.seq)
+        """The call site ``"file:line"``, or None."""
+        sid = self.model.store.c_site[self.index]
+        return None if sid < 0 else self.model.store.sites[int(sid)]
+
+    @property
+    def comm(self) -> int:
+        """The communicator (0 when the record named none)."""
+        return int(self.model.store.c_comm[self.index])
+
+    @property
+    def peer(self) -> int | None:
+        """A send's ``dest``, a receive's or consume's ``src`` (-1: any), else None."""
+        s = self.model.store
+        return int(s.c_peer[self.index]) if s.c_kind[self.index] in _P2P else None
+
+    @property
+    def tag(self) -> int | None:
+        """The tag of a send, receive (-1: any) or consume, else None."""
+        s = self.model.store
+        return int(s.c_tag[self.index]) if s.c_kind[self.index] in _P2P else None
+
+    @property
+    def blocking(self) -> bool:
+        """A blocking send or receive (False for any other kind)."""
+        s = self.model.store
+        return s.c_kind[self.index] in (_K_SEND, _K_RECV) and bool(s.c_flags[self.index] & 1)
 
     @property
     def fields(self) -> Record:
         """Every field, as in the trace record."""
-        return rebuild_record(self.model, self.index)
+        return self.model.store.record_at(self.index)
 
     @property
     def partner(self) -> Event | None:
-        """The consume of a send, or the send of a consume."""
-        pg = self.model.c_partner[self.index]
+        """The consume of a send, or the send of a consume (None while unknown)."""
+        pg = self.model.store.c_partner[self.index]
         return None if pg < 0 else event_at(self.model, int(pg))
+
+    @property
+    def message(self) -> Message | None:
+        """The message a send sent, or a consume delivered (None while its send
+        is unknown, and for other kinds)."""
+        s = self.model.store
+        code = s.c_kind[self.index]
+        if code == _K_SEND:
+            return Message(self.model, self.index)
+        if code == _K_CONSUME:
+            pg = s.c_partner[self.index]
+            return None if pg < 0 else Message(self.model, int(pg))
+        return None
+
+    @property
+    def consume(self) -> Consume | None:
+        """For a receive, its consume (None until it arrives, and for other kinds)."""
+        s = self.model.store
+        if s.c_kind[self.index] != _K_RECV:
+            return None
+        c = s.c_ref[self.index]
+        return None if c < 0 else Consume(self.model, s.gidx(self.rank, int(c)))
+
+    @property
+    def lamport(self) -> int | None:
+        """Lamport clock (None until the event is causally processed)."""
+        v = int(self.model.store.c_lamport[self.index])
+        return None if v < 0 else v
 
     @property
     def vector_clock(self) -> list[int]:
@@ -148,81 +178,145 @@ class Event:
 
     @property
     def is_wildcard_recv(self) -> bool:
-        m = self.model
-        return self.kind == R.RECV and (m.c_peer[self.index] == -1 or m.c_tag[self.index] == -1)
+        s = self.model.store
+        return s.c_kind[self.index] == _K_RECV and (
+            s.c_peer[self.index] == -1 or s.c_tag[self.index] == -1)
+
+    @property
+    def process(self) -> Process:
+        """The rank's :class:`Process`."""
+        return Process(self.model, self.rank)
 
     def happened_before(self, other: Event) -> bool:
+        """Lamport's relation; both events must be causally processed."""
         return self.model.happened_before(self.key, other.key)
 
 
-@dataclass(frozen=True, repr=False)
+_P2P = frozenset((_K_SEND, _K_RECV, _K_CONSUME))
+
+
 class Consume(Event):
     """A consume event: the delivery of a message to the program."""
 
+    __slots__ = ()
+
     @property
     def recv(self) -> Event:
-        return Event(self.model, self.model.gidx(self.rank, int(self.model.c_ref[self.index])))
+        """The receive this consume completes."""
+        s = self.model.store
+        return Event(self.model, s.gidx(self.rank, int(s.c_ref[self.index])))
+
+    @property
+    def send(self) -> Event | None:
+        """The send of the consumed message (None while unknown)."""
+        return self.partner
 
 
-@dataclass(frozen=True, repr=False)
 class Message:
-    """A message: its send and, once known, its consume."""
+    """A message: its send and, once known, its consume (a view keyed by the
+    send's global index)."""
 
-    send: Event
+    __slots__ = ("index", "model")
+
+    def __init__(self, model: ModelView, index: int) -> None:
+        self.model = model
+        self.index = index
 
     def __repr__(self) -> str:
         c = self.consume
         to = f"{c.rank}:{c.seq}" if c is not None else "not consumed"
-        return f"<Message {self.send.rank}:{self.send.seq} -> {to} tag {self.tag}>"
+        send = self.send
+        return f"<Message {send.rank}:{send.seq} -> {to} tag {self.tag}>"
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Message) and other.model is self.model
+                and other.index == self.index)
+
+    def __hash__(self) -> int:
+        return hash((id(self.model), self.index, "message"))
+
+    @property
+    def send(self) -> Event:
+        return Event(self.model, self.index)
 
     @property
     def consume(self) -> Consume | None:
-        pg = self.send.model.c_partner[self.send.index]
-        return None if pg < 0 else Consume(self.send.model, int(pg))
+        pg = self.model.store.c_partner[self.index]
+        return None if pg < 0 else Consume(self.model, int(pg))
 
     @property
     def src(self) -> int:
-        return self.send.rank
+        return int(self.model.store.c_rank[self.index])
 
     @property
     def dest(self) -> int:
-        return int(self.send.model.c_peer[self.send.index])
+        return int(self.model.store.c_peer[self.index])
 
     @property
     def tag(self) -> int:
-        return int(self.send.model.c_tag[self.send.index])
+        return int(self.model.store.c_tag[self.index])
+
+    @property
+    def comm(self) -> int:
+        return int(self.model.store.c_comm[self.index])
+
+    @property
+    def size(self) -> int | None:
+        """Bytes, when the send recorded them."""
+        v = int(self.model.store.c_size[self.index])
+        return None if v < 0 else v
 
 
-@dataclass(frozen=True, repr=False)
 class Process:
     """One rank of the run."""
 
-    model: ModelManager
-    rank: int
+    __slots__ = ("model", "rank")
+
+    def __init__(self, model: ModelView, rank: int) -> None:
+        self.model = model
+        self.rank = rank
 
     def __repr__(self) -> str:
         at = self.stopped_at
         where = "" if at is None else f" at {self.rank}:{at}"
         return f"<Process {self.rank} {self.status}{where}, {self.event_count} events>"
 
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Process) and other.model is self.model
+                and other.rank == self.rank)
+
+    def __hash__(self) -> int:
+        return hash((id(self.model), self.rank, "process"))
+
     @property
     def events(self) -> Views[Event]:
         """The rank's events in ``seq`` order (a lazy sequence of views)."""
-        return Views(self.model.by_rank[self.rank], lambda g: event_at(self.model, g))
+        m = self.model
+        return Views(m.store.by_rank[self.rank], lambda g: event_at(m, g))
+
+    def __iter__(self) -> Iterator[Event]:
+        """The rank's events in ``seq`` order."""
+        return iter(self.events)
 
     @property
     def event_count(self) -> int:
-        return self.model.count(self.rank)
+        return len(self.model.store.by_rank[self.rank])
 
     def event(self, seq: int) -> Event:
-        return event_at(self.model, self.model.gidx(self.rank, seq))
+        """Event ``seq`` of this rank (``IndexError`` if it has no such event)."""
+        events = self.model.store.by_rank[self.rank]
+        if not 0 <= seq < len(events):
+            raise IndexError(f"rank {self.rank} has no event {seq}")
+        return event_at(self.model, events[seq])
 
     @property
     def status(self) -> str:
+        """``running``, ``suspended``, ``finished``, ``dead`` or ``ended``."""
         return self.model.status(self.rank)
 
     @property
     def stopped_at(self) -> int | None:
+        """Seq of the event a suspended or dead rank stopped at."""
         return self.model.where(self.rank)
 
     @property
@@ -232,9 +326,9 @@ class Process:
         return None if at is None else self.event(at)
 
 
-def event_at(m: ModelManager, g: int) -> Event:
+def event_at(m: ModelView, g: int) -> Event:
     """The view of global event ``g``: a :class:`Consume` for a consume, else an :class:`Event`."""
-    if m.c_kind[g] == R.KIND_CODE[R.CONSUME]:
+    if m.store.c_kind[g] == _K_CONSUME:
         return Consume(m, g)
     return Event(m, g)
 
@@ -246,8 +340,8 @@ class Views(Sequence[T]):
     """A read-only sequence that makes a view per item on access.
 
     ``indices`` holds global event indices (any integer sequence: an
-    ``array``, a NumPy array); nothing is built until an item is read, so a
-    rank's million events cost no objects until iterated.
+    ``array``, a NumPy array, a ``range``); nothing is built until an item is
+    read, so a rank's million events cost no objects until iterated.
     """
 
     __slots__ = ("_indices", "_make")
@@ -256,6 +350,11 @@ class Views(Sequence[T]):
                  ) -> None:
         self._indices = indices
         self._make = make
+
+    @property
+    def indices(self) -> Sequence[int] | npt.NDArray[Any]:
+        """The global indices behind the views (for vectorised code)."""
+        return self._indices
 
     def __len__(self) -> int:
         return len(self._indices)

@@ -32,8 +32,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mpvis.protocol import records as R
-
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 F_BLOCKING, F_SYNC = 1, 2  # flags = blocking + 2 * sync
 

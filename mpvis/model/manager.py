@@ -41,8 +41,8 @@ from mpvis.model.observer import ModelChange, ModelObserver
 from mpvis.model.races import Race, RaceTracker, RecvFacts, RecvState
 from mpvis.model.stream import RecordAnalyzer
 from mpvis.protocol import records as R
+from mpvis.protocol.record_types import Record
 
-Record = dict[str, Any]
 Key = tuple[int, int]
 
 K_SEND, K_RECV, K_CONSUME, K_WAIT = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.CONSUME, R.WAIT))

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["rank_records", "rebuild_records"]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 _SEND = R.KIND_CODE[R.SEND]
 _RECV = R.KIND_CODE[R.RECV]

@@ -21,9 +21,9 @@ Records are released exactly once.  Analyses must not mutate them.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 
 class RecordAnalyzer(Protocol):

@@ -33,7 +33,8 @@ from typing import Any
 
 __all__ = ["SendResolver", "resolve_sends"]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
+
 Channel = tuple[Any, Any, Any, Any]  # (sender, receiver, comm, tag)
 
 

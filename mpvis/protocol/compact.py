@@ -8,23 +8,27 @@ disturb the program as little as possible).  They travel to the collector as
 there, by :class:`CompactDecoder`, into the records of
 ``shared/spec/trace-format.md``.
 
-Body of a ``COMPACT`` message (a msgpack map), version 2::
+Body of a ``COMPACT`` message (a msgpack map), version 3::
 
-    {"v": 2, "batch": n,           # numbered per rank connection from 0
+    {"v": 3, "batch": n,           # numbered per rank connection from 0
      "recs": <bytes>,              # RECORD_SIZE bytes per record, seq order
      "site0": k, "sites": [...],   # site strings interned since the last batch: ids k, k+1, ...
      "extra0": j, "extras": [...]} # payloads of this batch's variable-size records: j, j+1, ...
 
-A record is ``struct`` :data:`RECORD` (little-endian, 56 bytes): ``kind``,
+A record is ``struct`` :data:`RECORD` (little-endian, 64 bytes): ``kind``,
 ``flags``, a zero, ``site`` (an id; 0: none), ``seq``, ``t`` (seconds since
-the rank's recorder started), ``comm``, ``a``, ``b``, ``c``, ``d``:
+the rank's recorder started), ``comm``, ``a``, ``b``, ``c``, ``d``, ``call``.
+``call`` is the record's field ``call`` (the rank's MPI call that made it,
+numbered from 0 by the recorder; every record of one call has the same
+number); -1 (a ``state``, no MPI call) leaves the field out.  Version 3 added
+it (version 2 records were 56 bytes and only a Sendrecv's send had ``call``).
 
 ========== ===================================================================
 kind       fields
 ========== ===================================================================
 1 send     a=dest, b=tag; flags: 1 blocking, 2 sync (``req`` = seq if nonblocking),
            16 a buffer message (field ``buf``, see below), 32 the send half of a
-           Sendrecv (field ``call`` = seq; its receive is the next record)
+           Sendrecv (its receive half has the same ``call``)
 2 recv     a=src, b=tag (-1: wildcard); flags: 1 blocking
 3 consume  a=src, b=tag, c=recv; flags 4: d is the matched send's seq;
            flags 8: d is the channel ordinal (field ``chan``, see below)
@@ -63,6 +67,7 @@ import struct
 from typing import Any, Final
 
 from mpvis.protocol.framing import ProtocolError
+from mpvis.protocol.record_types import Record
 
 __all__ = [
     "COMPACT_VERSION",
@@ -72,8 +77,8 @@ __all__ = [
     "compact_body",
 ]
 
-COMPACT_VERSION: Final = 2
-RECORD: Final = struct.Struct("<BBHIqdqiiqq")
+COMPACT_VERSION: Final = 3
+RECORD: Final = struct.Struct("<BBHIqdqiiqqq")
 RECORD_SIZE: Final = RECORD.size
 
 K_SEND, K_RECV, K_CONSUME, K_WAIT, K_COLL, K_COLL_EXIT, K_STATE, K_FINAL, K_RECV_CONSUME = range(
@@ -81,7 +86,6 @@ K_SEND, K_RECV, K_CONSUME, K_WAIT, K_COLL, K_COLL_EXIT, K_STATE, K_FINAL, K_RECV
 )
 F_BLOCKING, F_SYNC, F_SEND, F_CHAN, F_BUF, F_PAIR = 1, 2, 4, 8, 16, 32
 
-Record = dict[str, Any]
 
 
 def compact_body(  # noqa: PLR0917 (the fields of the body, in order)
@@ -152,7 +156,7 @@ class CompactDecoder:
 
     def _merged(self, f: tuple[Any, ...]) -> tuple[Record, Record]:
         """A kind-9 record: the blocking recv and its consume."""
-        _, flags, _, site_id, seq, t, comm, a, b, c, d = f
+        _, flags, _, site_id, seq, t, comm, a, b, c, d, call = f
         site = self._site(site_id)
         comm, ns = _split(comm)
         src, tag = _split(c)
@@ -165,10 +169,12 @@ class CompactDecoder:
             consume["send"] = [src, d]
         elif flags & F_CHAN:
             consume["chan"] = d
+        if call >= 0:
+            recv["call"] = consume["call"] = call
         return recv, consume
 
     def _expand(self, f: tuple[Any, ...], extra0: int, extras: list[Any]) -> Record:
-        kind, flags, _, site_id, seq, t, comm, a, b, c, d = f
+        kind, flags, _, site_id, seq, t, comm, a, b, c, d, call = f
         site = self._site(site_id)
         rec: Record = {"rank": self.rank, "seq": seq}
         if kind == K_SEND:
@@ -179,8 +185,6 @@ class CompactDecoder:
                 rec["req"] = seq
             if flags & F_BUF:
                 rec["buf"] = True
-            if flags & F_PAIR:
-                rec["call"] = seq
         elif kind == K_RECV:
             rec.update(kind="recv", t=t, site=site, comm=comm, src=a, tag=b)
             rec["blocking"] = bool(flags & F_BLOCKING)
@@ -200,6 +204,8 @@ class CompactDecoder:
             self._variable(rec, kind, t, site, comm, extras[c - extra0])
         else:
             raise _BadRecord(f"unknown kind {kind}")
+        if call >= 0:
+            rec["call"] = call
         return rec
 
     @staticmethod

@@ -16,8 +16,7 @@ import reprlib
 from typing import Any, Final
 
 from mpvis.errors import MpvisError
-
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 FORMAT_NAME: Final = "mpvis-trace"
 FORMAT_VERSION: Final = 1

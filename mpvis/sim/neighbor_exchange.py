@@ -26,7 +26,7 @@ from mpvis.protocol.records import make_header
 
 __all__ = ["neighbor_exchange_trace"]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 LOWER, TOP = 0, 1
 _SITE = "neighbor_exchange.py:{}"

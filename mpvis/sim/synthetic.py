@@ -14,7 +14,7 @@ import random
 from collections.abc import Iterator
 from typing import Any
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 
 def generate_records(n_events: int, nprocs: int, seed: int = 0) -> Iterator[Record]:

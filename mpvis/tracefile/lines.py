@@ -15,7 +15,8 @@ from typing import IO, Any
 
 import orjson
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
+
 #: Lines parsed and fed to the model at a time.
 BATCH_LINES = 16384
 #: The longest line (with its newline) a trace may hold: memory stays bounded

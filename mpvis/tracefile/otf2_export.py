@@ -56,7 +56,8 @@ from mpvis.tracefile.otf2_names import (
 
 __all__ = ["Otf2ExportError", "archive_paths", "write_otf2"]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
+
 _NS = 10**9
 
 

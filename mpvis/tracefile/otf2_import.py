@@ -61,7 +61,8 @@ from mpvis.tracefile.otf2_names import (
 
 __all__ = ["HEADER_PREFIX", "Otf2ImportError", "is_otf2", "read_otf2"]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
+
 #: The archive description of an mpvis export starts with this, then the header as JSON.
 HEADER_PREFIX = "mpvis-trace header: "
 

@@ -18,7 +18,6 @@ import os
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import extract
@@ -30,7 +29,7 @@ from mpvis.tracefile.otf2_names import Otf2Missing
 
 __all__ = ["otf2_header", "otf2_load", "otf2_records"]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 
 def _error(path: Path, rule: str, model: ModelManager | None = None) -> Exception:

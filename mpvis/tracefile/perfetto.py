@@ -32,7 +32,8 @@ from mpvis.model.manager import ModelManager
 
 __all__ = ["chrome_trace"]
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
+
 _PID = 1
 _TICK_US = 10.0
 _MIN_US = 1.0

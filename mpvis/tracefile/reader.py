@@ -20,6 +20,7 @@ from mpvis.errors import MpvisError
 from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import extract
 from mpvis.model.manager import ModelManager
+from mpvis.protocol.record_types import Record
 from mpvis.protocol.records import RecordError, check_header
 from mpvis.tracefile.compression import TruncatedFile, open_binary_read
 from mpvis.tracefile.lines import (
@@ -34,7 +35,6 @@ from mpvis.tracefile.otf2_import import is_otf2
 from mpvis.tracefile.otf2_load import otf2_header, otf2_load, otf2_records
 from mpvis.tracefile.parse_worker import ParallelParser, ParsedBatch
 
-Record = dict[str, Any]
 #: Files at least this large are parsed by a second process (see
 #: :mod:`mpvis.tracefile.parse_worker`); below it, starting one costs more than it saves.
 PARALLEL_MIN_BYTES = 8 << 20

@@ -13,14 +13,13 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
-from typing import IO, Any
+from typing import IO
 
 import orjson
 
+from mpvis.protocol.record_types import Record
 from mpvis.protocol.records import make_header
 from mpvis.tracefile.compression import open_binary_write
-
-Record = dict[str, Any]
 
 
 def encode_record(rec: Record) -> bytes:

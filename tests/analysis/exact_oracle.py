@@ -12,11 +12,11 @@ and conflicts are enumerated by the definition before Theorem 2.2.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import networkx as nx
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
+
 Key = tuple[int, int]
 Conflict = tuple[int, int, Key, Key]  # (rank, r1 seq, s1, s2)
 

@@ -26,7 +26,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 BARRIER_LIKE = ("barrier", "allreduce")
 FROM_ROOT = ("bcast",)

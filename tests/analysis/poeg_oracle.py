@@ -17,7 +17,8 @@ from typing import Any
 
 import networkx as nx
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
+
 Key = tuple[int, int]
 
 BARRIER_LIKE = {"barrier", "allreduce", "allgather", "alltoall", "scan"}

@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpvis.model.manager import ModelManager
+from mpvis.protocol.record_types import Record
 
-Record = dict[str, Any]
 Key = tuple[int, int]
 
 BARRIER_LIKE = ("barrier", "allreduce", "allgather", "alltoall", "scan")

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from mpvis.cli.main import main
-
-Rec = dict[str, Any]
+from mpvis.protocol.record_types import Record as Rec
 
 
 def write(tmp_path: Path, nprocs: int, per_rank: list[list[Rec]]) -> Path:

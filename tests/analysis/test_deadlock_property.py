@@ -18,8 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpvis.analysis.deadlock_monitor import DeadlockMonitor
-
-Rec = dict[str, Any]
+from mpvis.protocol.record_types import Record as Rec
 
 
 def execution(seed: int, nprocs: int, steps: int) -> list[Rec]:

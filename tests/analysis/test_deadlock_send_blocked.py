@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mpvis.analysis.deadlock_monitor import DeadlockMonitor, detect_deadlocks
-
-Rec = dict[str, Any]
+from mpvis.protocol.record_types import Record as Rec
 
 
 def send(rank: int, seq: int, dest: int, **kw: Any) -> Rec:

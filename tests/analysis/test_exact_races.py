@@ -9,10 +9,9 @@ import pytest
 
 from mpvis.analysis.exact_offline import all_conflicts, conflicting_sends
 from mpvis.analysis.exact_races import ExactRaceDetector
+from mpvis.protocol.record_types import Record
 from tests.analysis.exact_oracle import oracle_conflicts
 from tests.analysis.exec_generator import generate
-
-Record = dict[str, Any]
 
 SEEDS = 2500
 

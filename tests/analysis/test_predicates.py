@@ -22,10 +22,10 @@ from mpvis.analysis.predicates import (
     is_consistent,
     parse_definition,
 )
+from mpvis.protocol.record_types import Record
 from mpvis.sim.api import simulate
 from tests.analysis.test_cones_traces import build_model, hb_graph, random_trace
 
-Record = dict[str, Any]
 Cut = tuple[int, ...]
 
 EXPRESSIONS = [

@@ -20,9 +20,9 @@ The stuck ranks' unmet conditions give wait-for edges ``(src, dst, kind)``.
 from __future__ import annotations
 
 from collections import deque
-from typing import Any
 
-Rec = dict[str, Any]
+from mpvis.protocol.record_types import Record as Rec
+
 Edge = tuple[int, int, str]
 
 ALL = {"barrier", "allreduce", "allgather", "alltoall", "scan", "exscan"}

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from mpvis.protocol.chansend import resolve_sends
+from mpvis.protocol.record_types import Record
 from mpvis.protocol.records import check_header, check_record
 
 pytestmark = pytest.mark.mpi
@@ -31,8 +32,6 @@ MPIEXEC = Path(sys.executable).parent / "mpiexec"
 
 if not MPIEXEC.exists():  # pragma: no cover
     pytest.skip("no mpiexec next to this Python", allow_module_level=True)
-
-Record = dict[str, Any]
 
 
 def _env(extra: dict[str, str]) -> dict[str, str]:

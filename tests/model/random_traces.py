@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-Record = dict[str, Any]
+from mpvis.protocol.record_types import Record
 
 
 def random_execution(seed: int, nprocs: int = 3, steps: int = 14) -> tuple[Record, list[Record]]:

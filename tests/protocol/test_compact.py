@@ -10,9 +10,8 @@ from mpvis.instrument.recorder import BLOCKING, BUF, Recorder
 from mpvis.protocol.chansend import SendResolver, resolve_sends
 from mpvis.protocol.compact import RECORD, RECORD_SIZE, CompactDecoder, compact_body
 from mpvis.protocol.framing import ProtocolError
+from mpvis.protocol.record_types import Record
 from mpvis.protocol.records import check_record
-
-Record = dict[str, Any]
 
 
 def _batch(rank: int = 0) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from mpvis.protocol.record_types import Record as Rec
 from mpvis.sim.engine import SimulationError, Simulator, simulate_program
 from mpvis.sim.ops import (
     ANY,
@@ -25,8 +26,6 @@ from mpvis.sim.ops import (
     unlock,
     wait,
 )
-
-Rec = dict[str, Any]
 
 
 def by_rank(records: list[Rec], rank: int) -> list[Rec]:

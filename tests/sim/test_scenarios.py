@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 import pytest
 
+from mpvis.protocol.record_types import Record as Rec
 from mpvis.protocol.records import check_header, check_record
 from mpvis.sim import api
 
-Rec = dict[str, Any]
 NAMES = api.scenario_names()
 
 

@@ -1,0 +1,195 @@
+"""Static types of trace records: :data:`Record`, and one ``TypedDict`` per record kind.
+
+:data:`Record` is the one name every module uses for a record it passes on:
+a plain ``dict`` with string keys.  Its shape is one of the classes below,
+whose union is :data:`EventRecord`.  Each class follows a kind of
+``shared/spec/trace-format.md`` and the optional fields mpvis adds
+(docs/trace-format.md, ``protocol/schema/record.schema.json``):
+required fields are plain keys, optional ones ``NotRequired``.  ``kind`` is a
+``Literal``, so a test of ``rec["kind"]`` narrows an :data:`EventRecord` to its kind's
+class for the type checker.  At run time a record is a plain ``dict``: these
+types cost nothing on the hot paths (no conversion, no wrapper).
+
+What the classes promise is what :func:`mpvis.protocol.records.check_record`
+checks: a record from outside (a file, the wire) is a :data:`Record` until it
+has been checked, or until the code that built it (a recorder's decoder, an
+importer) vouches for it.  Code that reads records by field name after
+checking their kind (the record rules, the builders of records) uses the
+classes; code that moves records along (framing, journals, batches) keeps
+:data:`Record`, which a TypedDict is not assignable to (a ``dict[str, Any]``
+accepts any key, a TypedDict only its own).
+
+Types only: this module imports nothing of mpvis.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+
+__all__ = [
+    "CollExitRecord",
+    "CollRecord",
+    "ConsumeRecord",
+    "EventRecord",
+    "FinalRecord",
+    "HeaderRecord",
+    "LeakedRequest",
+    "LockRecord",
+    "Record",
+    "RecvRecord",
+    "SendMode",
+    "SendRecord",
+    "StateRecord",
+    "StateValue",
+    "WaitRecord",
+    "WaitingRecord",
+]
+
+#: A record as mpvis passes it on: parsed (JSON, msgpack) or built, checked or not.
+Record: TypeAlias = dict[str, Any]
+
+#: ``mode`` of a send (field optional: "standard" when absent).
+SendMode: TypeAlias = Literal["standard", "buffered", "ready", "synchronous"]
+#: A value of a ``state`` record's ``vars``: a JSON scalar.
+StateValue: TypeAlias = int | float | str | bool | None
+
+
+class HeaderRecord(TypedDict):
+    """The first line of a trace."""
+
+    kind: Literal["header"]
+    format: str
+    version: int
+    nprocs: int
+    program: NotRequired[str]
+    started: NotRequired[str]
+    source: NotRequired[str]
+
+
+class _Event(TypedDict):
+    """Fields every event has (``rank``, ``seq``) or may have."""
+
+    rank: int
+    seq: int
+    t: NotRequired[float]
+    #: ``file:line``; ``None`` where a recorder knows no site.
+    site: NotRequired[str | None]
+    comm: NotRequired[int]
+    #: The per-rank number of the MPI call the record belongs to.
+    call: NotRequired[int]
+
+
+class SendRecord(_Event):
+    """``send``: a message is posted; ``req`` is required when not ``blocking``."""
+
+    kind: Literal["send"]
+    dest: int
+    tag: int
+    blocking: bool
+    sync: bool
+    req: NotRequired[int]
+    size: NotRequired[int]
+    mode: NotRequired[SendMode]
+    #: Wire only: a buffer message without piggyback (see ``ConsumeRecord.chan``).
+    buf: NotRequired[bool]
+
+
+class RecvRecord(_Event):
+    """``recv``: a receive is posted (``src``/``tag`` -1: any)."""
+
+    kind: Literal["recv"]
+    src: int
+    tag: int
+    blocking: bool
+    req: NotRequired[int]
+    #: The receive was preceded by a probe that named its message (PMPI library).
+    probed: NotRequired[bool]
+
+
+class ConsumeRecord(_Event):
+    """``consume``: a message is delivered to the program."""
+
+    kind: Literal["consume"]
+    recv: int
+    src: int
+    tag: int
+    #: ``[rank, seq]`` of the send taken.
+    send: NotRequired[list[int]]
+    #: Wire only: the k-th buffer message consumed on its channel.
+    chan: NotRequired[int]
+
+
+class WaitRecord(_Event):
+    """``wait``: requests complete."""
+
+    kind: Literal["wait"]
+    reqs: list[int]
+    cancelled: NotRequired[list[int]]
+
+
+class WaitingRecord(_Event):
+    """``waiting`` (optional kind): the rank entered MPI_Wait* on ``reqs`` and did not
+    complete at once; ``mode`` "all" (the default) or "any"."""
+
+    kind: Literal["waiting"]
+    reqs: list[int]
+    mode: NotRequired[Literal["all", "any"]]
+
+
+class CollRecord(_Event):
+    """``coll``: entry to a collective."""
+
+    kind: Literal["coll"]
+    op: str
+    root: NotRequired[int]
+    count: NotRequired[int]
+    dtype: NotRequired[str]
+    redop: NotRequired[str]
+    bytes: NotRequired[int]
+    #: World ranks of a derived communicator, in communicator order.
+    group: NotRequired[list[int]]
+
+
+class CollExitRecord(_Event):
+    """``coll_exit``: return from a collective."""
+
+    kind: Literal["coll_exit"]
+    op: str
+
+
+class LockRecord(_Event):
+    """``lock`` (requested), ``locked`` (acquired), ``unlock``."""
+
+    kind: Literal["lock", "locked", "unlock"]
+    lock: str
+
+
+class StateRecord(_Event):
+    """``state``: program variables, for predicates."""
+
+    kind: Literal["state"]
+    vars: dict[str, StateValue]
+
+
+class LeakedRequest(TypedDict):
+    """An entry of ``final``'s ``requests``: a request still allocated at MPI_Finalize."""
+
+    req: int
+    call: str
+    site: str | None
+    state: Literal["active", "inactive"]
+    started: bool
+
+
+class FinalRecord(_Event):
+    """``final``: the rank ended normally."""
+
+    kind: Literal["final"]
+    requests: NotRequired[list[LeakedRequest]]
+
+
+#: An event record of any kind, typed field by field; narrow it by ``rec["kind"]``.
+EventRecord: TypeAlias = (
+    SendRecord | RecvRecord | ConsumeRecord | WaitRecord | WaitingRecord | CollRecord
+    | CollExitRecord | LockRecord | StateRecord | FinalRecord
+)
