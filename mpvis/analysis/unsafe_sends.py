@@ -38,20 +38,26 @@ event's requirements are met and sleeps on the first unmet one otherwise.
 
 from __future__ import annotations
 
+from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from mpvis.analysis.deadlock_p2p import describe_p2p
 from mpvis.analysis.deadlock_report import describe_site
 from mpvis.analysis.waitfor import WaitEdge, weak_components
 from mpvis.model.collectives import ALL_TO_ALL, FROM_ROOT, TO_ROOT
+from mpvis.model.ingest import F_BLOCKING
 from mpvis.model.manager import ModelManager
-from mpvis.model.record_batch import rank_records
-from mpvis.model.stream import Record
+from mpvis.protocol import records as R
 
 __all__ = [
     "Requirement",
+    "Requirements",
     "ZeroBufferRun",
     "potential_deadlocks",
     "requirements",
@@ -94,149 +100,317 @@ class ZeroBufferRun:
     pc: list[int]
 
 
-def _buffered(rec: Record) -> bool:
-    return rec.get("mode") == "buffered"
+_SEND, _RECV, _CONSUME, _WAIT, _COLL = (
+    R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.CONSUME, R.WAIT, R.COLL))
+#: Requirement kinds in the table's ``kind`` column.
+KINDS = ("send", "recv", "collective")
+_K_SEND, _K_RECV, _K_COLL = range(3)
 
 
-def _paired_recv(events: Sequence[Record], s: int) -> int | None:
-    """The seq of the receive of the same Sendrecv as blocking send ``s``, if any."""
-    call = events[s].get("call")
-    if call is None or s + 1 >= len(events):
-        return None
-    nxt = events[s + 1]
-    if nxt["kind"] == "recv" and nxt.get("blocking") and nxt.get("call", call) == call:
-        return s + 1
-    return None
+class _AllEntered:
+    """The exit of an all-members collective waits for every member's entry.
+
+    One object per collective instance, shared by the members whose exit waits
+    for all of them (every member of a barrier-like operation, the root of a
+    reduce): memory linear in the members, not quadratic.  A rank's own entry
+    is in the list and always met when its exit is checked (its ``pc`` is past
+    it).  ``cur``: the members before it are known to have entered; since
+    ``pc`` only grows, the scan never goes back.
+    """
+
+    __slots__ = ("cur", "ranks", "seqs")
+
+    def __init__(self, ranks: list[int], seqs: list[int]) -> None:
+        self.ranks = ranks
+        self.seqs = seqs
+        self.cur = 0
+
+    def first_unmet(self, pc: list[int]) -> int:
+        """Index of the first member not yet entered, or -1."""
+        ranks, seqs, i = self.ranks, self.seqs, self.cur
+        n = len(ranks)
+        while i < n and pc[ranks[i]] > seqs[i]:
+            i += 1
+        self.cur = i
+        return i if i < n else -1
 
 
-def _members(events: list[list[Record]], nprocs: int) -> dict[int, tuple[int, ...]]:
-    groups: dict[int, tuple[int, ...]] = {0: tuple(range(nprocs))}
-    seen: dict[int, set[int]] = {}
-    for evs in events:
-        for rec in evs:
-            if rec["kind"] == "coll":
-                comm = rec.get("comm", 0)
-                if comm and comm not in groups and rec.get("group") is not None:
-                    groups[comm] = tuple(rec["group"])
-                seen.setdefault(comm, set()).add(rec["rank"])
-    for comm, ranks in seen.items():
-        groups.setdefault(comm, tuple(sorted(ranks)))
-    return groups
+@dataclass
+class Requirements:
+    """The zero-buffer requirements of a built model, as columns (module docstring).
+
+    A *checkpoint* is a position ``(rank, pos)`` with requirements (``pos`` =
+    the rank's event count for getting past its last event).  Checkpoints are
+    in (rank, pos) order: rank ``r``'s are ``cp_start[r]:cp_start[r + 1]``, at
+    positions ``cp_pos``.  Checkpoint ``j``'s point-to-point and root rows are
+    ``row_start[j]:row_start[j + 1]`` of ``need_rank``/``need_seq`` (the event
+    that must have run), ``cause_seq`` (the blocking operation on the
+    checkpoint's rank), ``kind`` (index into :data:`KINDS`) and ``gen`` (seq of
+    the record that set the requirement: rows are in the order the records
+    set them); ``group[j]`` indexes ``groups`` (an all-members collective
+    wait, set by the record at ``pos - 1``) or is -1.
+    """
+
+    counts: list[int]
+    cp_start: array[int]
+    cp_pos: array[int]
+    row_start: array[int]
+    need_rank: array[int]
+    need_seq: array[int]
+    cause_seq: array[int]
+    kind: array[int]
+    gen: array[int]
+    group: array[int]
+    groups: list[_AllEntered]
 
 
-Requirements = dict[tuple[int, int], list[Requirement]]
+def _arr(code: str, values: npt.NDArray[Any]) -> array[int]:
+    out = array(code)
+    out.frombytes(np.ascontiguousarray(values, dtype=np.dtype(code)).tobytes())
+    return out
 
 
-def requirements(m: ModelManager) -> tuple[list[list[Record]], Requirements]:
-    """Every rank's records and the zero-buffer requirements of each event.
+def _extras_fields(m: ModelManager, kinds: npt.NDArray[Any]
+                   ) -> tuple[set[int], dict[int, object]]:
+    """Global indices of buffered sends, and the ``call`` of every send or receive with one."""
+    buffered: set[int] = set()
+    calls: dict[int, object] = {}
+    for g, ex in m.extras.items():
+        k = kinds[g]
+        if k == _SEND and ex.get("mode") == "buffered":
+            buffered.add(g)
+        if (k in (_SEND, _RECV)) and ex.get("call") is not None:
+            calls[g] = ex["call"]
+    return buffered, calls
 
-    Requirements are keyed by ``(rank, index)``; index ``len(events)`` stands
-    for getting past the rank's last event (a trace ending in a blocking send
-    is blocked there).
+
+def requirements(m: ModelManager) -> Requirements:
+    """The zero-buffer requirements of every event of a built model (module docstring).
+
+    Reads the model's columns with NumPy, in rank-major order (each rank's
+    events in ``seq`` order); only waits (their request lists) and collective
+    entries (operation, root, group) are read from the records' extra fields
+    one by one.
     """
     n = m.nprocs
-    events = [rank_records(m, r) for r in range(n)]  # columns read once per rank
-    reqs: Requirements = {}
+    counts = [m.count(r) for r in range(n)]
+    order = (np.concatenate([np.frombuffer(m.by_rank[r], dtype=np.int64) for r in range(n)])
+             if sum(counts) else np.zeros(0, dtype=np.int64))
+    rstart = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(counts, out=rstart[1:])
+    rank_rm = np.repeat(np.arange(n, dtype=np.int64), counts)
+    seq_rm = np.arange(len(order), dtype=np.int64) - rstart[rank_rm]
+    kinds_g = m.c_kind.view()
+    kind_rm = kinds_g[order]
+    flags_rm = m.c_flags.view()[order]
+    c_rank, c_seq, c_ref = m.c_rank.view(), m.c_seq.view(), m.c_ref.view()
+    partner_g = m.c_partner.view()
+    peer_g = m.c_peer.view()
+    buffered, calls = _extras_fields(m, kinds_g)
+    buf_rm = np.zeros(len(order), dtype=bool)
+    if buffered:
+        buf_rm = np.isin(order, np.fromiter(buffered, dtype=np.int64))
+    rows: list[tuple[npt.NDArray[Any], ...]] = []  # (rank, at, gen, sub, nr, ns, cause, kind)
 
-    def add(at: tuple[int, int], req: Requirement) -> None:
-        reqs.setdefault(at, []).append(req)
+    def posted(sends: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+        """For sends (global indices), the event their completion needs: the
+        receive of the consume that took the message, or (dest, NEVER)."""
+        pg = partner_g[sends].astype(np.int64)
+        has = pg >= 0
+        safe = np.where(has, pg, 0)
+        need_r = np.where(has, c_rank[safe], peer_g[sends]).astype(np.int64)
+        need_s = np.where(has, c_ref[safe].astype(np.int64), np.int64(NEVER))
+        return need_r, need_s
 
-    def posted(rank: int, seq: int, rec: Record) -> tuple[int, int]:
-        """The event that must have run for send (rank, seq) to complete: its receive."""
-        part = m.partner(rank, seq)
-        if part is None:
-            return rec["dest"], NEVER
-        q, cs = part
-        return q, events[q][cs]["recv"]
+    def add(cols: tuple[Any, ...], kind: int) -> None:
+        """Rows (rank, at, gen, sub, need rank, need seq, cause) of one ``kind``."""
+        arrays = tuple(np.asarray(c, np.int64) for c in cols)
+        rows.append((*arrays, np.full(len(arrays[0]), kind, np.int64)))
 
-    groups = _members(events, n)
-    entries: dict[tuple[int, int], dict[int, int]] = {}  # (comm, instance) -> rank -> seq
-    for r in range(n):
-        count: dict[int, int] = {}
-        for rec in events[r]:
-            if rec["kind"] == "coll":
-                comm = rec.get("comm", 0)
-                k = count.get(comm, 0)
-                count[comm] = k + 1
-                entries.setdefault((comm, k), {})[r] = rec["seq"]
-    for r in range(n):
-        evs = events[r]
-        open_sends: dict[int, int] = {}  # req -> seq of the nonblocking send
-        count = {}
-        for rec in evs:
-            s, kind = rec["seq"], rec["kind"]
-            site = rec.get("site")
-            if kind == "send" and not _buffered(rec):
-                if not rec["blocking"]:
-                    open_sends[rec["req"]] = s
-                    continue
-                pair = _paired_recv(evs, s)
-                at = s + 1
-                if pair is not None:
-                    c = m.consume_of(r, pair)
-                    at = NEVER if c is None else c + 1
-                if at != NEVER:
-                    add((r, min(at, len(evs))), Requirement(
-                        posted(r, s, rec), (r, s), "send", describe_p2p(rec), site))
-            elif kind == "consume":
-                part = m.partner(r, s)
-                if part is not None:
-                    recv = evs[rec["recv"]]
-                    add((r, s), Requirement(part, (r, recv["seq"]), "recv",
-                                            describe_p2p(recv), recv.get("site")))
-            elif kind == "wait":
-                for q in rec["reqs"]:
-                    ss = open_sends.pop(q, None)
-                    if ss is not None:
-                        send = evs[ss]
-                        add((r, s), Requirement(posted(r, ss, send), (r, ss), "send",
-                                                describe_p2p(send), send.get("site")))
-            elif kind == "coll":
-                comm = rec.get("comm", 0)
-                k = count.get(comm, 0)
-                count[comm] = k + 1
-                _coll_requirements(rec, r, k, members=groups.get(comm, ()),
-                                   entered=entries.get((comm, k), {}), add=add, end=len(evs))
-    return events, reqs
-
-
-def _coll_requirements(rec: Record, r: int, k: int, *, members: tuple[int, ...],
-                       entered: dict[int, int],
-                       add: Callable[[tuple[int, int], Requirement], None], end: int) -> None:
-    """The exit of collective ``rec`` (rank ``r``'s ``k``-th on its comm) waits for entries."""
-    op, root = rec["op"], rec.get("root")
-    if op in ALL_TO_ALL:
-        need: tuple[int, ...] = members
-    elif op in FROM_ROOT and root is not None:
-        need = (root,)
-    elif op in TO_ROOT and root is not None and root == r:
-        need = members
-    else:
-        return
-    s = rec["seq"]
-    at = min(s + 1, end)
-    text = f"{op} (its {k + 1}. collective on comm {rec.get('comm', 0)})"
-    for q in need:
-        if q == r:
+    is_send = kind_rm == _SEND
+    blocking = (flags_rm & F_BLOCKING) != 0
+    # blocking sends: the rank's next event (after a Sendrecv's consume) waits
+    idx = np.flatnonzero(is_send & blocking & ~buf_rm)
+    r, s = rank_rm[idx], seq_rm[idx]
+    at = s + 1
+    for i in np.flatnonzero(np.isin(order[idx], np.fromiter(calls, np.int64))).tolist():
+        j = int(idx[i]) + 1
+        if int(s[i]) + 1 >= counts[int(r[i])]:
             continue
-        req = Requirement((q, entered.get(q, NEVER)), (r, s), "collective", text, rec.get("site"))
-        add((r, at), req)
+        g_next = int(order[j])
+        call = calls[int(order[idx[i]])]
+        if (kind_rm[j] == _RECV and flags_rm[j] & F_BLOCKING
+                and calls.get(g_next, call) == call):
+            c = int(c_ref[g_next])
+            at[i] = NEVER if c < 0 else c + 1
+    keep = at != NEVER
+    idx, r, s, at = idx[keep], r[keep], s[keep], at[keep]
+    at = np.minimum(at, np.asarray(counts, np.int64)[r]) if len(r) else at
+    add((r, at, s, np.zeros_like(s), *posted(order[idx]), s), _K_SEND)
+    # consumes wait for their send
+    idx = np.flatnonzero((kind_rm == _CONSUME) & (partner_g[order] >= 0))
+    pg = partner_g[order[idx]]
+    s = seq_rm[idx]
+    add((rank_rm[idx], s, s, np.zeros_like(s), c_rank[pg], c_seq[pg], c_ref[order[idx]]),
+        _K_RECV)
+    # waits: for the receive of each nonblocking send they complete
+    nb = np.flatnonzero(is_send & ~blocking & ~buf_rm)
+    waits = np.flatnonzero(kind_rm == _WAIT)
+    both = np.union1d(nb, waits).tolist()
+    reqs_g = m.c_req.view()
+    w_rank: list[int] = []
+    w_seq: list[int] = []
+    w_sub: list[int] = []
+    w_send: list[int] = []
+    cur = -1
+    open_sends: dict[int, int] = {}  # req -> rank-major index of the nonblocking send
+    for i in both:
+        g = int(order[i])
+        rr = int(rank_rm[i])
+        if rr != cur:
+            cur, open_sends = rr, {}
+        if kind_rm[i] == _SEND:
+            open_sends[int(reqs_g[g])] = i
+            continue
+        sub = 0
+        for q in m.extras[g]["reqs"]:
+            ss = open_sends.pop(q, None)
+            if ss is not None:
+                w_rank.append(rr)
+                w_seq.append(int(seq_rm[i]))
+                w_sub.append(sub)
+                w_send.append(ss)
+                sub += 1
+    if w_rank:
+        ws = np.asarray(w_send, np.int64)
+        add((w_rank, w_seq, w_seq, w_sub, *posted(order[ws]), seq_rm[ws]), _K_SEND)
+    groups: list[_AllEntered] = []
+    coll_at: tuple[list[int], list[int], list[int]] = ([], [], [])  # rank, pos, group
+    _collectives(m, order[kind_rm == _COLL], add, groups, coll_at)
+    return _table(counts, rows, groups, coll_at)
 
 
-def zero_buffer_run(nprocs: int, counts: Sequence[int],
-                    reqs: Requirements) -> ZeroBufferRun:
-    """Advance every rank as far as the requirements allow (module docstring)."""
-    pc = [0] * nprocs
+def _collectives(m: ModelManager, colls: npt.NDArray[Any],
+                 add: Callable[..., None], groups: list[_AllEntered],
+                 coll_at: tuple[list[int], list[int], list[int]]) -> None:
+    """Requirements of collective exits: the k-th ``coll`` of a rank on a
+    communicator is its part in that communicator's k-th instance; its exit
+    (the next position) waits for every member (barrier-like operations; the
+    root of a reduce or gather) or for the root (bcast, scatter)."""
+    n = m.nprocs
+    ranks = m.c_rank.view()[colls].tolist()
+    seqs = m.c_seq.view()[colls].tolist()
+    comms = m.c_comm.view()[colls].tolist()
+    extras = [m.extras.get(int(g), {}) for g in colls.tolist()]
+    members: dict[int, tuple[int, ...]] = {0: tuple(range(n))}
+    seen: dict[int, set[int]] = {}
+    entries: dict[tuple[int, int], dict[int, int]] = {}  # (comm, instance) -> rank -> seq
+    count: dict[tuple[int, int], int] = {}
+    nth: list[int] = []
+    for rank, seq, comm, ex in zip(ranks, seqs, comms, extras, strict=True):
+        if comm and comm not in members and ex.get("group") is not None:
+            members[comm] = tuple(ex["group"])
+        seen.setdefault(comm, set()).add(rank)
+        k = count.get((comm, rank), 0)
+        count[comm, rank] = k + 1
+        nth.append(k)
+        entries.setdefault((comm, k), {})[rank] = seq
+    for comm, who in seen.items():
+        members.setdefault(comm, tuple(sorted(who)))
+    shared: dict[tuple[int, int], int] = {}
+    root_rows: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
+    for rank, seq, comm, ex, k in zip(ranks, seqs, comms, extras, nth, strict=True):
+        op, root = ex.get("op"), ex.get("root")
+        entered = entries[comm, k]
+        if op in ALL_TO_ALL or (op in TO_ROOT and root is not None and root == rank):
+            gi = shared.get((comm, k))
+            if gi is None:
+                gi = shared[comm, k] = len(groups)
+                mem = list(members.get(comm, ()))
+                groups.append(_AllEntered(mem, [entered.get(q, NEVER) for q in mem]))
+            coll_at[0].append(rank)
+            coll_at[1].append(seq + 1)
+            coll_at[2].append(gi)
+        elif op in FROM_ROOT and root is not None and root != rank:
+            for col, v in zip(root_rows, (rank, seq, root, entered.get(root, NEVER)),
+                              strict=True):
+                col.append(v)
+    if root_rows[0]:
+        rr, ss, qq, qs = (np.asarray(c, np.int64) for c in root_rows)
+        add((rr, ss + 1, ss, np.zeros_like(ss), qq, qs, ss), _K_COLL)
+
+
+def _table(counts: list[int], rows: list[tuple[npt.NDArray[Any], ...]],
+           groups: list[_AllEntered], coll_at: tuple[list[int], list[int], list[int]]
+           ) -> Requirements:
+    """Sort the rows by (rank, position, generating record, order in it) and
+    index them by checkpoint."""
+    n = len(counts)
+    cols = [np.concatenate(c) if c else np.zeros(0, np.int64) for c in zip(*rows, strict=True)] \
+        if rows else [np.zeros(0, np.int64)] * 8
+    rank, at, gen, sub, nr, ns, cause, kind = cols
+    o = np.lexsort((sub, gen, at, rank))
+    rank, at, gen, nr, ns, cause, kind = (x[o] for x in (rank, at, gen, nr, ns, cause, kind))
+    width = max(counts, default=0) + 2
+    row_key = rank * width + at
+    c_rank = np.asarray(coll_at[0], np.int64)
+    c_key = c_rank * width + np.asarray(coll_at[1], np.int64)
+    cp_key = np.union1d(row_key, c_key)
+    cp_rank = cp_key // width
+    cp_start = np.searchsorted(cp_rank, np.arange(n + 1))
+    row_start = np.searchsorted(row_key, cp_key)
+    row_start = np.append(row_start, len(row_key))
+    group = np.full(len(cp_key), -1, np.int64)
+    group[np.searchsorted(cp_key, c_key)] = np.asarray(coll_at[2], np.int64)
+    return Requirements(
+        counts=counts, cp_start=_arr("q", cp_start), cp_pos=_arr("q", cp_key % width),
+        row_start=_arr("q", row_start), need_rank=_arr("i", nr), need_seq=_arr("q", ns),
+        cause_seq=_arr("i", cause), kind=_arr("b", kind), gen=_arr("i", gen),
+        group=_arr("i", group), groups=groups)
+
+
+def zero_buffer_run(m: ModelManager, table: Requirements) -> ZeroBufferRun:
+    """Advance every rank as far as the requirements allow (module docstring).
+
+    The end state does not depend on the order ranks are advanced in (the
+    requirements only grow as ranks advance, so there is one greatest state,
+    as the brute-force oracle of the tests checks): a rank jumps from
+    checkpoint to checkpoint and sleeps on the first unmet requirement.
+    """
+    n = m.nprocs
+    counts = table.counts
+    cp_start, cp_pos, row_start = table.cp_start, table.cp_pos, table.row_start
+    need_rank, need_seq, group, groups = table.need_rank, table.need_seq, table.group, table.groups
+    pc = [0] * n
+    nxt = list(cp_start[:n])
     sleeping: dict[int, list[tuple[int, int]]] = {}  # rank q -> [(waiter, seq of q needed)]
-    work = list(range(nprocs))
+    work = list(range(n))
     while work:
         r = work.pop()
-        while pc[r] <= counts[r]:
-            unmet = next((x for x in reqs.get((r, pc[r]), ()) if pc[x.need[0]] <= x.need[1]), None)
-            if unmet is not None:
-                sleeping.setdefault(unmet.need[0], []).append((r, unmet.need[1]))
-                break
-            pc[r] += 1
+        last = counts[r]
+        if pc[r] <= last:
+            j, end = nxt[r], cp_start[r + 1]
+            while j < end:
+                pc[r] = cp_pos[j]
+                bq, bs = -1, 0
+                for i in range(row_start[j], row_start[j + 1]):
+                    if pc[need_rank[i]] <= need_seq[i]:
+                        bq, bs = need_rank[i], need_seq[i]
+                        break
+                else:
+                    gi = group[j]
+                    if gi >= 0:
+                        grp = groups[gi]
+                        u = grp.first_unmet(pc)
+                        if u >= 0:
+                            bq, bs = grp.ranks[u], grp.seqs[u]
+                if bq >= 0:
+                    sleeping.setdefault(bq, []).append((r, bs))
+                    break
+                j += 1
+            else:
+                pc[r] = last + 1
+            nxt[r] = j
         waiters = sleeping.pop(r, None)
         if waiters:
             keep = []
@@ -247,18 +421,48 @@ def zero_buffer_run(nprocs: int, counts: Sequence[int],
                     keep.append((w, need))
             if keep:
                 sleeping[r] = keep
-    stuck = {
-        r: [x for x in reqs.get((r, pc[r]), ()) if pc[x.need[0]] <= x.need[1]]
-        for r in range(nprocs) if pc[r] <= counts[r]
-    }
+    stuck = {r: _unmet(m, table, r, nxt[r], pc) for r in range(n) if pc[r] <= counts[r]}
     return ZeroBufferRun({r: v for r, v in stuck.items() if v}, pc)
+
+
+def _unmet(m: ModelManager, table: Requirements, r: int, j: int, pc: list[int]
+           ) -> list[Requirement]:
+    """Every unmet requirement of checkpoint ``j`` (rank ``r`` stopped there), in
+    the order the records set them."""
+    found: list[tuple[int, int, int, int, int]] = []  # gen, need rank, need seq, cause, kind
+    for i in range(table.row_start[j], table.row_start[j + 1]):
+        if pc[table.need_rank[i]] <= table.need_seq[i]:
+            found.append((table.gen[i], table.need_rank[i], table.need_seq[i],
+                          table.cause_seq[i], table.kind[i]))
+    gi = table.group[j]
+    if gi >= 0:
+        s = table.cp_pos[j] - 1
+        grp = table.groups[gi]
+        found.extend((s, q, qs, s, _K_COLL) for q, qs in zip(grp.ranks, grp.seqs, strict=True)
+                     if q != r and pc[q] <= qs)
+    found.sort(key=lambda x: x[0])
+    return [_requirement(m, r, x[1:]) for x in found]
+
+
+def _requirement(m: ModelManager, r: int, row: tuple[int, int, int, int]) -> Requirement:
+    """A requirement of rank ``r`` (``row``: need rank and seq, cause seq, kind),
+    with its description from the cause's record."""
+    q, qs, cause, kind = row
+    rec = m.record(r, cause)
+    if kind == _K_COLL:
+        comm = rec.get("comm", 0)
+        g = np.frombuffer(m.by_rank[r], dtype=np.int64)[:cause]
+        k = int(np.count_nonzero((m.c_kind.view()[g] == _COLL) & (m.c_comm.view()[g] == comm)))
+        op = f"{rec['op']} (its {k + 1}. collective on comm {comm})"
+    else:
+        op = describe_p2p(rec)
+    return Requirement((q, qs), (r, cause), KINDS[kind], op, rec.get("site"))
 
 
 def send_cycles(m: ModelManager) -> tuple[ZeroBufferRun, list[list[WaitEdge]]]:
     """The zero-buffer re-execution and, per weakly connected group of its stuck
     ranks, one wait-for cycle through a send's wait (its edges in order), if any."""
-    events, reqs = requirements(m)
-    run = zero_buffer_run(m.nprocs, [len(e) for e in events], reqs)
+    run = zero_buffer_run(m, requirements(m))
     edges = [WaitEdge(r, x.need[0], x.kind, x.cause, x.op, x.site)
              for r, xs in sorted(run.stuck.items()) for x in xs]
     cycles = []
