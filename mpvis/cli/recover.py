@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mpvis.cli.errors import UserError
+from mpvis.collector.symbolize import SiteSymbolizer
 from mpvis.tracefile.reader import TraceFileError, read_header
 from mpvis.tracefile.spill import merge_spills, spill_files
 
@@ -43,6 +44,7 @@ def _traces(path: Path) -> list[Path]:
 
 def run(args: argparse.Namespace) -> int:
     code, merged = 0, 0
+    symbolize = SiteSymbolizer()  # compiled programs' spills name sites raw
     for trace in _traces(args.path):
         try:
             header = read_header(trace)
@@ -52,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             spills = spill_files(args.spill_dir or trace.parent, run_id)
             if not spills:
                 continue
-            result = merge_spills(trace, spills)
+            result = merge_spills(trace, spills, symbolize.name_record)
         except TraceFileError as exc:
             raise UserError(f"cannot recover: {exc}") from None
         merged += 1

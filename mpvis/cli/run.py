@@ -57,6 +57,7 @@ from mpvis.collector.mpiexec import (
     stop_group,
 )
 from mpvis.collector.rendezvous import discover
+from mpvis.collector.symbolize import SiteSymbolizer
 from mpvis.collector.tls import TlsError, server_context
 from mpvis.protocol.records import make_header
 from mpvis.tracefile.reader import TraceFileError
@@ -459,7 +460,9 @@ def _merge_spills(journal: Path, spill_dir: Path, run_id: str) -> None:
     try:
         spills = spill_files(spill_dir, run_id)
         if spills:
-            _say(f"{journal}: {merge_spills(journal, spills).summary()}")
+            # a compiled program's ranks spill raw call sites: named as the collector does
+            merged = merge_spills(journal, spills, SiteSymbolizer().name_record)
+            _say(f"{journal}: {merged.summary()}")
             for f in spills:
                 f.unlink()
     except (TraceFileError, OSError) as exc:

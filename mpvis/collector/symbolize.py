@@ -98,11 +98,27 @@ class SiteSymbolizer:
                     rec["site"] = named[0]
                     if named[1]:
                         rec["func"] = named[1]
-            reqs = rec.get("requests") if rec.get("kind") == "final" else None
-            if isinstance(reqs, list):
-                for q in reqs:
-                    if isinstance(q, dict) and is_raw_site(q.get("site")):
-                        q["site"] = self(q["site"])[0]
+            self._name_requests(rec)
+
+    def name_record(self, rec: dict[str, Any]) -> None:
+        """Name the raw sites of one record in place: its ``site`` (a raw name,
+        as a rank's spill file has it) becomes ``file:line`` and ``func`` its
+        function, as :meth:`name_sites` does for ids; so do ``final``'s
+        ``requests`` sites.  Records without raw names are left alone."""
+        site = rec.get("site")
+        if is_raw_site(site):
+            assert isinstance(site, str)
+            rec["site"], func = self(site)
+            if func:
+                rec["func"] = func
+        self._name_requests(rec)
+
+    def _name_requests(self, rec: dict[str, Any]) -> None:
+        reqs = rec.get("requests") if rec.get("kind") == "final" else None
+        if isinstance(reqs, list):
+            for q in reqs:
+                if isinstance(q, dict) and is_raw_site(q.get("site")):
+                    q["site"] = self(q["site"])[0]
 
     def _resolve(self, raw: str) -> tuple[str, str | None]:
         parts = raw[1:].split(":", 3)

@@ -15,13 +15,20 @@ would break the no-gaps rule).  A plain trace whose last line was cut (the
 central process died while writing it) loses that line first.  Consumes of
 buffer messages get no ``send``: the reader infers it by the spec's
 non-overtaking rule.
+
+A compiled program's rank (the PMPI library, ``mpvis/instrument/pmpi/spill.c``)
+writes each record's ``site`` as the library's raw name of the call site
+(``@BASE:PC:FUNC+0xOFF:PATH``), as its collector would have received it; the
+caller of :func:`merge_spills` passes ``name`` (``mpvis recover`` and ``mpvis
+run`` pass :meth:`mpvis.collector.symbolize.SiteSymbolizer.name_record`) to
+turn it into ``file:line`` and ``func`` as the collector does.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,10 +148,12 @@ def _next_seqs(trace: Path, nprocs: int) -> list[int]:
     return nxt
 
 
-def merge_spills(trace: Path, spills: list[Path]) -> MergeResult:
+def merge_spills(trace: Path, spills: list[Path],
+                 name: Callable[[dict[str, Any]], None] | None = None) -> MergeResult:
     """Append the spilled records that continue each rank to ``trace`` (see the
-    module docstring).  Raises :class:`TraceFileError` for an unreadable trace
-    or spill file (nothing is appended then)."""
+    module docstring), each passed to ``name`` first (in place: raw call sites
+    of compiled programs).  Raises :class:`TraceFileError` for an unreadable
+    trace or spill file (nothing is appended then)."""
     result = MergeResult(files=list(spills))
     if not spills:
         return result
@@ -166,6 +175,8 @@ def merge_spills(trace: Path, spills: list[Path]) -> MergeResult:
             elif s < nxt[r]:
                 result.duplicates += 1
             elif s == nxt[r]:
+                if name is not None:
+                    name(rec)
                 out.append(_clean(rec))
                 nxt[r] += 1
             else:

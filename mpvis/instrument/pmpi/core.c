@@ -17,10 +17,24 @@
  *    record's `site` is a small integer; a batch lists the names of the sites
  *    it uses for the first time ("sites": [[id, name], ...]) and the collector
  *    puts the names back (mpvis/collector/symbolize.py).
- *  - If the collector goes away (the socket closes or a write fails), the
- *    rank says so on stderr and leaves (exit status 75, as the mpi4py path's
- *    ranks), so a killed `mpvis run` leaves no rank behind.  Unlike the mpi4py
- *    path it writes no spill file: what it had not shipped is lost.
+ *  - No orphans (the mpi4py path's rule, mpvis/instrument/transport.py, the
+ *    reference): the flusher checks every WATCH_EVERY (0.5 s) that the
+ *    collector's connection is open (recv(MSG_PEEK | MSG_DONTWAIT): end of
+ *    stream, data (the collector only writes to refuse) or an error other than
+ *    EAGAIN/EINTR mean it is gone); a failed send means the same.  Then the
+ *    rank writes the records the collector may not have received to its spill
+ *    file (spill.c): those not shipped and those shipped in the last
+ *    KEEP_SHIPPED (10 s) seconds, at most KEEP_BYTES (32 MiB) of them (each
+ *    batch is kept before it is sent, so a batch whose send failed is spilled
+ *    too), says so on stderr, lingers ORPHAN_LINGER (1.5 s: MPICH kills every
+ *    rank once one leaves, the peers need the time to spill) and leaves with
+ *    status 75, so a killed `mpvis run` leaves no rank behind.
+ *    MPVIS_STAY_ON_LOSS=1 spills and lets the program go on untraced instead.
+ *  - SIGTERM (mpiexec stopping the job), unless the program installed its own
+ *    handler first: the handler only notes the signal; the flusher watches
+ *    TERM_LOOK (0.5 s) for the connection to close, then spills and lingers
+ *    as above if it did, else ships everything and says BYE crashed; the rank
+ *    leaves with 128 + 15.
  */
 #define _GNU_SOURCE
 #include "mvp.h"
@@ -81,6 +95,24 @@ static double t0;                       /* monotonic time of the run's origin */
 static double quiet_s = 0.005, longest_s = 0.05;
 static pthread_t flusher;
 static _Atomic int stop_flusher;
+static _Atomic int term_signal;         /* SIGTERM noted by on_term, handled by the flusher */
+static int spilled;                     /* the orphan rule ran (under dlock) */
+
+/* The mpi4py path's constants (mpvis/instrument/transport.py). */
+#define WATCH_EVERY 0.5                 /* seconds between connection checks */
+#define KEEP_SHIPPED 10.0               /* shipped batches kept this long for a spill ... */
+#define KEEP_BYTES ((size_t)32 << 20)   /* ... and at most this many bytes of them */
+#define ORPHAN_EXIT 75                  /* EX_TEMPFAIL */
+#define ORPHAN_LINGER 1.5
+#define TERM_LOOK 0.5
+
+/* Batches kept for a spill, oldest first (under dlock): the encoded records
+ * of each RECORDS frame, copied before the frame is sent. */
+typedef struct { uint8_t *p; size_t len; int64_t nrec; double at; } kept_t;
+#define MAXKEPT 8192
+static kept_t kept[MAXKEPT];
+static unsigned kfirst, kcount;
+static size_t kbytes;
 
 double mvp_now(void) {
     struct timespec ts;
@@ -191,7 +223,7 @@ static void frame_end(buf_t *b) {
     for (int i = 0; i < 4; i++) b->p[4 + i] = (uint8_t)(n >> (8 * (3 - i)));
 }
 
-static void collector_lost(const char *why);
+static void orphaned_locked(const char *why, int leave);
 
 static int send_all(const uint8_t *p, size_t n) {
     while (n) {
@@ -206,9 +238,14 @@ static int send_all(const uint8_t *p, size_t n) {
     return 0;
 }
 
+/* Send a frame (under dlock); a failed send is the collector gone. */
 static void ship(buf_t *b) {
     if (sock < 0 || lost) return;
-    if (send_all(b->p, b->len) != 0) collector_lost(strerror(errno));
+    if (send_all(b->p, b->len) != 0) {
+        char why[160];
+        snprintf(why, sizeof why, "sending to the collector failed: %s", strerror(errno));
+        orphaned_locked(why, !atomic_load(&stop_flusher));
+    }
 }
 
 /* -- sites ----------------------------------------------------------------------- */
@@ -467,51 +504,199 @@ static void encode(buf_t *b, const mvp_rec *r) {
 
 #define BATCH 8192
 
-/* Ship every pending record (caller: the flusher, a full ring, the end). */
-static void drain(void) {
-    static buf_t fb;
-    pthread_mutex_lock(&dlock);
+/* Keep a copy of one batch's encoded records for a spill (under dlock).  While
+ * shipping (`evict`), batches older than KEEP_SHIPPED or beyond KEEP_BYTES are
+ * let go, the newest always kept (the mpi4py path's SocketSink.compact). */
+static void keep(const uint8_t *p, size_t len, int64_t nrec, int evict) {
+    double now = mvp_now();
+    if (kcount == MAXKEPT) {  /* more batches than a 10 s window can hold at 5 ms each */
+        kbytes -= kept[kfirst].len;
+        free(kept[kfirst].p);
+        kfirst = (kfirst + 1) % MAXKEPT;
+        kcount--;
+    }
+    uint8_t *c = malloc(len ? len : 1);
+    if (!c) return;  /* out of memory: this batch cannot be spilled */
+    memcpy(c, p, len);
+    kept[(kfirst + kcount) % MAXKEPT] = (kept_t){c, len, nrec, now};
+    kcount++;
+    kbytes += len;
+    while (evict && kcount > 1 && (kept[kfirst].at < now - KEEP_SHIPPED || kbytes > KEEP_BYTES)) {
+        kbytes -= kept[kfirst].len;
+        free(kept[kfirst].p);
+        kfirst = (kfirst + 1) % MAXKEPT;
+        kcount--;
+    }
+}
+
+/* Move every pending record out of the ring (under dlock): as RECORDS frames
+ * to the collector (`send`), each kept first for a spill; or only into the
+ * kept batches (the spill).  Once the collector is lost and the spill written,
+ * records are dropped (the rank runs untraced, MPVIS_STAY_ON_LOSS). */
+static void drain_locked(buf_t *fb, int send) {
     for (;;) {
         uint64_t t = atomic_load_explicit(&tail, memory_order_relaxed);
         uint64_t h = atomic_load_explicit(&head, memory_order_acquire);
         if (t == h) break;
         if (h - t > BATCH) h = t + BATCH;
+        uint64_t xt = atomic_load_explicit(&xtail, memory_order_relaxed);
+        if (send && (lost || sock < 0)) {
+            for (uint64_t i = t; i < h; i++)
+                if (ring[i % RCAP].xlen) xt = ring[i % RCAP].x + ring[i % RCAP].xlen;
+            atomic_store_explicit(&xtail, xt, memory_order_release);
+            atomic_store_explicit(&tail, h, memory_order_release);
+            continue;
+        }
         name_sites(atomic_load_explicit(&nsites, memory_order_acquire));
-        frame_begin(&fb, T_RECORDS);
-        mp_map(&fb, sent_sites < named ? 3 : 2);
-        mp_str(&fb, "batch"); mp_int(&fb, batch_no++);
+        frame_begin(fb, T_RECORDS);
+        mp_map(fb, sent_sites < named ? 3 : 2);
+        mp_str(fb, "batch"); mp_int(fb, batch_no++);
         if (sent_sites < named) {  /* the names of the sites not sent yet */
-            mp_str(&fb, "sites"); mp_array(&fb, named - sent_sites);
+            mp_str(fb, "sites"); mp_array(fb, named - sent_sites);
             for (uint32_t id = sent_sites; id < named; id++) {
-                mp_array(&fb, 2);
-                mp_int(&fb, id);
-                mp_str(&fb, site_name[id]);
+                mp_array(fb, 2);
+                mp_int(fb, id);
+                mp_str(fb, site_name[id]);
             }
             sent_sites = named;
         }
-        mp_str(&fb, "records"); mp_array(&fb, (uint32_t)(h - t));
-        uint64_t xt = atomic_load_explicit(&xtail, memory_order_relaxed);
+        mp_str(fb, "records"); mp_array(fb, (uint32_t)(h - t));
+        size_t at = fb->len;
         for (uint64_t i = t; i < h; i++) {
             const mvp_rec *r = &ring[i % RCAP];
-            encode(&fb, r);
+            encode(fb, r);
             if (r->xlen) xt = r->x + r->xlen;
         }
-        frame_end(&fb);
-        ship(&fb);
+        frame_end(fb);
+        /* Kept before it is sent: if the send fails, the batch is spilled. */
+        keep(fb->p + at, fb->len - at, (int64_t)(h - t), send);
         atomic_store_explicit(&xtail, xt, memory_order_release);
         atomic_store_explicit(&tail, h, memory_order_release);
+        if (send) ship(fb);
     }
+}
+
+/* Ship every pending record (caller: the flusher, a full ring, the end). */
+static void drain(void) {
+    static buf_t fb;
+    pthread_mutex_lock(&dlock);
+    drain_locked(&fb, 1);
     pthread_mutex_unlock(&dlock);
 }
+
+/* Whether the collector's connection is gone (under dlock): the collector
+ * never writes to a rank except to refuse it, so end of stream, data or an
+ * error other than "would block" all mean it (transport.py SocketSink.gone). */
+static int gone_locked(void) {
+    if (lost || sock < 0) return 1;
+    char c;
+    ssize_t k = recv(sock, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (k < 0) return !(errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR);
+    return 1;
+}
+
+static int is_gone(void) {
+    pthread_mutex_lock(&dlock);
+    int g = gone_locked();
+    pthread_mutex_unlock(&dlock);
+    return g;
+}
+
+static const char *raw_site(uint32_t id) { return id && id < named ? site_name[id] : NULL; }
+
+static void nap(double seconds) {
+    struct timespec ts = {(time_t)seconds, (long)((seconds - (double)(time_t)seconds) * 1e9)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+/* The collector is gone (under dlock): spill what it may not have received,
+ * say so, and (`leave`) end the process with ORPHAN_EXIT after ORPHAN_LINGER;
+ * at the rank's own end, only spill (transport.py Flusher._orphaned). */
+static void orphaned_locked(const char *why, int leave) {
+    if (spilled) return;
+    spilled = 1;
+    lost = 1;
+    int fd = sock;
+    sock = -1;
+    if (fd >= 0) close(fd);
+    static buf_t fs;
+    if (ring) drain_locked(&fs, 0);
+    static mvp_spill_part parts[MAXKEPT];
+    for (unsigned i = 0; i < kcount; i++) {
+        const kept_t *k = &kept[(kfirst + i) % MAXKEPT];
+        parts[i] = (mvp_spill_part){k->p, k->len, k->nrec};
+    }
+    char path[4200], err[4400], where[4600];
+    int64_t n = mvp_spill_write(parts, (int)kcount, why, raw_site, path, sizeof path, err, sizeof err);
+    if (n > 0) snprintf(where, sizeof where, "%lld records spilled to %s", (long long)n, path);
+    else if (n == 0) snprintf(where, sizeof where, "nothing to spill");
+    else snprintf(where, sizeof where, "the spill file could not be written (%s)", err);
+    leave = leave && getenv("MPVIS_STAY_ON_LOSS") == NULL;
+    fprintf(stderr, "mpvis: rank %d: %s; %s%s\n", mvp_rank, why, where,
+            leave ? "; leaving (its run is gone)" : "");
+    fflush(stderr);
+    if (leave) {
+        nap(ORPHAN_LINGER);
+        _exit(ORPHAN_EXIT);
+    }
+}
+
+static void say_bye(const char *status, const char *detail);
+
+/* SIGTERM noted by on_term (run by the flusher, never returns): ship
+ * everything and say BYE crashed if the collector is there, else spill and
+ * linger; then leave with 128 + sig (transport.py Flusher.terminated). */
+static void terminated(int sig) {
+    pthread_mutex_lock(&dlock);
+    int done = said_bye;
+    pthread_mutex_unlock(&dlock);
+    if (!done) {
+        /* When mpvis run dies, mpiexec's SIGTERM may come before the kernel
+         * has closed the dying process's sockets: look a little longer. */
+        double deadline = mvp_now() + TERM_LOOK;
+        int g = is_gone();
+        while (!g && mvp_now() < deadline) {
+            nap(0.02);
+            g = is_gone();
+        }
+        char text[80];
+        if (g) {
+            snprintf(text, sizeof text, "got signal %d and the collector is gone", sig);
+            pthread_mutex_lock(&dlock);
+            orphaned_locked(text, 0);
+            pthread_mutex_unlock(&dlock);
+            nap(ORPHAN_LINGER);
+        } else {
+            mvp_on = 0;
+            atomic_store(&stop_flusher, 1);  /* a failing send now spills, never leaves with 75 */
+            snprintf(text, sizeof text, "stopped by signal %d", sig);
+            say_bye("crashed", text);
+        }
+    }
+    _exit(128 + sig);
+}
+
+static _Atomic int flusher_live;
 
 static void *flusher_main(void *arg) {
     (void)arg;
     uint64_t seen = atomic_load(&head);
     double last_flush = mvp_now(), last_change = last_flush;
-    struct timespec nap = {0, (long)(quiet_s * 1e9)};
+    double next_watch = last_flush + WATCH_EVERY;
+    struct timespec nap_ts = {0, (long)(quiet_s * 1e9)};
     while (!atomic_load(&stop_flusher)) {
-        nanosleep(&nap, NULL);
+        nanosleep(&nap_ts, NULL);
+        int sig = atomic_load(&term_signal);
+        if (sig) terminated(sig);
         double now = mvp_now();
+        if (now >= next_watch) {
+            next_watch = now + WATCH_EVERY;
+            pthread_mutex_lock(&dlock);
+            int g = !said_bye && gone_locked();
+            if (g) orphaned_locked("the collector closed the connection", 1);
+            pthread_mutex_unlock(&dlock);
+            if (g) break;  /* MPVIS_STAY_ON_LOSS: the program goes on untraced */
+        }
         uint64_t h = atomic_load_explicit(&head, memory_order_acquire);
         if (h != seen) { seen = h; last_change = now; }
         int pending = h != atomic_load_explicit(&tail, memory_order_relaxed);
@@ -519,32 +704,26 @@ static void *flusher_main(void *arg) {
             drain();
             last_flush = now;
         }
-        if (sock >= 0 && !lost && !said_bye) {
-            struct pollfd p = {sock, POLLIN, 0};
-            if (poll(&p, 1, 0) > 0) {
-                char c;
-                ssize_t k = recv(sock, &c, 1, MSG_DONTWAIT);
-                if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR))
-                    collector_lost("the collector closed the connection");
-                /* other bytes (a REFUSED frame) mean the same: the run is over for us */
-                else if (k > 0) collector_lost("the collector refused this rank");
-            }
-        }
     }
+    /* A SIGTERM noted now or before is handled here; one that comes later finds
+     * no flusher and kills the process as the default action would. */
+    atomic_store(&flusher_live, 0);
+    int sig = atomic_load(&term_signal);
+    if (sig) terminated(sig);
     return NULL;
 }
 
-/* The collector is gone: keep what we can, tell the user, leave. */
-static void collector_lost(const char *why) {
-    if (lost) return;
-    lost = 1;
-    int fd = sock;
-    sock = -1;
-    if (fd >= 0) close(fd);
-    fprintf(stderr, "mpvis: rank %d: lost the collector (%s); leaving\n", mvp_rank, why);
-    fflush(stderr);
-    /* status 75 (EX_TEMPFAIL), as the mpi4py path's ranks (transport.py ORPHAN_EXIT) */
-    if (getenv("MPVIS_STAY_ON_LOSS") == NULL) _exit(75);
+/* The SIGTERM handler: async-signal-safe, it only notes the signal for the
+ * flusher (which handles it within about MPVIS_FLUSH_QUIET_MS), even while
+ * the program's thread is blocked inside MPI. */
+static void on_term(int sig) {
+    int saved = errno;
+    atomic_store(&term_signal, sig);
+    if (!atomic_load(&flusher_live)) {
+        signal(sig, SIG_DFL);
+        raise(sig);
+    }
+    errno = saved;
 }
 
 /* -- start and end ------------------------------------------------------------------- */
@@ -724,6 +903,7 @@ void mvp_start(int *argc, char ***argv, int provided) {
     mp_str(&b, "pid"); mp_int(&b, getpid());
     mp_str(&b, "host"); mp_str(&b, hostname);
     frame_end(&b);
+    pthread_mutex_lock(&dlock);  /* ship() runs under dlock */
     ship(&b);
     if (mvp_rank == 0) {
         char started[32];
@@ -740,10 +920,23 @@ void mvp_start(int *argc, char ***argv, int provided) {
         frame_end(&b);
         ship(&b);
     }
+    pthread_mutex_unlock(&dlock);
     free(b.p);
     mvp_on = 1;
+    atomic_store(&flusher_live, 1);
     pthread_create(&flusher, NULL, flusher_main, NULL);
     atexit(at_exit);
+    /* SIGTERM: ship or spill, then leave (terminated); a program that installs
+     * its own handler (before or after this) keeps it. */
+    struct sigaction old;
+    if (sigaction(SIGTERM, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO)
+        && old.sa_handler == SIG_DFL) {
+        struct sigaction sa = {0};
+        sa.sa_handler = on_term;
+        sigemptyset(&sa.sa_mask);
+        sa.sa_flags = SA_RESTART;
+        sigaction(SIGTERM, &sa, NULL);
+    }
     catch_fatal(SIGSEGV);
     catch_fatal(SIGBUS);
     catch_fatal(SIGFPE);

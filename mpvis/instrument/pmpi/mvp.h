@@ -138,6 +138,18 @@ int mvp_replay_source(int64_t recv_seq, int *src, int *tag);
 int mvp_replay_index(int64_t at_seq, int *index);
 int mvp_replay_active(void);
 
+/* -- spill.c ------------------------------------------------------------------- */
+/* Encoded records (msgpack maps as core.c ships them), `nrec` of them. */
+typedef struct { const uint8_t *p; size_t len; int64_t nrec; } mvp_spill_part;
+/* $MPVIS_SPILL_DIR/spill-$MPVIS_RUN-rank-<rank>.jsonl; -1 if it does not fit. */
+int mvp_spill_path(int rank, char *out, size_t len);
+/* Write the spill file (path into `path`): the number of records written, 0
+ * (no file) when there are none, -1 on an error described in `err`.  `site`
+ * names a site id (the raw name the collector would get). */
+int64_t mvp_spill_write(const mvp_spill_part *parts, int nparts, const char *reason,
+                        const char *(*site)(uint32_t), char *path, size_t pathlen,
+                        char *err, size_t errlen);
+
 /* -- coll.c -------------------------------------------------------------------- */
 void mvp_ring_final(void);
 
