@@ -8,6 +8,7 @@ on the examples drawn that time.  A failure found locally is pinned with
 
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -18,9 +19,20 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+#: Qt (the optional ``gui`` extra) is installed.  Without it (the Qt-free job of
+#: scripts/test.sh, docs/qt-optional.md) the window's tests are not collected
+#: and every test marked ``gui`` is skipped.
+HAVE_QT = all(importlib.util.find_spec(m) is not None for m in ("PySide6", "pyqtgraph"))
+collect_ignore_glob = [] if HAVE_QT else ["gui/*"]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that launches real ``mpiexec`` is ``slow`` too (seconds per
-    launch), so ``pytest -m "not slow"`` is the fast suite (README, "Tests")."""
+    launch), so ``pytest -m "not slow"`` is the fast suite (README, "Tests").
+    Without Qt, ``gui`` tests are skipped."""
+    no_qt = pytest.mark.skip(reason="Qt is not installed (the gui extra)")
     for item in items:
         if item.get_closest_marker("mpi") is not None:
             item.add_marker(pytest.mark.slow)
+        if not HAVE_QT and item.get_closest_marker("gui") is not None:
+            item.add_marker(no_qt)

@@ -5,6 +5,8 @@ window that runs forever) or aborts the process from C++ with a message that
 blames the wrong library.  So the commands that open the window call
 :func:`require_display` first:
 
+* Qt itself must be installed: it is the optional ``gui`` extra
+  (:func:`require_qt`; ``pip install mpvis`` alone is the headless core);
 * ``QT_QPA_PLATFORM`` set by the user (``offscreen`` in tests, ``vnc``...) is
   taken as it is: whoever set it knows what they get;
 * else a display is needed: ``WAYLAND_DISPLAY`` or ``DISPLAY``; none gives
@@ -38,11 +40,18 @@ __all__ = [
     "apt_line",
     "missing_libraries",
     "require_display",
+    "require_qt",
     "xcb_plugin",
 ]
 
 #: Exit status of a window command that cannot show a window (a usage error).
 NO_DISPLAY_EXIT = 2
+
+NO_QT = (
+    "the window needs Qt, which this install of mpvis left out: "
+    "pip install 'mpvis[gui]' (from a checkout: pip install -e '.[gui]'); "
+    "the headless commands (run, check, demo SCENARIO, replay, explore, export) work without it"
+)
 
 NO_DISPLAY = (
     "no display: set DISPLAY (an X server) or WAYLAND_DISPLAY, or use "
@@ -134,6 +143,13 @@ def _local_display_missing(display: str) -> str:
     return "" if sock.exists() else str(sock)
 
 
+def require_qt() -> None:
+    """Raise :class:`DisplayError` when Qt (the ``gui`` extra: PySide6 and
+    pyqtgraph) is not installed; found from the installed files, not imported."""
+    if any(importlib.util.find_spec(name) is None for name in ("PySide6", "pyqtgraph")):
+        raise DisplayError(NO_QT)
+
+
 def require_display(
     environ: Mapping[str, str] | None = None, *, plugin: Path | None = None
 ) -> None:
@@ -141,6 +157,7 @@ def require_display(
 
     ``plugin`` overrides the xcb plugin probed (default: PySide6's).
     """
+    require_qt()
     env = os.environ if environ is None else environ
     if env.get("QT_QPA_PLATFORM"):
         return

@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mpvis.cli.display import require_qt
 from mpvis.cli.errors import UserError
 
 
@@ -42,6 +43,7 @@ def render(args: argparse.Namespace) -> int:
         raise UserError(f"no such trace file: {args.trace}")
     if args.out.suffix.lower() not in (".png", ".svg"):
         raise UserError("the output must end in .png or .svg")
+    require_qt()
     try:
         gui_render = importlib.import_module("mpvis.gui.render")  # Qt only behind this line
     except ImportError as exc:

@@ -31,6 +31,7 @@ def _headless_env(tmp_path: Path) -> dict[str, str]:
 @pytest.mark.parametrize(
     "argv", [[], ["open"], ["open", str(SAMPLE)], ["demo", "--gui"], ["demo", "ring", "--gui"]]
 )
+@pytest.mark.gui  # with Qt installed, the display is what is checked
 def test_window_commands_without_display_say_so_and_exit(
     tmp_path: Path, argv: list[str]
 ) -> None:
@@ -49,6 +50,7 @@ def test_window_commands_without_display_say_so_and_exit(
 
 
 @pytest.mark.slow
+@pytest.mark.gui  # with Qt installed, the display is what is checked
 def test_unreachable_local_display_is_named(tmp_path: Path) -> None:
     env = _headless_env(tmp_path)
     env["DISPLAY"] = ":987"  # no X server has this socket
@@ -59,6 +61,7 @@ def test_unreachable_local_display_is_named(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "cannot reach display :987" in proc.stderr
 
 
+@pytest.mark.gui  # with Qt installed, the display is what is checked
 def test_platform_set_by_the_user_is_taken_as_is() -> None:
     require_display({"QT_QPA_PLATFORM": "offscreen"})
     require_display({"WAYLAND_DISPLAY": "wayland-0"})
@@ -68,6 +71,7 @@ def test_platform_set_by_the_user_is_taken_as_is() -> None:
 
 @pytest.mark.skipif(shutil.which("cc") is None or shutil.which("ldd") is None,
                     reason="needs a C compiler and ldd")
+@pytest.mark.gui  # with Qt installed, the display is what is checked
 def test_missing_plugin_libraries_are_named_with_their_packages(tmp_path: Path) -> None:
     """A real plugin-like library linked against libraries that are then removed:
     ``ldd`` reports them, and the message names them and the apt line."""
@@ -107,3 +111,27 @@ def test_missing_plugin_libraries_are_named_with_their_packages(tmp_path: Path) 
 def test_readme_has_the_apt_line() -> None:
     readme = (ROOT / "README.md").read_text()
     assert "apt-get install -y libxcb-icccm4 libxcb-keysyms1" in readme
+
+
+# A Qt-free install (``pip install mpvis``, no ``gui`` extra): Qt is hidden from
+# the child with a ``None`` entry in ``sys.modules`` (what ``find_spec`` reports
+# for a module that is not there), so this runs the same with Qt installed.
+NO_QT_MAIN = (
+    "import sys; sys.modules['PySide6'] = None; sys.modules['pyqtgraph'] = None; "
+    "from mpvis.cli.main import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("argv", [[], ["open"], ["demo", "--gui"], ["render", "R", "-o", "x.png"]])
+def test_window_commands_without_qt_name_the_extra(tmp_path: Path, argv: list[str]) -> None:
+    argv = [str(SAMPLE) if a == "R" else a for a in argv]
+    env = _headless_env(tmp_path)
+    env["QT_QPA_PLATFORM"] = "offscreen"  # a display is there: Qt is what is missing
+    proc = subprocess.run(
+        [sys.executable, "-c", NO_QT_MAIN, *argv],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert proc.returncode == 2, proc.stderr
+    assert "pip install 'mpvis[gui]'" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -48,6 +48,7 @@ def test_unknown_scenario_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -
     assert "showcase" in capsys.readouterr().err
 
 
+@pytest.mark.gui  # Qt installed; the window module itself is faked
 def test_gui_without_the_window_module_says_so(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -57,6 +58,7 @@ def test_gui_without_the_window_module_says_so(
     assert "window is not available" in capsys.readouterr().err
 
 
+@pytest.mark.gui  # Qt installed; the window module itself is faked
 def test_no_arguments_open_the_window_on_the_showcase(monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
     fake = types.ModuleType("mpvis.gui.app")
