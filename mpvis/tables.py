@@ -32,6 +32,7 @@ import numpy.typing as npt
 
 from mpvis.errors import MissingExtraError
 from mpvis.protocol import records as R
+from mpvis.protocol.codes import F_BLOCKING, F_SYNC
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,8 +96,8 @@ def event_columns(m: ModelManager) -> dict[str, Col]:
         "site": Col(col(m.c_site), categories=tuple(m.sites)),
         "comm": Col(col(m.c_comm)),
         "peer": _opt(col(m.c_peer), has_peer), "tag": _opt(col(m.c_tag), has_peer),
-        "blocking": _opt((flags & 1).astype(bool), p2p),
-        "sync": _opt((flags & 2).astype(bool), is_send),
+        "blocking": _opt((flags & F_BLOCKING).astype(bool), p2p),
+        "sync": _opt((flags & F_SYNC).astype(bool), is_send),
         "req": _opt(req, p2p & (req != -1)), "size": _opt(size, size >= 0),
         "partner_rank": _opt(rank[safe], partner >= 0),
         "partner_seq": _opt(seq[safe], partner >= 0),
@@ -118,7 +119,7 @@ def message_columns(m: ModelManager) -> dict[str, Col]:
         "send_rank": Col(_view(m.c_rank, n)[g]), "send_seq": Col(seq[g]),
         "dest": Col(_view(m.c_peer, n)[g]), "tag": Col(_view(m.c_tag, n)[g]),
         "comm": Col(_view(m.c_comm, n)[g]), "size": _opt(size, size >= 0),
-        "sync": Col((_view(m.c_flags, n)[g] & 2).astype(bool)),
+        "sync": Col((_view(m.c_flags, n)[g] & F_SYNC).astype(bool)),
         "send_t": Col(send_t, np.isnan(send_t)),
         "recv_seq": _opt(_view(m.c_ref, n)[c], got),
         "consume_seq": _opt(seq[c], got),

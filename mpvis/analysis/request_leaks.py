@@ -29,6 +29,7 @@ from mpvis.analysis.deadlock_report import describe_site
 from mpvis.model.manager import ModelManager
 from mpvis.model.record_batch import rebuild_records
 from mpvis.protocol import records as R
+from mpvis.protocol.codes import F_BLOCKING
 
 __all__ = ["request_leaks"]
 
@@ -51,7 +52,7 @@ def _open_requests(m: ModelManager, rank: int) -> list[dict[str, Any]]:
     gids = np.frombuffer(m.by_rank[rank], dtype=np.int64)
     codes = m.c_kind.view()[gids]
     p2p = (codes == _SEND) | (codes == _RECV)
-    blocking = np.asarray(m.c_flags.view()[gids], dtype=np.int64) & 1
+    blocking = np.asarray(m.c_flags.view()[gids], dtype=np.int64) & F_BLOCKING
     keep = (p2p & (blocking == 0)) | (codes == _WAIT)
     for rec in rebuild_records(m, gids[keep]):
         seq = rec["seq"]

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mpvis.model.errors import ModelInputError
-from mpvis.protocol.records import KIND_CODE
+from mpvis.protocol.codes import F_BLOCKING, KIND_CODE
 
 if TYPE_CHECKING:
     from mpvis.model.ingest import Batch
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
 
 K_SEND, K_RECV = KIND_CODE["send"], KIND_CODE["recv"]
 Key = tuple[int, int]
-F_BLOCKING = 1
 
 
 class Rows:

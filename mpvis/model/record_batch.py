@@ -18,6 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mpvis.protocol import records as R
+from mpvis.protocol.codes import F_BLOCKING, F_SYNC
 
 if TYPE_CHECKING:
     from mpvis.model.manager import ModelManager
@@ -81,12 +82,12 @@ def rebuild_records(
             f = flags[i]
             rec["dest"] = peers[i]
             rec["tag"] = tags[i]
-            rec["blocking"] = bool(f & 1)
-            rec["sync"] = bool(f & 2)
+            rec["blocking"] = bool(f & F_BLOCKING)
+            rec["sync"] = bool(f & F_SYNC)
         elif code == _RECV:
             rec["src"] = peers[i]
             rec["tag"] = tags[i]
-            rec["blocking"] = bool(flags[i] & 1)
+            rec["blocking"] = bool(flags[i] & F_BLOCKING)
         elif code == _CONSUME:
             rec["recv"] = refs[i]
             rec["src"] = peers[i]

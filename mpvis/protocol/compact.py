@@ -66,6 +66,22 @@ from __future__ import annotations
 import struct
 from typing import Any, Final
 
+from mpvis.protocol.codes import (
+    MVC_BLOCKING,
+    MVC_BUF,
+    MVC_CHAN,
+    MVC_SEND,
+    MVC_SYNC,
+    MVK_COLL,
+    MVK_COLL_EXIT,
+    MVK_CONSUME,
+    MVK_FINAL,
+    MVK_RECV,
+    MVK_RECV_CONSUME,
+    MVK_SEND,
+    MVK_STATE,
+    MVK_WAIT,
+)
 from mpvis.protocol.framing import ProtocolError
 from mpvis.protocol.record_types import Record
 
@@ -80,11 +96,6 @@ __all__ = [
 COMPACT_VERSION: Final = 3
 RECORD: Final = struct.Struct("<BBHIqdqiiqqq")
 RECORD_SIZE: Final = RECORD.size
-
-K_SEND, K_RECV, K_CONSUME, K_WAIT, K_COLL, K_COLL_EXIT, K_STATE, K_FINAL, K_RECV_CONSUME = range(
-    1, 10
-)
-F_BLOCKING, F_SYNC, F_SEND, F_CHAN, F_BUF, F_PAIR = 1, 2, 4, 8, 16, 32
 
 
 
@@ -138,7 +149,7 @@ class CompactDecoder:
         out: list[Record] = []
         for fields in RECORD.iter_unpack(memoryview(recs)[:whole]):
             try:
-                if fields[0] == K_RECV_CONSUME:
+                if fields[0] == MVK_RECV_CONSUME:
                     out += self._merged(fields)
                 else:
                     out.append(self._expand(fields, extra0, extras))
@@ -165,9 +176,9 @@ class CompactDecoder:
         consume: Record = {"rank": self.rank, "seq": seq + 1, "kind": "consume"}
         consume.update(t=t + (ns & 0xFFFFFFFF) * 1e-9, site=site, comm=comm, recv=seq)
         consume.update(src=src, tag=tag)
-        if flags & F_SEND:
+        if flags & MVC_SEND:
             consume["send"] = [src, d]
-        elif flags & F_CHAN:
+        elif flags & MVC_CHAN:
             consume["chan"] = d
         if call >= 0:
             recv["call"] = consume["call"] = call
@@ -177,28 +188,28 @@ class CompactDecoder:
         kind, flags, _, site_id, seq, t, comm, a, b, c, d, call = f
         site = self._site(site_id)
         rec: Record = {"rank": self.rank, "seq": seq}
-        if kind == K_SEND:
+        if kind == MVK_SEND:
             rec.update(kind="send", t=t, site=site, comm=comm, dest=a, tag=b)
-            rec["blocking"] = bool(flags & F_BLOCKING)
-            rec["sync"] = bool(flags & F_SYNC)
-            if not flags & F_BLOCKING:
+            rec["blocking"] = bool(flags & MVC_BLOCKING)
+            rec["sync"] = bool(flags & MVC_SYNC)
+            if not flags & MVC_BLOCKING:
                 rec["req"] = seq
-            if flags & F_BUF:
+            if flags & MVC_BUF:
                 rec["buf"] = True
-        elif kind == K_RECV:
+        elif kind == MVK_RECV:
             rec.update(kind="recv", t=t, site=site, comm=comm, src=a, tag=b)
-            rec["blocking"] = bool(flags & F_BLOCKING)
-            if not flags & F_BLOCKING:
+            rec["blocking"] = bool(flags & MVC_BLOCKING)
+            if not flags & MVC_BLOCKING:
                 rec["req"] = seq
-        elif kind == K_CONSUME:
+        elif kind == MVK_CONSUME:
             rec.update(kind="consume", t=t, site=site, comm=comm, recv=c, src=a, tag=b)
-            if flags & F_SEND:
+            if flags & MVC_SEND:
                 rec["send"] = [a, d]
-            elif flags & F_CHAN:
+            elif flags & MVC_CHAN:
                 rec["chan"] = d
-        elif kind == K_FINAL:
+        elif kind == MVK_FINAL:
             rec.update(kind="final", t=t)
-        elif kind in (K_WAIT, K_COLL, K_COLL_EXIT, K_STATE):
+        elif kind in (MVK_WAIT, MVK_COLL, MVK_COLL_EXIT, MVK_STATE):
             if not 0 <= c - extra0 < len(extras):
                 raise _BadRecord(f"payload {c} is not among the batch's ({extra0}..)")
             self._variable(rec, kind, t, site, comm, extras[c - extra0])
@@ -210,15 +221,15 @@ class CompactDecoder:
 
     @staticmethod
     def _variable(rec: Record, kind: int, t: float, site: Any, comm: int, x: Any) -> None:  # noqa: PLR0917
-        if kind == K_WAIT:
+        if kind == MVK_WAIT:
             if not isinstance(x, list):
                 raise _BadRecord("a wait's payload must be a list of requests")
             rec.update(kind="wait", t=t, site=site, reqs=x)
-        elif kind == K_STATE:
+        elif kind == MVK_STATE:
             if not isinstance(x, dict):
                 raise _BadRecord("a state's payload must be a map")
             rec.update(kind="state", t=t, site=site, vars=x)
-        elif kind == K_COLL_EXIT:
+        elif kind == MVK_COLL_EXIT:
             if not isinstance(x, str):
                 raise _BadRecord("a coll_exit's payload must be the op")
             rec.update(kind="coll_exit", t=t, site=site, comm=comm, op=x)

@@ -16,32 +16,35 @@ import reprlib
 from typing import Any, Final
 
 from mpvis.errors import MpvisError
+from mpvis.protocol.codes import (
+    COLL,
+    COLL_EXIT,
+    CONSUME,
+    EVENT_KINDS,
+    FINAL,
+    KIND_CODE,
+    LOCK,
+    LOCKED,
+    RECV,
+    SEND,
+    STATE,
+    UNLOCK,
+    WAIT,
+    WAITING,
+)
 from mpvis.protocol.record_types import Record
+
+#: The kind names and model codes are :mod:`mpvis.protocol.codes`'s, re-exported.
+__all__ = [
+    "ANY", "COLL", "COLL_ARGS", "COLL_EXIT", "CONSUME", "EVENT_KINDS", "FINAL", "FORMAT_NAME",
+    "FORMAT_VERSION", "KIND_CODE", "LOCK", "LOCKED", "MAX_NPROCS", "RECV", "SEND", "STATE",
+    "UNLOCK", "WAIT", "WAITING", "RecordError", "check_header", "check_record", "make_header",
+    "show",
+]
 
 FORMAT_NAME: Final = "mpvis-trace"
 FORMAT_VERSION: Final = 1
 ANY: Final = -1
-
-SEND: Final = "send"
-RECV: Final = "recv"
-CONSUME: Final = "consume"
-WAIT: Final = "wait"
-COLL: Final = "coll"
-COLL_EXIT: Final = "coll_exit"
-LOCK: Final = "lock"
-LOCKED: Final = "locked"
-UNLOCK: Final = "unlock"
-STATE: Final = "state"
-FINAL: Final = "final"
-#: Optional kind: a rank entered MPI_Wait* on ``reqs`` (``mode`` "all" or "any") and
-#: did not complete at once; written by the PMPI library, used by deadlock detection.
-WAITING: Final = "waiting"
-
-#: Event kinds in a fixed order; the position is the kind's code in model columns.
-EVENT_KINDS: Final[tuple[str, ...]] = (
-    SEND, RECV, CONSUME, WAIT, COLL, COLL_EXIT, LOCK, LOCKED, UNLOCK, STATE, FINAL, WAITING,
-)
-KIND_CODE: Final[dict[str, int]] = {k: i for i, k in enumerate(EVENT_KINDS)}
 
 #: Single-valued collective arguments that all ranks must agree on.
 COLL_ARGS: Final[tuple[str, ...]] = ("root", "count", "dtype", "redop")

@@ -21,6 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mpvis.protocol import records as rec_kinds
+from mpvis.protocol.codes import F_BLOCKING, F_SYNC
 
 IntArray = npt.NDArray[np.int64]
 
@@ -87,15 +88,15 @@ def classify(
 ) -> npt.NDArray[np.int8]:
     """Symbol class of each event, from the model's columns (vectorised).
 
-    ``flags`` bit 0 is blocking, bit 1 synchronous; ``peer`` is the receive's
-    source (-1: any), ``tag`` its tag (-1: any).
+    ``flags`` are the model's (:data:`~mpvis.protocol.codes.F_BLOCKING`,
+    ``F_SYNC``); ``peer`` is the receive's source (-1: any), ``tag`` its tag (-1: any).
     """
     out = _BY_KIND[np.asarray(kind, dtype=np.intp)].copy()
     send = kind == _K[rec_kinds.SEND]
     recv = kind == _K[rec_kinds.RECV]
-    blocking = (flags & 1) != 0
+    blocking = (flags & F_BLOCKING) != 0
     out[send & ~blocking] = CODE["send_nonblocking"]
-    out[send & ((flags & 2) != 0)] = CODE["send_sync"]
+    out[send & ((flags & F_SYNC) != 0)] = CODE["send_sync"]
     out[recv & ~blocking] = CODE["recv_nonblocking"]
     wild_src, wild_tag = peer == -1, tag == -1
     out[recv & (wild_src ^ wild_tag)] = CODE["recv_wild"]
