@@ -30,8 +30,6 @@ from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-import numpy as np
-
 from mpvis.analysis.cones import Cone, cone_of
 from mpvis.analysis.exact_offline import all_conflicts as all_conflicts_of
 from mpvis.analysis.pipeline import Analyses
@@ -48,9 +46,8 @@ from mpvis.analysis.predicates import (
 )
 from mpvis.analysis.race_groups import group_races, program_dir, tolerant
 from mpvis.analysis.report import Report, found_races
-from mpvis.model.entities import Event, Message, Process, Views, event_at
+from mpvis.model.entities import Event, Message, Process, Views
 from mpvis.model.manager import ModelManager
-from mpvis.protocol import records as R
 from mpvis.tables import Tables, arrow_tables, pandas_tables
 from mpvis.tracefile.reader import TraceFileError, iter_records, load_trace, read_header
 
@@ -112,16 +109,18 @@ class Run:
 
     @cached_property
     def processes(self) -> tuple[Process, ...]:
-        """One :class:`~mpvis.model.entities.Process` per rank, by rank."""
-        return tuple(Process(self.model, r) for r in range(self.nprocs))
+        """One :class:`~mpvis.model.entities.Process` per rank, by rank
+        (:attr:`ModelManager.processes <mpvis.model.manager.ModelManager.processes>`)."""
+        return self.model.processes
 
     @property
     def events(self) -> Views[Event]:
         """Every event, in the order the model received them (a lazy sequence)."""
-        return Views(range(self.model.event_count), lambda g: event_at(self.model, g))
+        return self.model.events
 
     def event(self, ref: EventRef) -> Event:
-        """The event ``ref`` names: an :class:`Event`, ``(rank, seq)`` or ``"rank:seq"``.
+        """The event ``ref`` names: an :class:`Event`, ``(rank, seq)`` or ``"rank:seq"``
+        (:meth:`ModelManager.event <mpvis.model.manager.ModelManager.event>`).
 
         Raises :class:`KeyError` for an event the run does not have."""
         if isinstance(ref, Event):
@@ -135,17 +134,12 @@ class Run:
             rank, seq = int(rank_s), int(seq_s)
         else:
             rank, seq = ref
-        if not (0 <= rank < self.nprocs and 0 <= seq < self.model.count(rank)):
-            raise KeyError(f"no event {rank}:{seq} in this run")
-        return self.processes[rank].event(seq)
+        return self.model.event(rank, seq)
 
     @property
     def messages(self) -> Views[Message]:
         """Every send as a :class:`Message` (consumed or not), in arrival order."""
-        m = self.model
-        n = m.event_count
-        sends = np.flatnonzero(m.c_kind.view()[:n] == R.KIND_CODE[R.SEND])
-        return Views(sends, lambda g: Message(event_at(m, g)))
+        return self.model.messages
 
     # ------------------------------------------------------------ findings
     @cached_property

@@ -30,11 +30,11 @@ import numpy.typing as npt
 from mpvis.model.status import EAGER_BYTES
 from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
+from mpvis.protocol.record_types import Record
 
 __all__ = ["EAGER_BYTES", "Consume", "Event", "Message", "ModelView", "Process", "Views",
            "event_at", "rebuild_record"]
 
-Record = dict[str, Any]
 Key = tuple[int, int]
 
 _K_SEND, _K_RECV, _K_CONSUME = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.CONSUME))

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -33,12 +32,14 @@ import numpy as np
 from mpvis.model import context
 from mpvis.model.clocks import ClockStore
 from mpvis.model.collectives import ALL_TO_ALL, CollectiveBook
-from mpvis.model.columns import Column
+from mpvis.model.entities import Event, Message, Process, Views, event_at
 from mpvis.model.errors import ModelInputError
-from mpvis.model.ingest import F_BLOCKING, Batch, SiteTable, extract
+from mpvis.model.ingest import F_BLOCKING, Batch, extract
 from mpvis.model.matching import ChannelBook
 from mpvis.model.observer import ModelChange, ModelObserver
-from mpvis.model.races import Race, RaceTracker, RecvFacts, RecvState
+from mpvis.model.races import Race, RaceTracker, RecvFacts
+from mpvis.model.status import DEAD, ENDED, FINISHED, RUNNING, SUSPENDED, rank_status
+from mpvis.model.store import EventStore
 from mpvis.model.stream import RecordAnalyzer
 from mpvis.protocol import records as R
 from mpvis.protocol.record_types import Record
@@ -53,7 +54,7 @@ K_LOCK, K_LOCKED, K_FINAL = R.KIND_CODE[R.LOCK], R.KIND_CODE[R.LOCKED], R.KIND_C
 #: Runs of events at most this long get their Lamport clocks in a Python loop.
 _SHORT_RUN = 48
 
-RUNNING, SUSPENDED, FINISHED, DEAD, ENDED = "running", "suspended", "finished", "dead", "ended"
+__all__ = ["DEAD", "ENDED", "FINISHED", "RUNNING", "SUSPENDED", "ModelManager"]
 
 
 class ModelManager:
@@ -66,20 +67,22 @@ class ModelManager:
         self.nprocs: int = header["nprocs"]
         self.validate = validate
         n = self.nprocs
-        # -- event columns, by global index in arrival order --
-        self.c_rank, self.c_seq, self.c_kind = Column("i"), Column("i"), Column("b")
-        self.c_t, self.c_site, self.c_comm = Column("d"), Column("i"), Column("i")
-        self.c_peer, self.c_tag, self.c_flags = Column("i"), Column("i"), Column("b")
-        self.c_req, self.c_ref, self.c_partner = Column("i"), Column("i"), Column("q")
-        self.c_size = Column("q")
+        #: The event columns and the queries over them (the first room).
+        self.store = store = EventStore(n)
+        # The store's columns under their historical names (the same objects).
+        self.c_rank, self.c_seq, self.c_kind = store.c_rank, store.c_seq, store.c_kind
+        self.c_t, self.c_site, self.c_comm = store.c_t, store.c_site, store.c_comm
+        self.c_peer, self.c_tag, self.c_flags = store.c_peer, store.c_tag, store.c_flags
+        self.c_req, self.c_ref, self.c_partner = store.c_req, store.c_ref, store.c_partner
+        self.c_size = store.c_size
         #: Lamport clock of each causally processed event (-1 until processed):
         #: consistent with happened-before, for the diagram's logical layout.
-        self.c_lamport = Column("i")
-        self.extras: dict[int, dict[str, Any]] = {}
-        self.site_table = SiteTable()
+        self.c_lamport = store.c_lamport
+        self.extras = store.extras
+        self.site_table = store.site_table
         #: Call sites by id (``c_site``).
-        self.sites: list[str] = self.site_table.names
-        self.by_rank: list[array[int]] = [array("q") for _ in range(n)]
+        self.sites: list[str] = store.sites
+        self.by_rank = store.by_rank
         # -- context --
         self._live_reqs: list[dict[int, int]] = [{} for _ in range(n)]  # req -> seq
         self._channels = ChannelBook(self._send_claimed)
@@ -110,7 +113,7 @@ class ModelManager:
         self.analyzers: list[RecordAnalyzer] = []
         self.observers: list[ModelObserver] = []
         self.races = RaceTracker(RecvFacts(
-            receive=self._receive_state,
+            receive=self.store.receive_state,
             clock_ready=self.clock_ready, happened_before=self.clocks.happened_before,
             site=self.site_of,
         ))
@@ -205,42 +208,19 @@ class ModelManager:
         if k == 0:
             return
         start = len(self.c_rank)
-        for col, arr in ((self.c_rank, cols.rank), (self.c_seq, cols.seq),
-                         (self.c_kind, cols.code), (self.c_t, cols.t), (self.c_site, cols.site),
-                         (self.c_comm, cols.comm), (self.c_peer, cols.peer),
-                         (self.c_tag, cols.tag), (self.c_flags, cols.flags),
-                         (self.c_req, cols.req), (self.c_ref, cols.ref),
-                         (self.c_size, cols.size)):
-            col.extend_array(arr[:k])
-        self.c_partner.data.extend(repeat(-1, k))
-        self.c_lamport.data.extend(repeat(-1, k))
-        for i, extra in cols.extras.items():
-            if i < k:
-                self.extras[start + i] = extra
-        ranks = cols.rank[:k]
+        touched.update(self.store.append(cols, k))
         codes = cols.code[:k]
         merges = np.flatnonzero((codes == K_CONSUME) | (codes == K_COLL)
                                 | (codes == K_COLL_EXIT))
-        order = np.argsort(ranks, kind="stable")
-        sr = ranks[order]
-        bounds = np.flatnonzero(sr[1:] != sr[:-1]) + 1
-        lo_list = [0, *bounds.tolist()]
-        hi_list = [*bounds.tolist(), k]
-        gids = order + start
-        mranks = ranks[merges]
-        mseqs = cols.seq[merges]
-        for lo, hi in zip(lo_list, hi_list, strict=True):
-            r = int(sr[lo])
-            self.by_rank[r].frombytes(gids[lo:hi].astype(np.int64).tobytes())
-            if len(merges):
+        if len(merges):
+            mranks = cols.rank[merges]
+            mseqs = cols.seq[merges]
+            for r in np.unique(mranks).tolist():
                 self._merge_at[r].frombytes(mseqs[mranks == r].astype(np.int32).tobytes())
-        touched.update(sr[lo_list].tolist())
         if self.analyzers:
             pending = self._pending
             if records is None:
-                from mpvis.model.entities import rebuild_record
-
-                records = [rebuild_record(self, start + i) for i in range(k)]
+                records = [self.store.record_at(start + i) for i in range(k)]
             for rec in records[:k]:
                 if "comm" not in rec:
                     rec["comm"] = 0
@@ -291,23 +271,14 @@ class ModelManager:
 
     def _truncate(self, g: int) -> None:
         """Drop the events from global index ``g`` on (after a context error)."""
-        for col in (self.c_rank, self.c_seq, self.c_kind, self.c_t, self.c_site, self.c_comm,
-                    self.c_peer, self.c_tag, self.c_flags, self.c_req, self.c_ref,
-                    self.c_size, self.c_partner, self.c_lamport):
-            del col.data[g:]
-        for r, events in enumerate(self.by_rank):
-            cut = len(events)
-            while cut and events[cut - 1] >= g:
-                cut -= 1
-            dropped = len(events) - cut
-            del events[cut:]
+        before = [len(events) for events in self.by_rank]
+        kept = self.store.truncate(g)
+        for r, cut in enumerate(kept):
             at = self._merge_at[r]
             del at[bisect_left(at, cut):]
-            if dropped and self.analyzers:
-                for _ in range(dropped):
+            if self.analyzers:
+                for _ in range(before[r] - cut):
                     self._pending[r].pop()
-        for i in [i for i in self.extras if i >= g]:
-            del self.extras[i]
         if self._inferring:
             self._inferring = False
             self._ensure_channels()
@@ -641,37 +612,20 @@ class ModelManager:
         """Global index of event ``(rank, seq)``."""
         return self.by_rank[rank][seq]
 
-    def _has(self, key: Key) -> bool:
-        return 0 <= key[0] < self.nprocs and key[1] < len(self.by_rank[key[0]])
-
     def _send_claimed(self, key: Key) -> bool:
         return self.c_partner.data[self._gidx(key)] != -1 or key in self._early
 
-    def _receive_state(self, rank: int, seq: int) -> RecvState:
-        """What the classifier needs of receive ``(rank, seq)`` (:data:`RecvState`)."""
-        by_rank = self.by_rank[rank]
-        g = by_rank[seq]
-        peer, tag = self.c_peer.data, self.c_tag.data
-        c = self.c_ref.data[g]
-        if c < 0:
-            return peer[g], tag[g], None, None, None
-        cg = by_rank[c]
-        sg = self.c_partner.data[cg]
-        send = None if sg < 0 else (self.c_rank.data[sg], self.c_seq.data[sg])
-        return peer[g], tag[g], c, (peer[cg], tag[cg]), send
-
     def consume_of(self, rank: int, recv_seq: int) -> int | None:
         """Seq of the consume of receive ``(rank, recv_seq)``, if any yet."""
-        ref = int(self.c_ref.data[self.by_rank[rank][recv_seq]])
-        return None if ref < 0 else ref
+        return self.store.consume_of(rank, recv_seq)
 
     def clock_ready(self, key: Key) -> bool:
         """Is the vector clock of event ``key`` known (causally processed)?"""
         return key[1] < self.done[key[0]]
 
     def site_of(self, rank: int, seq: int) -> str | None:
-        sid = self.c_site.data[self.by_rank[rank][seq]]
-        return None if sid < 0 else self.sites[int(sid)]
+        """The call site of event ``(rank, seq)``, or None."""
+        return self.store.site_of(rank, seq)
 
     def happened_before(self, a: Key, b: Key) -> bool:
         """Lamport's relation; both events must be causally processed."""
@@ -683,20 +637,23 @@ class ModelManager:
 
     def partner(self, rank: int, seq: int) -> Key | None:
         """For a send, its consume; for a consume, its send; else None."""
-        pg = self.c_partner.data[self.by_rank[rank][seq]]
-        return None if pg < 0 else (int(self.c_rank.data[pg]), int(self.c_seq.data[pg]))
+        return self.store.partner(rank, seq)
 
     def record(self, rank: int, seq: int) -> Record:
         """Every field of an event, as the trace record it came from."""
-        return _rebuild(self, self.by_rank[rank][seq])
+        return self.store.record_at(self.by_rank[rank][seq])
 
     def status(self, rank: int) -> str:
         """``running``, ``suspended``, ``finished``, ``dead`` or ``ended``."""
-        return _status(self, rank)[0]
+        return self._status(rank)[0]
 
     def where(self, rank: int) -> int | None:
         """Seq of the event a suspended or dead rank stopped at."""
-        return _status(self, rank)[1]
+        return self._status(rank)[1]
+
+    def _status(self, rank: int) -> tuple[str, int | None]:
+        return rank_status(self.store, rank, dead=self.dead, finished=self.finished,
+                           input_ended=self.input_ended)
 
     def potential_races(self) -> list[Race]:
         """Adjacent classifier races found so far."""
@@ -709,25 +666,54 @@ class ModelManager:
 
         return nonadjacent_races(self, rank, recv_seq)
 
+    # ------------------------------------------------- the model's classes
+    def event(self, rank: int, seq: int) -> Event:
+        """The :class:`~mpvis.model.entities.Event` view of ``(rank, seq)`` (a
+        :class:`~mpvis.model.entities.Consume` for a consume).
 
-def _int_or_none(rec: object, field: str) -> int | None:
-    if isinstance(rec, dict):
-        v = rec.get(field)
-        if type(v) is int:
-            return v
-    return None
+        Raises :class:`KeyError` if the model has no such event."""
+        if not self.store.has(rank, seq):
+            raise KeyError(f"no event {rank}:{seq} in this run")
+        return event_at(self, self.by_rank[rank][seq])
 
+    def event_at(self, index: int) -> Event:
+        """The view of the event with global index ``index`` (arrival order)."""
+        if not 0 <= index < len(self.c_rank):
+            raise IndexError(f"no event with global index {index}")
+        return event_at(self, index)
 
-def _rebuild(m: ModelManager, g: int) -> Record:
-    from mpvis.model.entities import rebuild_record
+    @property
+    def events(self) -> Views[Event]:
+        """Every event, in arrival order (a lazy sequence of views)."""
+        return Views(range(len(self.c_rank)), lambda g: event_at(self, g))
 
-    return rebuild_record(m, g)
+    def process(self, rank: int) -> Process:
+        """The :class:`~mpvis.model.entities.Process` view of ``rank``."""
+        if not 0 <= rank < self.nprocs:
+            raise KeyError(f"no rank {rank} in this run of {self.nprocs} processes")
+        return Process(self, rank)
 
+    @property
+    def processes(self) -> tuple[Process, ...]:
+        """One :class:`~mpvis.model.entities.Process` per rank, by rank."""
+        return tuple(Process(self, r) for r in range(self.nprocs))
 
-def _status(m: ModelManager, rank: int) -> tuple[str, int | None]:
-    from mpvis.model.entities import rank_status
+    def message(self, rank: int, seq: int) -> Message | None:
+        """The :class:`~mpvis.model.entities.Message` sent by send ``(rank, seq)``
+        or delivered by consume ``(rank, seq)`` (None while a consume's send is
+        unknown).  Raises :class:`KeyError` if there is no such event,
+        :class:`ValueError` if it is neither a send nor a consume."""
+        e = self.event(rank, seq)
+        if e.kind not in (R.SEND, R.CONSUME):
+            raise ValueError(f"event {rank}:{seq} is a {e.kind}, not a send or a consume")
+        return e.message
 
-    return rank_status(m, rank)
+    @property
+    def messages(self) -> Views[Message]:
+        """Every send as a :class:`~mpvis.model.entities.Message` (consumed or
+        not), in arrival order."""
+        sends = np.flatnonzero(self.c_kind.view() == K_SEND)
+        return Views(sends, lambda g: Message(self, g))
 
 
 _HANDLERS = {

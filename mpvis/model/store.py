@@ -1,0 +1,212 @@
+"""The event columns of a run and the queries over them (the model's first room).
+
+:class:`EventStore` owns every per-event column, the events of each rank in
+``seq`` order, the sparse extras and the call-site table.  Contract:
+
+* one row per event, by *global index* ``g`` in arrival order; the columns
+  grow only through :meth:`EventStore.append` (a checked batch) and shrink
+  only through :meth:`EventStore.truncate` (after a context error); column
+  objects are never replaced, so a caller may keep a reference to one;
+* ``by_rank[r][s]`` is the global index of event ``(r, s)``;
+* ``c_partner`` links a send and its consume both ways, written only by
+  :meth:`EventStore.link`; ``c_ref`` (a receive's consume seq, or a consume's
+  receive seq) is written by the record rules when a consume is accepted;
+  ``c_lamport`` is written by causal release (:mod:`mpvis.model.causal`);
+* the queries read and never change anything.
+
+The store knows nothing of the other rooms: the record rules, causal release
+and the races read it and write it through the methods named above.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from itertools import repeat
+from typing import Any
+
+import numpy as np
+
+from mpvis.model.columns import Column
+from mpvis.model.ingest import Batch, SiteTable
+from mpvis.protocol import records as R
+from mpvis.protocol.record_types import Record
+
+Key = tuple[int, int]
+
+#: What the classifier needs of one receive: its ``src`` and ``tag``
+#: arguments, the seq of its consume, the consumed message's ``(src, tag)`` and
+#: its send's key (each ``None`` while unknown).
+RecvState = tuple[int, int, int | None, tuple[int, int] | None, Key | None]
+
+K_SEND, K_RECV, K_CONSUME = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.CONSUME))
+
+
+class EventStore:
+    """Every event of one run in growable typed columns, and queries over them."""
+
+    def __init__(self, nprocs: int) -> None:
+        self.nprocs = nprocs
+        # -- event columns, by global index in arrival order --
+        self.c_rank, self.c_seq, self.c_kind = Column("i"), Column("i"), Column("b")
+        self.c_t, self.c_site, self.c_comm = Column("d"), Column("i"), Column("i")
+        self.c_peer, self.c_tag, self.c_flags = Column("i"), Column("i"), Column("b")
+        self.c_req, self.c_ref, self.c_partner = Column("i"), Column("i"), Column("q")
+        self.c_size = Column("q")
+        #: Lamport clock of each causally processed event (-1 until processed):
+        #: consistent with happened-before, for the diagram's logical layout.
+        self.c_lamport = Column("i")
+        #: Fields no column holds, by global index.
+        self.extras: dict[int, dict[str, Any]] = {}
+        self.site_table = SiteTable()
+        #: Call sites by id (``c_site``).
+        self.sites: list[str] = self.site_table.names
+        #: Global indices of each rank's events, in ``seq`` order.
+        self.by_rank: list[array[int]] = [array("q") for _ in range(nprocs)]
+
+    def _columns(self) -> tuple[Column, ...]:
+        return (self.c_rank, self.c_seq, self.c_kind, self.c_t, self.c_site, self.c_comm,
+                self.c_peer, self.c_tag, self.c_flags, self.c_req, self.c_ref, self.c_size,
+                self.c_partner, self.c_lamport)
+
+    # ------------------------------------------------------------ writing
+    def append(self, cols: Batch, k: int) -> list[int]:
+        """Append the first ``k`` records of a checked batch (``cols.site`` ids of
+        :attr:`site_table`); returns the ranks that got events."""
+        if k == 0:
+            return []
+        start = len(self.c_rank)
+        for col, arr in ((self.c_rank, cols.rank), (self.c_seq, cols.seq),
+                         (self.c_kind, cols.code), (self.c_t, cols.t), (self.c_site, cols.site),
+                         (self.c_comm, cols.comm), (self.c_peer, cols.peer),
+                         (self.c_tag, cols.tag), (self.c_flags, cols.flags),
+                         (self.c_req, cols.req), (self.c_ref, cols.ref),
+                         (self.c_size, cols.size)):
+            col.extend_array(arr[:k])
+        self.c_partner.data.extend(repeat(-1, k))
+        self.c_lamport.data.extend(repeat(-1, k))
+        for i, extra in cols.extras.items():
+            if i < k:
+                self.extras[start + i] = extra
+        ranks = cols.rank[:k]
+        order = np.argsort(ranks, kind="stable")
+        sr = ranks[order]
+        bounds = np.flatnonzero(sr[1:] != sr[:-1]) + 1
+        lo_list = [0, *bounds.tolist()]
+        hi_list = [*bounds.tolist(), k]
+        gids = (order + start).astype(np.int64)
+        for lo, hi in zip(lo_list, hi_list, strict=True):
+            self.by_rank[int(sr[lo])].frombytes(gids[lo:hi].tobytes())
+        touched: list[int] = sr[lo_list].tolist()
+        return touched
+
+    def truncate(self, g: int) -> list[int]:
+        """Drop the events from global index ``g`` on; returns how many events
+        each rank kept."""
+        for col in self._columns():
+            del col.data[g:]
+        kept = []
+        for events in self.by_rank:
+            cut = len(events)
+            while cut and events[cut - 1] >= g:
+                cut -= 1
+            del events[cut:]
+            kept.append(cut)
+        for i in [i for i in self.extras if i >= g]:
+            del self.extras[i]
+        return kept
+
+    def link(self, sg: int, cg: int) -> None:
+        """Send ``sg`` and consume ``cg`` are one message."""
+        self.c_partner.data[sg] = cg
+        self.c_partner.data[cg] = sg
+
+    # ------------------------------------------------------------ queries
+    @property
+    def event_count(self) -> int:
+        return len(self.c_rank)
+
+    def count(self, rank: int) -> int:
+        """Number of events of ``rank`` so far."""
+        return len(self.by_rank[rank])
+
+    def gidx(self, rank: int, seq: int) -> int:
+        """Global index of event ``(rank, seq)`` (``IndexError`` if absent)."""
+        return self.by_rank[rank][seq]
+
+    def has(self, rank: int, seq: int) -> bool:
+        """Does the store hold event ``(rank, seq)``?"""
+        return 0 <= rank < self.nprocs and 0 <= seq < len(self.by_rank[rank])
+
+    def key(self, g: int) -> Key:
+        """``(rank, seq)`` of global event ``g``."""
+        return int(self.c_rank.data[g]), int(self.c_seq.data[g])
+
+    def site_of(self, rank: int, seq: int) -> str | None:
+        sid = self.c_site.data[self.by_rank[rank][seq]]
+        return None if sid < 0 else self.sites[int(sid)]
+
+    def partner(self, rank: int, seq: int) -> Key | None:
+        """For a send, its consume; for a consume, its send; else None."""
+        pg = self.c_partner.data[self.by_rank[rank][seq]]
+        return None if pg < 0 else self.key(pg)
+
+    def consume_of(self, rank: int, recv_seq: int) -> int | None:
+        """Seq of the consume of receive ``(rank, recv_seq)``, if any yet."""
+        ref = int(self.c_ref.data[self.by_rank[rank][recv_seq]])
+        return None if ref < 0 else ref
+
+    def receive_state(self, rank: int, seq: int) -> RecvState:
+        """What the classifier needs of receive ``(rank, seq)`` (:data:`RecvState`)."""
+        by_rank = self.by_rank[rank]
+        g = by_rank[seq]
+        peer, tag = self.c_peer.data, self.c_tag.data
+        c = self.c_ref.data[g]
+        if c < 0:
+            return peer[g], tag[g], None, None, None
+        cg = by_rank[c]
+        sg = self.c_partner.data[cg]
+        send = None if sg < 0 else (self.c_rank.data[sg], self.c_seq.data[sg])
+        return peer[g], tag[g], c, (peer[cg], tag[cg]), send
+
+    def later_receives(self, rank: int, seq: int) -> list[int]:
+        """Seqs of the receives of ``rank`` after ``seq`` on the same communicator."""
+        idx = np.frombuffer(self.by_rank[rank], dtype=np.int64)[seq + 1:]
+        if len(idx) == 0:
+            return []
+        kinds = self.c_kind.view()[idx]
+        comms = self.c_comm.view()[idx]
+        comm = self.c_comm[self.gidx(rank, seq)]
+        sel = np.nonzero((kinds == K_RECV) & (comms == comm))[0]
+        return [int(seq + 1 + i) for i in sel]
+
+    def record_at(self, g: int) -> Record:
+        """The trace record of global event ``g``, every field included."""
+        kind = R.EVENT_KINDS[self.c_kind[g]]
+        rec: Record = {"rank": int(self.c_rank[g]), "seq": int(self.c_seq[g]), "kind": kind}
+        t = self.c_t[g]
+        if not math.isnan(t):
+            rec["t"] = t
+        sid = int(self.c_site[g])
+        if sid >= 0:
+            rec["site"] = self.sites[sid]
+        comm = int(self.c_comm[g])
+        if comm:
+            rec["comm"] = comm
+        flags = int(self.c_flags[g])
+        if kind == R.SEND:
+            rec.update(dest=int(self.c_peer[g]), tag=int(self.c_tag[g]),
+                       blocking=bool(flags & 1), sync=bool(flags & 2))
+        elif kind == R.RECV:
+            rec.update(src=int(self.c_peer[g]), tag=int(self.c_tag[g]), blocking=bool(flags & 1))
+        elif kind == R.CONSUME:
+            rec.update(recv=int(self.c_ref[g]), src=int(self.c_peer[g]), tag=int(self.c_tag[g]))
+            pg = self.c_partner[g]
+            if pg >= 0:
+                rec["send"] = [int(self.c_rank[pg]), int(self.c_seq[pg])]
+        req = int(self.c_req[g])
+        if req != -1 and kind in (R.SEND, R.RECV):
+            rec["req"] = req
+        rec.update(self.extras.get(g, {}))
+        return rec
+
