@@ -90,7 +90,7 @@ def _component_bound(component: nx.Graph) -> int:
     König's theorem, so for the chains of races of a single receiver's
     successive wildcard receives).
     """
-    n = component.number_of_nodes()
+    n: int = component.number_of_nodes()
     if component.number_of_edges() == n * (n - 1) // 2:
         return n - 1
     return len(nx.max_weight_matching(component, maxcardinality=True))

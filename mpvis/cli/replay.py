@@ -96,7 +96,7 @@ def _program_after_dashdash(p: argparse.ArgumentParser) -> None:
         ns.program = argv[cut + 1 :]
         return ns, []
 
-    p.parse_known_args = split  # type: ignore[method-assign,assignment]
+    p.parse_known_args = split  # type: ignore[method-assign,assignment]  # argparse has no hook for a trailing program
 
 
 def replay(args: argparse.Namespace) -> int:

@@ -174,7 +174,7 @@ def _accept_mpiexec_options(p: argparse.ArgumentParser) -> None:
         ns.mpiexec_options, ns.program = passthrough, program
         return ns, []
 
-    p.parse_known_args = split_known  # type: ignore[method-assign,assignment]
+    p.parse_known_args = split_known  # type: ignore[method-assign,assignment]  # argparse has no hook for a trailing program
 
 
 def split_run_args(argv: list[str]) -> tuple[list[str], list[str], list[str]]:

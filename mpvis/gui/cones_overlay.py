@@ -41,7 +41,7 @@ BAND_HALF = 0.28
 BAND_PAD = 7.0
 
 
-class ConeBands(pg.GraphicsObject):
+class ConeBands(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no type hints
     """One band per rank over ``first[r] .. last[r]`` (global indices, -1: none).
 
     Geometry comes from ``diagram.layout_`` at paint time; one ``drawRects``.

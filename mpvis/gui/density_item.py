@@ -27,7 +27,7 @@ COLUMN_PX = 2
 _SUBROWS = 5
 
 
-class DensityItem(pg.GraphicsObject):
+class DensityItem(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no type hints
     """The density image of the visible range; empty until :meth:`update_view`."""
 
     def __init__(self) -> None:

@@ -94,7 +94,7 @@ def label_step(rows: float, pixels: float, min_px: float = 16.0) -> int:
     return step
 
 
-class DiagramView(pg.PlotWidget):
+class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type hints
     """Space-time diagram of one model; grows as the model does."""
 
     #: global index of the selected event, -1 when the selection is cleared
@@ -717,10 +717,11 @@ class DiagramView(pg.PlotWidget):
         if g is not None and self.model is not None:
             QtWidgets.QToolTip.showText(QtGui.QCursor.pos(), describe.summary(self.model, g), self)
 
-    def _mouse_clicked(self, ev: object) -> None:
-        pos = ev.scenePos()  # type: ignore[attr-defined]
+    def _mouse_clicked(self, ev: Any) -> None:
+        """``ev``: pyqtgraph's MouseClickEvent (untyped)."""
+        pos = ev.scenePos()
         g = self.event_at_scene(pos)
-        button = ev.button()  # type: ignore[attr-defined]
+        button = ev.button()
         if button == QtCore.Qt.MouseButton.LeftButton:
             self.select_event(-1 if g is None else g)
             if g is None or self.density_shown:  # zoomed out, a click means its row

@@ -30,7 +30,7 @@ def _device_xy(painter: QtGui.QPainter, x: np.ndarray, y: np.ndarray) -> tuple[n
     return dx, dy
 
 
-class SymbolLayer(pg.GraphicsObject):
+class SymbolLayer(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no type hints
     """Symbols at data points: ``cls[i]`` picks the pixmap of point ``i``.
 
     ``faded[i]`` (optional) draws point ``i`` with the faded pixmap of its class.
@@ -115,7 +115,7 @@ class SymbolLayer(pg.GraphicsObject):
         painter.restore()
 
 
-class LineLayer(pg.GraphicsObject):
+class LineLayer(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no type hints
     """Segments ``x0, y0, x1, y1`` (data coordinates) drawn with one pen.
 
     ``split`` (optional, boolean per segment) draws the flagged segments with

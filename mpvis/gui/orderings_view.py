@@ -42,7 +42,7 @@ GUI_COUNT_LIMIT = 200_000
 LABEL_MIN_WIDTH = 14.0
 
 
-class SubgroupBands(pg.GraphicsObject):
+class SubgroupBands(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no type hints
     """One band per subgroup: ``rank``, first and last event (global indices), count."""
 
     def __init__(self, diagram: DiagramView) -> None:

@@ -16,7 +16,7 @@ from mpvis.gui.diagram import DiagramView
 BINS = 400
 
 
-class Overview(pg.PlotWidget):
+class Overview(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type hints
     """Density of events over time per rank, and the diagram's visible x range."""
 
     def __init__(self, diagram: DiagramView) -> None:

@@ -31,6 +31,7 @@ from mpvis.analysis.cones import Cone
 from mpvis.analysis.predicates import (
     Cut,
     GlobalPredicate,
+    Mode,
     PredicateError,
     PredicateEvaluator,
     PredicateSet,
@@ -46,7 +47,7 @@ from mpvis.scene.overlay import Overlay
 
 CUT = "predicate.cut"
 CUT_COLOR = "#2e7d32"
-_MODES = {"all of (conjunction)": "conj", "any of (disjunction)": "disj"}
+_MODES: dict[str, Mode] = {"all of (conjunction)": "conj", "any of (disjunction)": "disj"}
 
 
 def settings_path(header: dict[str, Any], directory: Path | None = None) -> Path:
@@ -181,7 +182,7 @@ class PredicatePanel(QtWidgets.QWidget):
         self._changed()
         return None
 
-    def add_global(self, name: str, mode: str, parts: list[str]) -> str | None:
+    def add_global(self, name: str, mode: Mode, parts: list[str]) -> str | None:
         """Define (or redefine) a global predicate (``mode`` ``conj`` or ``disj``)."""
         try:
             if not name.strip():
@@ -189,7 +190,7 @@ class PredicatePanel(QtWidgets.QWidget):
             self.preds.add_global(
                 GlobalPredicate(
                     name.strip(),
-                    mode,  # type: ignore[arg-type]
+                    mode,
                     tuple(p.strip() for p in parts if p.strip()),
                 )
             )

@@ -64,7 +64,8 @@ def force_waitany(
     def Waitany(cls: Any, requests: Sequence[MPI.Request], status: MPI.Status | None = None) -> int:
         index = recorded(next_seq())
         if index is None or not 0 <= index < len(requests) or not requests[index]:
-            return upper(requests, status)
+            found: int = upper(requests, status)
+            return found
         requests[index].Wait(status)
         return index
 
@@ -73,7 +74,8 @@ def force_waitany(
     ) -> tuple[int, Any]:
         index = recorded(next_seq())
         if index is None or not 0 <= index < len(requests) or not requests[index]:
-            return lower(requests, status)
+            found_obj: tuple[int, Any] = lower(requests, status)
+            return found_obj
         return index, requests[index].wait(status)
 
     request_cls.Waitany = classmethod(Waitany)

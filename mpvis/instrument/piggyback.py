@@ -81,7 +81,7 @@ class PickleProxy(MPI.Pickle):
 
     @THRESHOLD.setter
     def THRESHOLD(self, threshold: int | None) -> None:
-        _real.THRESHOLD = threshold  # type: ignore[assignment]
+        _real.THRESHOLD = threshold  # type: ignore[assignment]  # mpi4py takes None: default
 
 
 def _bind(
@@ -105,7 +105,7 @@ def stock_pickle() -> Iterator[None]:
     """mpi4py's own pickle functions for the duration (for measurements: the
     untraced baseline of ``benchmarks/overhead_pingpong.py``)."""
     protocol, threshold = _real.PROTOCOL, _real.THRESHOLD
-    MPI.Pickle.__init__(_real, pickle.dumps, pickle.loads, protocol, threshold)  # type: ignore[arg-type]
+    MPI.Pickle.__init__(_real, pickle.dumps, pickle.loads, protocol, threshold)  # type: ignore[arg-type]  # stub: int; None = default
     try:
         yield
     finally:

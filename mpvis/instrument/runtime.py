@@ -177,7 +177,7 @@ def _time_origin(world: Any, rank: int) -> float:
     if machine0 == here:
         return float(mono0)
     now_mono, now_wall = time.monotonic(), time.time()
-    return now_mono - max(0.0, now_wall - wall0)
+    return now_mono - max(0.0, now_wall - float(wall0))
 
 
 def _ring_precheck(comm: Any, op: str, fields: dict[str, Any], site: str) -> None:

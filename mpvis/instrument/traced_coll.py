@@ -141,7 +141,7 @@ def buffer_signature(spec: object) -> tuple[int, str, int] | None:
             if count is None:
                 count = memoryview(data).nbytes // dtype.Get_extent()[1]
             return count, name, count * dtype.Get_size()
-        view = memoryview(spec)  # type: ignore[arg-type]
+        view = memoryview(spec)  # type: ignore[arg-type]  # any buffer object
         fmt = view.format.lstrip("@=<>!")
         return view.nbytes // max(view.itemsize, 1), _FORMATS.get(fmt, fmt or "byte"), view.nbytes
     except (TypeError, ValueError, IndexError, ZeroDivisionError, MPI.Exception):

@@ -318,13 +318,16 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
         self._mv_obj_send(_C.bsend, obj, dest, tag, BLOCKING)
 
     def isend(self, obj: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_obj_send(_C.isend, obj, dest, tag, 0)
+        req: MPI.Request = self._mv_obj_send(_C.isend, obj, dest, tag, 0)
+        return req
 
     def issend(self, obj: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_obj_send(_C.issend, obj, dest, tag, SYNC)
+        req: MPI.Request = self._mv_obj_send(_C.issend, obj, dest, tag, SYNC)
+        return req
 
     def ibsend(self, obj: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_obj_send(_C.ibsend, obj, dest, tag, 0)
+        req: MPI.Request = self._mv_obj_send(_C.ibsend, obj, dest, tag, 0)
+        return req
 
     def _mv_recv_slow(self, buf: Any, source: int, tag: int, status: MPI.Status | None) -> Any:
         """``recv`` outside the C fast path."""
@@ -399,19 +402,23 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
         self._mv_buf_send(_C.Rsend, buf, dest, tag, BLOCKING)
 
     def Isend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_buf_send(_C.Isend, buf, dest, tag, 0)
+        req: MPI.Request = self._mv_buf_send(_C.Isend, buf, dest, tag, 0)
+        return req
 
     def Issend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_buf_send(_C.Issend, buf, dest, tag, SYNC)
+        req: MPI.Request = self._mv_buf_send(_C.Issend, buf, dest, tag, SYNC)
+        return req
 
     def Ibsend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_buf_send(_C.Ibsend, buf, dest, tag, 0)
+        req: MPI.Request = self._mv_buf_send(_C.Ibsend, buf, dest, tag, 0)
+        return req
 
     def Irsend(self, buf: Any, dest: int, tag: int = 0) -> MPI.Request:
-        return self._mv_buf_send(_C.Irsend, buf, dest, tag, 0)
+        req: MPI.Request = self._mv_buf_send(_C.Irsend, buf, dest, tag, 0)
+        return req
 
     def _mv_send_init(self, fn: Any, buf: Any, dest: int, tag: int, flags: int) -> MPI.Prequest:
-        raw = fn(self, buf, dest, tag)
+        raw: MPI.Prequest = fn(self, buf, dest, tag)
         if dest == _PROC_NULL:
             return raw
         return TracedPrequest.persistent(raw, SEND, self, dest, tag, flags)
@@ -541,7 +548,7 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
         return TracedIntracomm.traced(raw, comm_id, world)
 
     def Dup(self, info: MPI.Info | None = None) -> TracedIntracomm:
-        return self._mv_derive(_C.Dup(_C(self), info))  # type: ignore[return-value]
+        return self._mv_derive(_C.Dup(_C(self), info))  # type: ignore[return-value]  # Dup: intracomm
 
     def Split(self, color: int = 0, key: int = 0) -> MPI.Comm:
         return self._mv_derive(_C.Split(self, color, key))
@@ -550,7 +557,7 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
         return self._mv_derive(_C.Create(self, group))
 
     def Create_group(self, group: MPI.Group, tag: int = 0) -> MPI.Intracomm:
-        return self._mv_derive(_C.Create_group(self, group, tag))  # type: ignore[return-value]
+        return self._mv_derive(_C.Create_group(self, group, tag))  # type: ignore[return-value]  # an intracomm
 
     def Split_type(self, split_type: int, key: int = 0, info: MPI.Info = MPI.INFO_NULL) -> MPI.Comm:
         return self._mv_derive(_C.Split_type(self, split_type, key, info))

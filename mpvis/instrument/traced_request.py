@@ -62,7 +62,7 @@ def _traced(r: object) -> bool:
     """Whether ``r`` is a traced request whose posting event is not completed yet
     (a persistent request is so between its ``Start`` and the completion)."""
     t = type(r)
-    return t is TracedRequest or (t is TracedPrequest and r._mv_active)  # type: ignore[attr-defined]
+    return t is TracedRequest or (t is TracedPrequest and r._mv_active)  # type: ignore[attr-defined]  # r is a TracedPrequest here
 
 
 def _is_live(r: object) -> bool:
@@ -164,9 +164,10 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
     ) -> list[Any]:
         live = [i for i, r in enumerate(requests) if _is_live(r)]
         if not live:
-            return _Base.waitall(requests, statuses)
+            untraced: list[Any] = _Base.waitall(requests, statuses)
+            return untraced
         sts = _statuses(requests, statuses)
-        objs = _call(None, None, True, _Base.waitall, requests, sts)
+        objs: list[Any] = _call(None, None, True, _Base.waitall, requests, sts)
         _finish(requests, live, sts, objs)
         return objs
 
@@ -201,7 +202,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         st = _Status() if status is None else status
         index = _Base.Waitany(requests, st)
         if index != _UNDEFINED and _traced(requests[index]):
-            requests[index]._mv_one(st, None)  # type: ignore[attr-defined]
+            requests[index]._mv_one(st, None)  # type: ignore[attr-defined]  # _traced() held
         return index
 
     @classmethod
@@ -219,7 +220,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
         st = _Status() if status is None else status
         index, flag = _Base.Testany(requests, st)
         if flag and index != _UNDEFINED and _traced(requests[index]):
-            requests[index]._mv_one(st, None)  # type: ignore[attr-defined]
+            requests[index]._mv_one(st, None)  # type: ignore[attr-defined]  # _traced() held
         return index, flag
 
     @classmethod
@@ -289,7 +290,7 @@ def _finish_any(requests: Sequence[MPI.Request], index: int, st: MPI.Status, msg
     if index == _UNDEFINED:
         return msg
     if _traced(requests[index]):
-        return requests[index]._mv_one(st, msg)  # type: ignore[attr-defined]
+        return requests[index]._mv_one(st, msg)  # type: ignore[attr-defined]  # _traced() held
     return _plain(msg)
 
 
@@ -303,10 +304,10 @@ def _finish(
             if i not in traced:
                 objs[i] = _plain(msg)
     rec = TracedRequest._mv_rec
-    reqs: list[TracedRequest] = [requests[i] for i in done]  # type: ignore[misc]
+    reqs: list[TracedRequest] = [requests[i] for i in done]  # type: ignore[misc]  # done: traced ones only
     # Receives in posting order: that is the order in which MPI matched them.
-    for i in sorted(done, key=lambda i: requests[i]._mv_req):  # type: ignore[attr-defined]
-        r: TracedRequest = requests[i]  # type: ignore[assignment]
+    for i in sorted(done, key=lambda i: requests[i]._mv_req):  # type: ignore[attr-defined]  # traced
+        r: TracedRequest = requests[i]  # type: ignore[assignment]  # traced
         if r._mv_kind != SEND:
             msg = r._mv_comm._mv_finish(r, sts[i], None if objs is None else objs[i])
             if objs is not None:
@@ -332,14 +333,14 @@ def _finish_some(
     if not traced:
         return
     rec = TracedRequest._mv_rec
-    order = sorted(traced, key=lambda k: requests[indices[k]]._mv_req)  # type: ignore[attr-defined]
+    order = sorted(traced, key=lambda k: requests[indices[k]]._mv_req)  # type: ignore[attr-defined]  # traced
     for k in order:
-        r: TracedRequest = requests[indices[k]]  # type: ignore[assignment]
+        r: TracedRequest = requests[indices[k]]  # type: ignore[assignment]  # traced
         if r._mv_kind != SEND:
             msg = r._mv_comm._mv_finish(r, sts[k], None if objs is None else objs[k])
             if objs is not None:
                 objs[k] = msg
-    done: list[TracedRequest] = [requests[indices[k]] for k in traced]  # type: ignore[misc]
+    done: list[TracedRequest] = [requests[indices[k]] for k in traced]  # type: ignore[misc]  # traced ones only
     rec.wait([r._mv_req for r in done])
     for r in done:
         r._mv_completed()
@@ -367,7 +368,7 @@ class TracedPrequest(TracedRequest, _PBase):
         cls, raw: MPI.Prequest, kind: int, comm: Any, peer: int, tag: int, flags: int
     ) -> TracedPrequest:
         """Wrap the inactive persistent request ``raw`` of ``comm``."""
-        r: TracedPrequest = cls.of(raw, kind, -1, comm)  # type: ignore[assignment]
+        r: TracedPrequest = cls.of(raw, kind, -1, comm)  # type: ignore[assignment]  # of() builds cls
         r._mv_active = False
         r._mv_args = (peer, tag, flags)
         return r

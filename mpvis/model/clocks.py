@@ -134,7 +134,8 @@ class ClockStore:
 
     # -- queries --------------------------------------------------------
     def _row(self, row: int) -> IntVec:
-        return self._chunks[row >> self._shift][row & self._mask]
+        vec: IntVec = self._chunks[row >> self._shift][row & self._mask]
+        return vec
 
     def clock(self, rank: int, seq: int) -> IntVec:
         """The full vector clock of event ``(rank, seq)`` (a fresh array)."""

@@ -27,10 +27,10 @@ class Column:
         return len(self.data)
 
     def append(self, value: float) -> None:
-        self.data.append(value)  # type: ignore[arg-type]
+        self.data.append(value)  # type: ignore[arg-type]  # array.array stubs take int only; a "d" column takes floats
 
     def extend(self, values: Iterable[float]) -> None:
-        self.data.extend(values)  # type: ignore[arg-type]
+        self.data.extend(values)  # type: ignore[arg-type]  # array.array stubs take int only; a "d" column takes floats
 
     def extend_array(self, values: npt.NDArray[Any]) -> None:
         """Append a NumPy array (converted to this column's type; values must fit)."""
@@ -40,7 +40,7 @@ class Column:
         return self.data[i]
 
     def __setitem__(self, i: int, value: float) -> None:
-        self.data[i] = value  # type: ignore[call-overload]
+        self.data[i] = value  # type: ignore[call-overload]  # as above: typeshed types array.array as int
 
     def view(self) -> npt.NDArray[np.generic]:
         """The column as a NumPy array sharing memory (read-only by convention)."""

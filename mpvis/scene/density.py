@@ -109,7 +109,7 @@ class DensityGrid:
         happens; on a tie the first in :data:`ACTIVITIES` (an even exchange of sends
         and receives shows as sending)."""
         w = self.weights()
-        dom = np.argmax(w, axis=-1).astype(np.int8)
+        dom: npt.NDArray[np.int8] = np.argmax(w, axis=-1).astype(np.int8)
         dom[w.max(axis=-1) <= 0] = -1
         return dom
 
@@ -349,7 +349,9 @@ def _signatures(layout: Layout, logical: bool, bins: int) -> FloatArray:
                             nrows=layout.nprocs)
     sig = grid.weights().reshape(layout.nprocs, -1).astype(np.float64)
     total = sig.sum(axis=1, keepdims=True)
-    return np.divide(sig, total, out=np.zeros_like(sig), where=total > 0)
+    shares: npt.NDArray[np.float64] = np.divide(sig, total, out=np.zeros_like(sig),
+                                                where=total > 0)
+    return shares
 
 
 def fold_ranks(layout: Layout, logical: bool, max_groups: int = 32, bins: int = 32

@@ -79,7 +79,7 @@ class Layout:
 
     @property
     def ranks(self) -> npt.NDArray[np.int32]:
-        return self.model.c_rank.view()[: self.count]  # type: ignore[return-value]
+        return self.model.c_rank.view()[: self.count]  # type: ignore[return-value]  # c_rank is an "i" column: int32
 
     @property
     def y(self) -> FloatArray:

@@ -132,8 +132,8 @@ CSV_FIELDS = (
 )
 
 
-def _key(k: object) -> str:
-    return "" if k is None else f"{k[0]}:{k[1]}"  # type: ignore[index]
+def _key(k: tuple[int, int] | None) -> str:
+    return "" if k is None else f"{k[0]}:{k[1]}"
 
 
 def races_csv(races: list[Race], exact: Sequence[ExactRace] = ()) -> str:

@@ -141,7 +141,7 @@ class ParallelParser:
 def _encode(cols: Batch, new_sites: list[str], nbytes: int, chunk: ParsedChunk,
             with_records: bool) -> bytes:
     """One length-prefixed frame for a chunk (see the module docstring)."""
-    body = msgpack.packb({
+    body: bytes = msgpack.packb({
         "n": cols.n,
         "cols": {name: np.ascontiguousarray(getattr(cols, name), dtype=dt).tobytes()
                  for name, dt in _DTYPES.items()},
