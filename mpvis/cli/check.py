@@ -28,6 +28,7 @@ from mpvis.analysis.race_suppress import (
 from mpvis.analysis.report import exit_code, format_report, found_races, report_json
 from mpvis.cli.errors import UserError
 from mpvis.scene.vocabulary import legend_lines
+from mpvis.tracefile import check_cache
 from mpvis.tracefile.reader import TraceFileError, iter_records, load_trace, read_header
 
 
@@ -49,10 +50,36 @@ def register(sub: Any) -> None:
     p.add_argument("--all-conflicts", action="store_true",
                    help="list every conflicting (match, send) pair of the exact test "
                         "(an off-line pass over the whole trace)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="neither read nor write the cache of what a check of this trace "
+                        "found (~/.cache/mpvis/checks; traces of 4 MB and more)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    options: dict[str, object] = {"nonadjacent": args.nonadjacent,
+                                  "all_conflicts": args.all_conflicts}
+    cached = None if args.no_cache else check_cache.load(args.trace, options)
+    if cached is None:
+        report, groups, group_of = _analyse(args)
+        if not args.no_cache:
+            check_cache.save(args.trace, options, report, groups, group_of)
+    else:
+        report, groups, group_of = cached
+    try:
+        header = read_header(args.trace)
+    except TraceFileError as exc:
+        raise UserError(f"invalid trace: {exc}") from None
+    mark_suppressed(report["races"], _intended(args, header))
+    check_cache.apply_marks(report["races"], groups, group_of)
+    report["groups"] = groups
+    _print(report, args)
+    return exit_code(report)
+
+
+def _analyse(args: argparse.Namespace) -> check_cache.Cached:
+    """The report of the trace before suppression marks, its site-pair groups
+    (unmarked: :func:`check_cache.apply_marks` counts the marks) and each race's group."""
     analyses: Analyses | None = None
     try:
         analyses = Analyses.for_header(read_header(args.trace))
@@ -69,12 +96,10 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(f"incomplete trace, the report above covers the events before "
                         f"the cut only: {exc}") from None
     report = analyses.report(nonadjacent=args.nonadjacent, conflicts=conflicts)
-    header = read_header(args.trace)
-    mark_suppressed(report["races"], _intended(args, header))
-    report["groups"] = group_races(report["races"], site_of=tolerant(analyses.model.site_of),
-                                   base=program_dir(header))
-    _print(report, args)
-    return exit_code(report)
+    groups = group_races(report["races"], site_of=tolerant(analyses.model.site_of),
+                         base=program_dir(read_header(args.trace)))
+    group_of = [e.pop("group") for e in report["races"]]
+    return report, groups, group_of
 
 
 def _print(report: Any, args: argparse.Namespace) -> None:

@@ -1,0 +1,304 @@
+"""A binary columnar cache of what ``mpvis check`` found in a trace.
+
+Checking a million-event trace takes tens of seconds; checking it again (with
+other ``--suppress`` files, ``--summary``, ``--json``) reads what the first
+check found from this cache instead.  Contract:
+
+* one NumPy ``.npz`` file per trace (and per set of options that change the
+  report: ``--nonadjacent``, ``--all-conflicts``) in ``~/.cache/mpvis/checks``
+  (``$XDG_CACHE_HOME``; ``MPVIS_CACHE_DIR`` overrides the directory), named by
+  a hash of the trace's absolute path and the options;
+* it is used only if it names the trace's current size and modification time,
+  this :data:`FORMAT`, and the same analysis code (a stamp of the model's,
+  the analyses' and the protocol's source files: any change of them
+  invalidates every cache);
+* it is read with ``np.load(allow_pickle=False)`` (no pickle, no code runs);
+  a cache that is unreadable, inconsistent or of another format is ignored
+  with a note on stderr and written again; writing is atomic (a temporary
+  file renamed) and a failed write is a note, never an error;
+* traces smaller than :data:`MIN_BYTES` (``MPVIS_CACHE_MIN_BYTES``) are not
+  cached: they check in about a second.
+
+What is stored: the race entries as columns (``int32``/``int8``, strings as
+indices into one string table; the report contract's fields, in the report's
+key order), each entry's site-pair group (:mod:`mpvis.analysis.race_groups`)
+computed without suppression marks, the groups, and the report's other parts
+(deadlocks, errors, ranks: short lists) as UTF-8 JSON.  A report whose race
+entries have other fields than the known ones is not cached.  Suppression
+marks (``--suppress``, the window's settings) are applied after reading, as
+on a fresh check, so the output is the same byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import tempfile
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import orjson
+
+__all__ = ["FORMAT", "MIN_BYTES", "Cached", "cache_path", "load", "save"]
+
+#: Version of the cache's content; a cache of another version is ignored.
+FORMAT = 1
+#: Traces smaller than this many bytes are not cached.
+MIN_BYTES = 4 << 20
+
+Report = dict[str, Any]
+Cached = tuple[Report, list[dict[str, Any]], list[int]]
+
+_CLASSIFIER_KEYS = ("method", "scope", "rank", "recvs", "situation", "messages", "verdict",
+                    "comm", "consumption", "sites")
+_EXACT_KEYS = ("method", "rank", "recvs", "messages", "verdict")
+_METHODS = ("classifier", "exact")
+_NONE = -(2**31)  # an int32 field's None
+_COLUMNS = ("method", "rank", "recv1", "recv2", "m1r", "m1s", "m2r", "m2s", "situation",
+            "verdict", "comm", "consumption", "scope", "site1", "site2", "confirmed", "group")
+
+
+class _Unknown(Exception):
+    """A report this format cannot hold (an unknown field or value type)."""
+
+
+def min_bytes() -> int:
+    """:data:`MIN_BYTES`, or ``MPVIS_CACHE_MIN_BYTES`` when set to an integer."""
+    try:
+        return int(os.environ.get("MPVIS_CACHE_MIN_BYTES", MIN_BYTES))
+    except ValueError:
+        return MIN_BYTES
+
+
+def cache_dir() -> Path:
+    """Where caches live (module docstring)."""
+    override = os.environ.get("MPVIS_CACHE_DIR")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "mpvis" / "checks"
+
+
+def _options_text(options: dict[str, object]) -> str:
+    return ",".join(f"{k}={options[k]}" for k in sorted(options))
+
+
+def cache_path(trace: str | Path, options: dict[str, object]) -> Path:
+    """The cache file of ``trace`` checked with ``options``."""
+    key = f"{Path(trace).resolve()}|{_options_text(options)}"
+    return cache_dir() / (hashlib.sha256(key.encode()).hexdigest()[:40] + ".npz")
+
+
+def _code_stamp() -> str:
+    """A hash of the names, sizes and modification times of the source files
+    whose change may change a report."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for sub in ("model", "analysis", "protocol"):
+        for f in sorted((root / sub).glob("*.py")):
+            st = f.stat()
+            h.update(f"{sub}/{f.name}:{st.st_size}:{st.st_mtime_ns};".encode())
+    return h.hexdigest()
+
+
+def _meta(trace: Path, options: dict[str, object]) -> dict[str, object]:
+    st = trace.stat()
+    return {"format": FORMAT, "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+            "options": _options_text(options), "code": _code_stamp()}
+
+
+def _note(text: str) -> None:
+    print(f"mpvis: note: {text}", file=sys.stderr)
+
+
+def _json_array(value: object) -> npt.NDArray[np.uint8]:
+    return np.frombuffer(orjson.dumps(value), dtype=np.uint8)
+
+
+# ------------------------------------------------------------------ writing
+def _encode(races: Sequence[dict[str, Any]], group_of: Sequence[int]
+            ) -> tuple[dict[str, npt.NDArray[Any]], list[str]]:
+    """The race entries as columns and their string table; :class:`_Unknown` if
+    an entry is not of the two known shapes."""
+    strings: dict[str | None, int] = {None: -1}
+
+    def sid(s: object) -> int:
+        if s is not None and type(s) is not str:
+            raise _Unknown
+        i = strings.get(s)
+        if i is None:
+            i = strings[s] = len(strings) - 1
+        return i
+
+    def num(v: object) -> int:
+        if v is None:
+            return _NONE
+        if type(v) is not int or not _NONE < v < 2**31:
+            raise _Unknown
+        return v
+
+    def msg(v: object) -> tuple[int, int]:
+        if v is None:
+            return _NONE, _NONE
+        if type(v) is not list or len(v) != 2:
+            raise _Unknown
+        return num(v[0]), num(v[1])
+
+    cols: dict[str, list[int]] = {c: [] for c in _COLUMNS}
+    for e, g in zip(races, group_of, strict=True):
+        keys = tuple(e)
+        method = e.get("method")
+        if method == "classifier":
+            confirmed = -1
+            if keys == (*_CLASSIFIER_KEYS, "confirmed") and type(e["confirmed"]) is bool:
+                confirmed = int(e["confirmed"])
+            elif keys != _CLASSIFIER_KEYS:
+                raise _Unknown
+            recvs, sites, msgs = e["recvs"], e["sites"], e["messages"]
+            if len(recvs) != 2 or len(sites) != 2 or len(msgs) != 2:
+                raise _Unknown
+            row = (0, num(e["rank"]), num(recvs[0]), num(recvs[1]), *msg(msgs[0]),
+                   *msg(msgs[1]), num(e["situation"]), sid(e["verdict"]), num(e["comm"]),
+                   sid(e["consumption"]), sid(e["scope"]), sid(sites[0]), sid(sites[1]),
+                   confirmed, g)
+        elif method == "exact" and keys == _EXACT_KEYS:
+            recvs, msgs = e["recvs"], e["messages"]
+            if len(recvs) != 1 or len(msgs) != 2 or None in msgs:
+                raise _Unknown
+            row = (1, num(e["rank"]), num(recvs[0]), _NONE, *msg(msgs[0]), *msg(msgs[1]),
+                   _NONE, sid(e["verdict"]), 0, -1, -1, -1, -1, -1, g)
+        else:
+            raise _Unknown
+        for c, v in zip(_COLUMNS, row, strict=True):
+            cols[c].append(v)
+    narrow = {"method": np.int8, "confirmed": np.int8}
+    out = {f"race_{c}": np.asarray(v, dtype=narrow.get(c, np.int32)) for c, v in cols.items()}
+    table = [s for s in strings if s is not None]
+    return out, table
+
+
+def save(trace: str | Path, options: dict[str, object], report: Report,
+         groups: list[dict[str, Any]], group_of: Sequence[int]) -> bool:
+    """Write the cache of ``trace``: ``report`` as built before suppression marks
+    and groups, ``groups`` computed on it unmarked, ``group_of`` each race's
+    group.  Returns whether a cache was written (module docstring)."""
+    path = Path(trace)
+    try:
+        if path.stat().st_size < min_bytes():
+            return False
+        cols, table = _encode(report["races"], group_of)
+    except (_Unknown, KeyError, TypeError, OSError):
+        return False
+    rest = {k: v for k, v in report.items() if k != "races"}
+    arrays = {
+        **cols,
+        "meta": _json_array(_meta(path, options)),
+        "strings": _json_array(table),
+        "rest": _json_array(rest),
+        "keys": _json_array(list(report)),
+        "groups": _json_array(groups),
+    }
+    out = cache_path(path, options)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                np.savez(f, allow_pickle=False, **arrays)
+            os.replace(tmp, out)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError as exc:
+        _note(f"could not write the check cache {out}: {exc}")
+        return False
+    return True
+
+
+# ------------------------------------------------------------------ reading
+def _json(arr: npt.NDArray[Any]) -> Any:
+    if arr.dtype != np.uint8 or arr.ndim != 1:
+        raise ValueError("not a JSON byte array")
+    return orjson.loads(arr.tobytes())
+
+
+def _decode(cols: dict[str, list[int]], strings: list[str]) -> list[dict[str, Any]]:
+    """The race entries, each a dict in the report's key order."""
+
+    def s(i: int) -> str | None:
+        return None if i < 0 else strings[i]
+
+    def v(x: int) -> int | None:
+        return None if x == _NONE else x
+
+    out: list[dict[str, Any]] = []
+    append = out.append
+    rows = zip(*(cols[c] for c in _COLUMNS[:-1]), strict=True)
+    for (method, rank, r1, r2, m1r, m1s, m2r, m2s, situation, verdict, comm, consumption,
+         scope, site1, site2, confirmed) in rows:
+        if method == 1:
+            append({"method": "exact", "rank": rank, "recvs": [r1],
+                    "messages": [[m1r, m1s], [m2r, m2s]], "verdict": s(verdict)})
+            continue
+        e = {"method": "classifier", "scope": s(scope), "rank": rank, "recvs": [r1, r2],
+             "situation": v(situation),
+             "messages": [None if m1r == _NONE else [m1r, m1s],
+                          None if m2r == _NONE else [m2r, m2s]],
+             "verdict": s(verdict), "comm": comm, "consumption": s(consumption),
+             "sites": [s(site1), s(site2)]}
+        if confirmed >= 0:
+            e["confirmed"] = bool(confirmed)
+        append(e)
+    return out
+
+
+def load(trace: str | Path, options: dict[str, object]) -> Cached | None:
+    """The cached report of ``trace`` (before suppression marks), its groups
+    (unmarked) and each race's group, or ``None`` (no valid cache: module
+    docstring)."""
+    path = Path(trace)
+    out = cache_path(path, options)
+    try:
+        if path.stat().st_size < min_bytes() or not out.is_file():
+            return None
+        with np.load(out, allow_pickle=False) as z:
+            meta = _json(z["meta"])
+            if meta != _meta(path, options):
+                return None  # stale: the trace or the code changed
+            strings = _json(z["strings"])
+            rest = _json(z["rest"])
+            keys = _json(z["keys"])
+            groups = _json(z["groups"])
+            cols = {c: z[f"race_{c}"].tolist() for c in _COLUMNS}
+        n = len(cols["method"])
+        if (any(len(c) != n for c in cols.values()) or not isinstance(strings, list)
+                or not isinstance(rest, dict) or not isinstance(groups, list)
+                or not all(isinstance(x, str) for x in strings)
+                or min(cols["group"], default=0) < 0
+                or max(cols["group"], default=-1) >= len(groups)):
+            raise ValueError("inconsistent columns")
+        races = _decode(cols, strings)
+        report = {k: races if k == "races" else rest[k] for k in keys}
+    except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError,
+            zipfile.BadZipFile) as exc:  # any damage: ignore the cache, never trust it
+        _note(f"ignoring the damaged check cache {out} ({type(exc).__name__}: {exc})")
+        return None
+    return report, groups, cols["group"]
+
+
+def apply_marks(races: list[dict[str, Any]], groups: list[dict[str, Any]],
+                group_of: Sequence[int]) -> None:
+    """Give each race entry its ``group`` and count the suppressed ones in their
+    groups, as :func:`mpvis.analysis.race_groups.group_races` does on marked
+    entries (``suppressed``, and ``intended`` by verdict)."""
+    for e, gi in zip(races, group_of, strict=True):
+        if e.get("suppressed"):
+            g = groups[gi]
+            g["suppressed"] += 1
+            g["intended"][str(e["verdict"])] = g["intended"].get(str(e["verdict"]), 0) + 1
+        e["group"] = gi
