@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from mpvis.analysis.cones import ConeIndex, cone_of
 from mpvis.model.manager import ModelManager
 from mpvis.sim.api import simulate
-from tests.analysis.test_cones_traces import build_model, hb_graph, random_trace
+from tests.analysis.test_cones_traces import hb_graph, random_trace
+from tests.fixtures import model_of
 
 
 @pytest.mark.slow
@@ -21,7 +22,7 @@ from tests.analysis.test_cones_traces import build_model, hb_graph, random_trace
 @given(st.integers(0, 2**32))
 def test_cones_match_reachability(seed: int) -> None:
     header, records = random_trace(seed)
-    m = build_model(header, records)
+    m = model_of(header, records)
     g = hb_graph(records)
     index = ConeIndex(m)
     ranks, seqs = m.c_rank.view(), m.c_seq.view()
@@ -63,7 +64,7 @@ def test_index_follows_a_growing_model(seed: int, parts: int) -> None:
 
 def test_json_shape_on_a_scenario() -> None:
     header, records = simulate("ring", 0)
-    m = build_model(header, records)
+    m = model_of(header, records)
     last = m.count(0) - 1
     out = cone_of(m, 0, last).to_json()
     assert set(out) == {"event", "frontier", "size", "future_size"}

@@ -11,7 +11,7 @@ from mpvis.analysis.cones import cone_of
 from mpvis.analysis.predicates import PredicateEvaluator, detect_conjunctive, parse_definition
 from mpvis.cli.main import main
 from mpvis.sim.api import simulate
-from tests.analysis.test_cones_traces import build_model
+from tests.fixtures import model_of
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ def test_cone_json(trace: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     got = json.loads(out)
     header, records = simulate("master_worker", 0)
-    assert got == cone_of(build_model(header, records), 3, 12).to_json()
+    assert got == cone_of(model_of(header, records), 3, 12).to_json()
     assert got["event"] == [3, 12] and got["frontier"][3] == 12
 
 
@@ -72,7 +72,7 @@ def test_predicate_conj_json(trace: Path, capsys: pytest.CaptureFixture[str]) ->
         "--json",
     )
     header, records = simulate("master_worker", 0)
-    m = build_model(header, records)
+    m = model_of(header, records)
     want = detect_conjunctive(
         PredicateEvaluator(m),
         [parse_definition("a=0:done >= 2"), parse_definition('b=3:phase == "idle"')],

@@ -20,8 +20,8 @@ import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpvis.model.manager import ModelManager
 from mpvis.protocol.record_types import Record
+from tests.fixtures import model_of
 
 Key = tuple[int, int]
 
@@ -108,13 +108,6 @@ def random_trace(seed: int, max_procs: int = 4, steps: int = 30) -> tuple[Record
     return header, out
 
 
-def build_model(header: Record, records: list[Record]) -> ModelManager:
-    m = ModelManager(header)
-    m.add_batch(records)
-    m.finish()
-    return m
-
-
 def hb_graph(records: list[Record]) -> nx.DiGraph:
     """The spec's happened-before as a DAG on ``(rank, seq)`` (its transitive
     closure is the relation): program order, send -> consume, collectives."""
@@ -157,7 +150,7 @@ def hb_graph(records: list[Record]) -> nx.DiGraph:
 @given(st.integers(0, 2**32))
 def test_random_traces_are_valid_and_acyclic(seed: int) -> None:
     header, records = random_trace(seed)
-    m = build_model(header, records)
+    m = model_of(header, records)
     assert m.event_count == len(records)
     assert all(m.done[r] == m.count(r) for r in range(m.nprocs))
     assert nx.is_directed_acyclic_graph(hb_graph(records))

@@ -17,7 +17,7 @@ from mpvis.analysis.delivery_orders import (
     subset_orders,
 )
 from mpvis.analysis.linext import count_orderings
-from mpvis.model.manager import ModelManager
+from tests.fixtures import model_of
 
 
 def _group(seed: int, n: int, density: float, picky: bool) -> DeliveryGroup:
@@ -112,9 +112,7 @@ def _trace() -> tuple[dict, list[dict]]:
 
 def test_groups_of_a_trace_follow_causality_and_channels() -> None:
     header, recs = _trace()
-    m = ModelManager(header)
-    m.add_batch(recs)
-    m.finish()
+    m = model_of(header, recs)
     (g,) = delivery_groups(m, {0: {0, 3, 5, 7, 9}})
     assert [d.recv for d in g.deliveries] == [0, 3, 5, 7, 9]
     # message 0 ([1, a]) before the late one (causality) and before the other [1, x]
@@ -143,9 +141,7 @@ def test_receives_naming_different_tags_are_tested_apart() -> None:
         recs.append({"rank": 0, "seq": seq + 1, "kind": "consume", "recv": seq, "src": src,
                      "tag": tag, "send": [src, tag]})
         seq += 2
-    m = ModelManager(header)
-    m.add_batch(recs)
-    m.finish()
+    m = model_of(header, recs)
     groups = delivery_groups(m, {0: {0, 2, 4, 6}})
     assert [[d.recv for d in g.deliveries] for g in groups] == [[0, 4], [2, 6]]
     assert [g.orderings for g in groups] == [2, 2]
@@ -168,9 +164,7 @@ def test_completion_groups_of_recorded_waitany_calls() -> None:
                      "tag": 3, "send": [w, 0], "site": "p.py:9"})
         recs.append({"rank": 0, "seq": 4 + 2 * k, "kind": "wait", "reqs": [w - 1],
                      "site": "p.py:9"})
-    m = ModelManager(header)
-    m.add_batch(recs)
-    m.finish()
+    m = model_of(header, recs)
     assert delivery_groups(m, {}) == []
     (g,) = completion_groups(m, {0: {3: 0, 5: 1}})
     assert g.kind == "anys" and g.option == "--anys" and g.orderings == 2

@@ -7,16 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpvis.analysis.divergence import first_divergence, signature
-from mpvis.model.manager import ModelManager
-from mpvis.sim.api import simulate
-
-
-def _model(name: str, seed: int) -> ModelManager:
-    header, recs = simulate(name, seed)
-    m = ModelManager(header)
-    m.add_batch(recs)
-    m.finish()
-    return m
+from tests.fixtures import simulated_model
 
 
 @pytest.mark.slow
@@ -24,7 +15,7 @@ def _model(name: str, seed: int) -> ModelManager:
 @given(st.sampled_from(["wildcard_race", "master_worker", "false_race"]),
        st.integers(0, 30), st.integers(0, 30))
 def test_first_divergence_is_the_first_differing_event(name: str, s1: int, s2: int) -> None:
-    a, b = _model(name, s1), _model(name, s2)
+    a, b = simulated_model(name, s1), simulated_model(name, s2)
     got = first_divergence(a, b)
     for r in range(a.nprocs):
         sa = [signature(a.record(r, s)) for s in range(a.count(r))]

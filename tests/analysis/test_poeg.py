@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from mpvis.analysis.linext import CountLimitError, count_orderings, series_parts
 from mpvis.analysis.poeg import Poeg, poeg_of
 from mpvis.analysis.poeg_decompose import decompose, rank_order
-from mpvis.model.manager import ModelManager
 from mpvis.sim.neighbor_exchange import neighbor_exchange_trace
 from tests.analysis.poeg_oracle import (
     downset_count,
@@ -25,17 +24,11 @@ from tests.analysis.poeg_oracle import (
     trace_order,
 )
 from tests.analysis.test_cones_traces import random_trace
-
-
-def _model(header: dict, records: list[dict]) -> ModelManager:
-    m = ModelManager(header)
-    m.add_batch(records)
-    m.finish()
-    return m
+from tests.fixtures import model_of
 
 
 def _fig10(nprocs: int, iterations: int, *, with_calls: bool = True) -> Poeg:
-    return poeg_of(_model(*neighbor_exchange_trace(nprocs, iterations, with_calls=with_calls)))
+    return poeg_of(model_of(*neighbor_exchange_trace(nprocs, iterations, with_calls=with_calls)))
 
 
 def test_section7_counts() -> None:
@@ -137,7 +130,7 @@ def test_series_parts_by_definition(seed: int, n: int, density: float) -> None:
 def test_random_traces_against_oracle(seed: int) -> None:
     """Held-out random traces: same order as the networkx oracle, counts by enumeration."""
     header, records = random_trace(seed, max_procs=3, steps=12)
-    poeg = poeg_of(_model(header, records))
+    poeg = poeg_of(model_of(header, records))
     keys, preds = trace_order(header["nprocs"], records)
     assert list(poeg.nodes) == keys
     assert list(poeg.preds) == preds
@@ -177,7 +170,7 @@ def test_nonblocking_receive_floats_until_its_wait() -> None:
         {"rank": 1, "seq": 3, "kind": "recv", "src": 0, "tag": 1, "blocking": True},
         {"rank": 1, "seq": 4, "kind": "consume", "recv": 3, "src": 0, "tag": 1, "send": [0, 4]},
     ]
-    poeg = poeg_of(_model(header, records))
+    poeg = poeg_of(model_of(header, records))
     consume, send, last = poeg.index(0, 2), poeg.index(0, 1), poeg.index(0, 4)
     assert not poeg.before(send, consume) and not poeg.before(consume, send)
     assert poeg.before(consume, last) and poeg.before(send, last)
@@ -194,13 +187,13 @@ def test_sendrecv_pairing_by_partial_call_field() -> None:
         prev = by_key.get((rec["rank"], rec["seq"] - 1))
         if rec["kind"] == "recv" and prev is not None and prev["kind"] == "send":
             prev["call"] = prev["seq"]  # as the mpi4py library writes it: the send half only
-    paired = poeg_of(_model(header, records))
+    paired = poeg_of(model_of(header, records))
     assert set(paired.pairing) == {"site"}
     _, preds = fig10_order(4, 2)
     assert count_orderings(paired.preds) == downset_count(preds)
     for rec in records:
         rec.pop("call", None)
-    unpaired = poeg_of(_model(header, records))  # no site, no call: halves in program order
+    unpaired = poeg_of(model_of(header, records))  # no site, no call: halves in program order
     assert count_orderings(unpaired.preds) < count_orderings(paired.preds)
 
 

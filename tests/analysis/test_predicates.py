@@ -24,7 +24,8 @@ from mpvis.analysis.predicates import (
 )
 from mpvis.protocol.record_types import Record
 from mpvis.sim.api import simulate
-from tests.analysis.test_cones_traces import build_model, hb_graph, random_trace
+from tests.analysis.test_cones_traces import hb_graph, random_trace
+from tests.fixtures import model_of
 
 Cut = tuple[int, ...]
 
@@ -84,7 +85,7 @@ def leq(a: Cut, b: Cut) -> bool:
 @given(st.integers(0, 2**32), st.data())
 def test_conjunctive_is_the_least_satisfying_consistent_cut(seed: int, data: st.DataObject) -> None:
     header, records = random_trace(seed, max_procs=3, steps=14)
-    m = build_model(header, records)
+    m = model_of(header, records)
     preds = random_preds(data, m.nprocs)
     cuts = consistent_cuts(records, m.nprocs)
     sat = [c for c in cuts if all(brute_value(records, p, c[p.rank]) for p in preds)]
@@ -100,7 +101,7 @@ def test_conjunctive_is_the_least_satisfying_consistent_cut(seed: int, data: st.
 @given(st.integers(0, 2**32), st.data())
 def test_disjunctive_minimal_cuts(seed: int, data: st.DataObject) -> None:
     header, records = random_trace(seed, max_procs=3, steps=14)
-    m = build_model(header, records)
+    m = model_of(header, records)
     preds = random_preds(data, m.nprocs)
     cuts = consistent_cuts(records, m.nprocs)
     sat = [c for c in cuts if any(brute_value(records, p, c[p.rank]) for p in preds)]
@@ -121,7 +122,7 @@ def test_disjunctive_minimal_cuts(seed: int, data: st.DataObject) -> None:
 @given(st.integers(0, 2**32), st.data())
 def test_truth_and_frontier_values_match_brute_force(seed: int, data: st.DataObject) -> None:
     header, records = random_trace(seed, steps=25)
-    m = build_model(header, records)
+    m = model_of(header, records)
     preds = random_preds(data, m.nprocs)
     ev = PredicateEvaluator(m)
     for p in preds:
@@ -139,7 +140,7 @@ def test_truth_and_frontier_values_match_brute_force(seed: int, data: st.DataObj
 @given(st.integers(0, 2**32))
 def test_is_consistent_matches_graph_closure(seed: int) -> None:
     header, records = random_trace(seed, max_procs=3, steps=10)
-    m = build_model(header, records)
+    m = model_of(header, records)
     good = set(consistent_cuts(records, m.nprocs))
     counts = [m.count(r) for r in range(m.nprocs)]
     for cut in itertools.product(*(range(c + 1) for c in counts)):
@@ -148,7 +149,7 @@ def test_is_consistent_matches_graph_closure(seed: int) -> None:
 
 def test_truth_follows_a_growing_model() -> None:
     header, records = simulate("master_worker", 3)
-    ev_model = build_model(header, records[: len(records) // 2])
+    ev_model = model_of(header, records[: len(records) // 2])
     pred = parse_definition("a=0:done >= 1")
     ev = PredicateEvaluator(ev_model)
     first = ev.truth(pred).copy()
@@ -161,7 +162,7 @@ def test_scenario_conjunction_needs_consistency() -> None:
     """On the master-worker demo: the master's count reaches 1 only in a cut
     that contains the consume of a worker's result, hence that worker's send."""
     header, records = simulate("master_worker", 0)
-    m = build_model(header, records)
+    m = model_of(header, records)
     ev = PredicateEvaluator(m)
     a = parse_definition("a=0:done >= 1")
     cut = detect_conjunctive(ev, [a])
@@ -209,6 +210,6 @@ def test_bad_sets_are_refused() -> None:
             }
         )
     header, records = simulate("ring", 0)
-    ev = PredicateEvaluator(build_model(header, records))
+    ev = PredicateEvaluator(model_of(header, records))
     with pytest.raises(PredicateError, match="not in the run"):
         ev.truth(parse_definition("far=99:x"))

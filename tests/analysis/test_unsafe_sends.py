@@ -15,20 +15,13 @@ from mpvis.analysis.unsafe_sends import (
     send_cycles,
     zero_buffer_run,
 )
-from mpvis.model.manager import ModelManager
 from mpvis.protocol.record_types import Record as Rec
 from tests.analysis import zero_buffer_reference as reference
 from tests.analysis.exec_generator import generate
 from tests.analysis.zero_buffer_oracle import Oracle, has_send_cycle
+from tests.fixtures import trace_model
 
 HEADER: Rec = {"kind": "header", "format": "mpvis-trace", "version": 1}
-
-
-def model(records: list[Rec]) -> ModelManager:
-    m = ModelManager(records[0])
-    m.add_batch([dict(r) for r in records[1:]])
-    m.finish()
-    return m
 
 
 def trace(nprocs: int, *per_rank: list[Rec]) -> list[Rec]:
@@ -62,7 +55,7 @@ def test_re_execution_agrees_with_the_brute_force_oracle(seed: int, shape: tuple
     records = generate(seed, max_procs=procs, max_messages=msgs)
     oracle = Oracle(records)
     (end,) = oracle.terminal_states()  # the waits only grow: one end state
-    run, cycles = send_cycles(model(records))
+    run, cycles = send_cycles(trace_model(records))
     assert tuple(run.pc) == end
     edges = oracle.edges(end)
     assert {r for r, _, _ in edges} == set(run.stuck)
@@ -78,7 +71,7 @@ def test_send_send_cycle_is_a_potential_deadlock() -> None:
     recs = trace(2,
                  [send(1, site="a.c:10"), recv(1), consume(1, 1, 0), FINAL],
                  [send(0, site="a.c:20"), recv(0), consume(1, 0, 0), FINAL])
-    (d,) = potential_deadlocks(model(recs))
+    (d,) = potential_deadlocks(trace_model(recs))
     assert d["kind"] == "p2p" and d["potential"] is True
     assert d["ranks"] == [0, 1] and d["cycle"] == [0, 1, 0]
     assert d["sends"] == ["0:0", "1:0"]
@@ -93,8 +86,8 @@ def test_sendrecv_exchange_and_ordered_exchange_are_safe() -> None:
     ordered = trace(2,
                     [send(1), recv(1), consume(1, 1, 2), FINAL],
                     [recv(0), consume(0, 0, 0), send(0), FINAL])
-    assert potential_deadlocks(model(sendrecv)) == []
-    assert potential_deadlocks(model(ordered)) == []
+    assert potential_deadlocks(trace_model(sendrecv)) == []
+    assert potential_deadlocks(trace_model(ordered)) == []
 
 
 def test_buffered_sends_and_nonblocking_ring_are_safe() -> None:
@@ -106,8 +99,8 @@ def test_buffered_sends_and_nonblocking_ring_are_safe() -> None:
          {"kind": "send", "dest": 1 - r, "tag": 0, "blocking": False, "sync": False, "req": 1},
          consume(0, 1 - r, 1), {"kind": "wait", "reqs": [0, 1]}, FINAL]
         for r in range(2)]
-    assert potential_deadlocks(model(bsend)) == []
-    assert potential_deadlocks(model(trace(2, *isend))) == []
+    assert potential_deadlocks(trace_model(bsend)) == []
+    assert potential_deadlocks(trace_model(trace(2, *isend))) == []
 
 
 def test_isend_waited_before_the_receive_is_unsafe() -> None:
@@ -115,7 +108,7 @@ def test_isend_waited_before_the_receive_is_unsafe() -> None:
         [{"kind": "send", "dest": 1 - r, "tag": 0, "blocking": False, "sync": False, "req": 0},
          {"kind": "wait", "reqs": [0]}, recv(1 - r), consume(2, 1 - r, 0), FINAL]
         for r in range(2)]
-    (d,) = potential_deadlocks(model(trace(2, *ranks)))
+    (d,) = potential_deadlocks(trace_model(trace(2, *ranks)))
     assert d["sends"] == ["0:0", "1:0"]
 
 
@@ -124,25 +117,25 @@ def test_send_before_barrier_received_after_it() -> None:
     leave: Rec = {"kind": "coll_exit", "op": "barrier"}
     recs = trace(2, [send(1), enter, leave, FINAL],
                  [enter, leave, recv(0), consume(2, 0, 0), FINAL])
-    (d,) = potential_deadlocks(model(recs))
+    (d,) = potential_deadlocks(trace_model(recs))
     assert d["cycle"] == [0, 1, 0] and d["sends"] == ["0:0"]
 
 
 def test_a_run_that_hung_in_the_cycle_is_left_to_the_proven_deadlock() -> None:
     recs = trace(2, [send(1)], [send(0)])
-    assert potential_deadlocks(model(recs)) == []
+    assert potential_deadlocks(trace_model(recs)) == []
 
 
 def test_an_unreceived_send_is_no_cycle() -> None:
     recs = trace(2, [send(1), FINAL], [FINAL])
-    assert potential_deadlocks(model(recs)) == []
+    assert potential_deadlocks(trace_model(recs)) == []
 
 
 def test_a_cycle_through_an_unreceived_send_is_a_lost_message_not_a_deadlock() -> None:
     enter: Rec = {"kind": "coll", "op": "barrier"}
     leave: Rec = {"kind": "coll_exit", "op": "barrier"}
     recs = trace(2, [send(1, tag=9), enter, leave, FINAL], [enter, leave, FINAL])
-    assert potential_deadlocks(model(recs)) == []
+    assert potential_deadlocks(trace_model(recs)) == []
 
 
 def _with_calls(records: list[Rec], seed: int) -> list[Rec]:
@@ -175,7 +168,7 @@ def test_columnar_pass_equals_the_per_record_pass(seed: int, shape: tuple[int, i
     records = generate(seed, max_procs=procs, max_messages=msgs)
     if calls:
         records = _with_calls(records, seed)
-    m = model(records)
+    m = trace_model(records)
     events, reqs = reference.requirements(m)
     want = reference.zero_buffer_run(m.nprocs, [len(e) for e in events], reqs)
     got = zero_buffer_run(m, requirements(m))

@@ -15,9 +15,8 @@ from mpvis.analysis.cones import ConeIndex
 from mpvis.gui import cones_overlay
 from mpvis.gui.cones_overlay import DIM, FUTURE, PAST, ConeController
 from mpvis.gui.window import MainWindow
-from mpvis.model.manager import ModelManager
 from mpvis.scene.overlay import dim_mask
-from mpvis.sim.api import simulate
+from tests.fixtures import simulated_model
 
 pytestmark = pytest.mark.gui
 
@@ -26,11 +25,7 @@ pytestmark = pytest.mark.gui
 def window(qtbot: object, tmp_path: Path) -> MainWindow:
     w = MainWindow(settings_dir=tmp_path)
     qtbot.addWidget(w)  # type: ignore[attr-defined]
-    header, records = simulate("master_worker", 0)
-    m = ModelManager(header)
-    m.add_batch(records)
-    m.finish()
-    w.set_model(m, "master_worker")
+    w.set_model(simulated_model("master_worker"), "master_worker")
     return w
 
 

@@ -20,25 +20,16 @@ from mpvis.analysis.predicates import (
 from mpvis.gui import cones_overlay
 from mpvis.gui.predicate_panel import CUT, PredicatePanel, settings_path  # registers the panel
 from mpvis.gui.window import MainWindow
-from mpvis.model.manager import ModelManager
-from mpvis.sim.api import simulate
+from tests.fixtures import simulated_model
 
 pytestmark = pytest.mark.gui
-
-
-def model() -> ModelManager:
-    header, records = simulate("master_worker", 0)
-    m = ModelManager(header)
-    m.add_batch(records)
-    m.finish()
-    return m
 
 
 @pytest.fixture
 def window(qtbot: object, tmp_path: Path) -> MainWindow:
     w = MainWindow(settings_dir=tmp_path)
     qtbot.addWidget(w)  # type: ignore[attr-defined]
-    w.set_model(model(), "master_worker")
+    w.set_model(simulated_model("master_worker"), "master_worker")
     return w
 
 
@@ -130,7 +121,7 @@ def test_predicates_are_saved_per_program(
     assert [d["name"] for d in saved["local"]] == ["a", "b"]
     other = MainWindow(settings_dir=tmp_path)
     qtbot.addWidget(other)  # type: ignore[attr-defined]
-    other.set_model(model(), "again")
+    other.set_model(simulated_model("master_worker"), "again")
     q = panel_of(other)
     assert cells(q.local_table, 0) == ["a", "b"]
     assert cells(q.global_table, 1) == ["a and b"]
