@@ -60,9 +60,8 @@ int mvp_on = 0;
 int mvp_rank = 0, mvp_nprocs = 1;
 int mvp_sync_sends = 0;
 
-static const char *KIND_NAMES[] = {"", "send", "recv", "consume", "wait", "coll",
-                                   "coll_exit", "final", "waiting", "state"};
-static const char *MODE_NAMES[] = {"standard", "buffered", "ready", "synchronous"};
+static const char *KIND_NAMES[] = MVK_NAMES;   /* by code (mvcodes.h) */
+static const char *MODE_NAMES[] = MVM_NAMES;
 
 /* -- the rings ---------------------------------------------------------------- */
 #define RCAP (1u << 16)          /* records */

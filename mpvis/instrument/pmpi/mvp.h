@@ -20,18 +20,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Record kinds (the trace format's names are in core.c: KIND_NAMES). */
-enum {
-    MVK_SEND = 1, MVK_RECV, MVK_CONSUME, MVK_WAIT, MVK_COLL, MVK_COLL_EXIT,
-    MVK_FINAL, MVK_WAITING, MVK_STATE
-};
-/* Record flags. */
-enum {
-    MVF_BLOCKING = 1, MVF_SYNC = 2, MVF_NONBLOCKING_REQ = 4, MVF_PROBED = 8,
-    MVF_ANY = 16, MVF_CANCELLED = 32
-};
-/* Send modes (field `mode`). */
-enum { MVM_STANDARD = 0, MVM_BUFFERED, MVM_READY, MVM_SYNCHRONOUS };
+/* Record kinds (MVK_*), flags (MVF_*) and send modes (MVM_*): generated from
+ * mpvis/protocol/codes.py, the one definition the Python side uses too. */
+#include "mvcodes.h"
 
 /* One record as the program's thread leaves it for the flusher.  `x`/`xlen`
  * are extra msgpack key/value pairs (`nx` of them) in the extras ring. */
