@@ -6,7 +6,9 @@ Generates a synthetic trace (:func:`mpvis.sim.synthetic.generate_records`,
 
 * ``parse only``: reading the file and ``orjson.loads`` of every line, the
   floor every other figure is compared with (``x parse`` column);
-* ``mpvis check TRACE`` (text report) and ``mpvis check TRACE --json``;
+* ``mpvis check TRACE`` (text report) and ``mpvis check TRACE --json``, both
+  with ``--no-cache``, and a second ``check --json`` served by the check cache
+  (:mod:`mpvis.tracefile.check_cache`; the first one fills it);
 * the window (offscreen Qt): ``MainWindow.open_trace`` until the diagram's
   first frame is painted, and until every analysis is done (logical clocks and
   the exact race pass).
@@ -22,7 +24,7 @@ The machine's load average is printed before and after: on a busy machine
 every figure grows.
 
     python benchmarks/e2e.py [--events N] [--ranks P] [--big] [--workdir DIR]
-                             [--only check,json,window] [--repeat K]
+                             [--only check,json,cached,window] [--repeat K]
 
 ``--workdir`` keeps the generated traces (and the JSON report of the last
 ``check --json``) there and reuses them on the next run.
@@ -103,11 +105,12 @@ def _generate(path: str, events: int, ranks: int) -> int:
     return 0
 
 
-def _run(cmd: list[str], stdout: Any = subprocess.DEVNULL) -> tuple[float, int, str, float]:
+def _run(cmd: list[str], stdout: Any = subprocess.DEVNULL, env: dict[str, str] | None = None
+         ) -> tuple[float, int, str, float]:
     """Run ``cmd``; wall seconds, peak RSS in bytes (with its children), captured
     stdout, and CPU seconds (user + system, with its children)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, env=env)
     text = ""
     if stdout is subprocess.PIPE:
         assert proc.stdout is not None
@@ -163,13 +166,20 @@ def bench(path: Path, n: int, only: set[str], repeat: int, workdir: Path) -> Non
     parse, prss, _, pcpu = best([py, "-c", PARSE_ONLY, str(path)])
     _line("parse only (orjson, one process)", parse, parse, prss, n, cpu=(pcpu, pcpu))
     if "check" in only:
-        dt, rss, _, cpu = best([py, "-m", "mpvis", "check", str(path)])
+        dt, rss, _, cpu = best([py, "-m", "mpvis", "check", str(path), "--no-cache"])
         _line("mpvis check", dt, parse, rss, n, cpu=(cpu, pcpu))
     if "json" in only:
         out = workdir / f"{path.stem}.report.json"
         with open(out, "wb") as f:
-            dt, rss, _, cpu = best([py, "-m", "mpvis", "check", str(path), "--json"], stdout=f)
+            dt, rss, _, cpu = best([py, "-m", "mpvis", "check", str(path), "--json",
+                                    "--no-cache"], stdout=f)
         _line("mpvis check --json", dt, parse, rss, n, cpu=(cpu, pcpu))
+    if "cached" in only:  # a first check fills the cache (its own directory), then time
+        env = dict(os.environ, MPVIS_CACHE_DIR=str(workdir / "check-cache"))
+        cmd = [py, "-m", "mpvis", "check", str(path), "--json"]
+        _run(cmd, env=env)
+        dt, rss, _, cpu = min((_run(cmd, env=env) for _ in range(repeat)), key=lambda r: r[0])
+        _line("mpvis check --json, cached", dt, parse, rss, n, cpu=(cpu, pcpu))
     if "window" in only:
         dt, rss, text, _ = best([py, __file__, "--window-child", str(path)],
                                 stdout=subprocess.PIPE)
@@ -188,8 +198,9 @@ def main() -> int:
     ap.add_argument("--ranks", type=int, default=64)
     ap.add_argument("--big", action="store_true", help="also 10,000,000 events on 256 ranks")
     ap.add_argument("--workdir", type=Path, help="keep (and reuse) the generated traces here")
-    ap.add_argument("--only", default="check,json,window",
-                    help="comma-separated steps: check, json, window")
+    ap.add_argument("--only", default="check,json,cached,window",
+                    help="comma-separated steps: check, json, cached (a second check "
+                         "--json, read from the check cache), window")
     ap.add_argument("--repeat", type=int, default=1, help="runs per step (the best is kept)")
     ap.add_argument("--window-child", help=argparse.SUPPRESS)
     ap.add_argument("--generate", nargs=3, help=argparse.SUPPRESS)
