@@ -11,6 +11,7 @@ setup(
         Extension(
             "mpvis.instrument._crecorder",
             ["mpvis/instrument/_crecorder.c"],
+            depends=["mpvis/instrument/pmpi/mvcodes.h"],  # mpvis/protocol/codes.py
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         )
     ]

@@ -35,9 +35,14 @@
 #error "the compact record layout is little-endian"
 #endif
 
-enum { K_SEND = 1, K_RECV = 2, K_CONSUME = 3, K_WAIT = 4, K_COLL = 5, K_COLL_EXIT = 6,
-       K_STATE = 7, K_FINAL = 8, K_RECV_CONSUME = 9 };
-enum { F_BLOCKING = 1, F_SYNC = 2, F_SEND = 4, F_CHAN = 8, F_BUF = 16, F_PAIR = 32 };
+/* Record kinds and flags: generated from mpvis/protocol/codes.py (the numbers
+ * mpvis.protocol.compact decodes); short local names for them. */
+#include "pmpi/mvcodes.h"
+enum { K_SEND = MVK_SEND, K_RECV = MVK_RECV, K_CONSUME = MVK_CONSUME, K_WAIT = MVK_WAIT,
+       K_COLL = MVK_COLL, K_COLL_EXIT = MVK_COLL_EXIT, K_STATE = MVK_STATE,
+       K_FINAL = MVK_FINAL, K_RECV_CONSUME = MVK_RECV_CONSUME };
+enum { F_BLOCKING = MVC_BLOCKING, F_SYNC = MVC_SYNC, F_SEND = MVC_SEND, F_CHAN = MVC_CHAN,
+       F_BUF = MVC_BUF, F_PAIR = MVC_PAIR };
 
 typedef struct {
     uint8_t kind;

@@ -3,6 +3,7 @@ use them through the generated header instrument/pmpi/mvcodes.h."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -63,3 +64,14 @@ def test_the_header_compiles_and_names_kinds_by_code(tmp_path: Path) -> None:
     for code, name in codes.RECORDER_KIND_NAMES.items():
         assert out[code] == name
     assert out[-1] == "ready 32"
+
+
+def test_the_c_recorders_take_their_codes_from_the_header() -> None:
+    # no number of their own: every kind/flag enum names the generated codes
+    sources = [INSTRUMENT / "_crecorder.c", INSTRUMENT / "pmpi" / "mvp.h"]
+    for src in sources:
+        text = src.read_text(encoding="utf-8")
+        assert '#include "pmpi/mvcodes.h"' in text or '#include "mvcodes.h"' in text, src
+        for body in re.findall(r"enum\s*\{([^}]*)\}", text):
+            if re.search(r"\b(K|F|MVK|MVF|MVC|MVM)_[A-Z_]+\s*=\s*\d", body):
+                raise AssertionError(f"{src.name} numbers its own codes: {body.strip()}")
