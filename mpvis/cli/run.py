@@ -48,6 +48,7 @@ from mpvis.cli.preflight import (
 from mpvis.cli.token_args import add_token_options, token_from
 from mpvis.collector.auth import format_address, is_loopback, new_token, parse_address
 from mpvis.collector.collector import Collector
+from mpvis.collector.feed import RecordsLost
 from mpvis.collector.headless import HeadlessSession
 from mpvis.collector.mpiexec import (
     LAUNCH_MODULE,
@@ -436,23 +437,9 @@ def run_program(
 def _incomplete(session: HeadlessSession, collector: Collector) -> str | None:
     """Why the trace lacks records, with how many, or ``None`` if it is whole
     (as far as mpvis can tell: a SIGKILLed rank's unshipped records are unknown)."""
-    info = session.info or {}
-    lost = int(info.get("unwritten") or 0) + int(info.get("rejected") or 0)
-    why = []
-    if info.get("journal_error"):
-        why.append(str(info["journal_error"]))
-    if info.get("rejected"):
-        why.append(f"{info['rejected']} records refused (malformed or out of sequence, "
-                   "see the log above)")
-    if collector.unacked:
-        lost += collector.unacked_records
-        why.append(f"{collector.unacked} batches ({collector.unacked_records} records) never "
-                   "reached the central process")
-    if session.info is None:
-        why.append("the end of the run was not recorded")
-    if not why:
-        return None
-    return f"the trace is incomplete: {lost} records lost: " + "; ".join(why)
+    unacked = [RecordsLost(collector.unacked_records, f"in {collector.unacked} batches never "
+                           "reached the central process")] if collector.unacked else []
+    return session.run.incomplete(unacked, end_missing=session.ended is None)
 
 
 def _merge_spills(journal: Path, spill_dir: Path, run_id: str) -> None:

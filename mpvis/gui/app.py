@@ -57,7 +57,7 @@ def may_advertise(visible: bool) -> tuple[bool, str]:
 
 
 def open_live_window(live: LiveSession | None = None) -> tuple[MainWindow, LiveSession]:
-    """A window with its own central process started; queue wired up.
+    """A window with its own central process started; its feed wired to the window.
 
     The central process is advertised to ``mpvis run`` / ``mpvis demo``
     (:mod:`mpvis.collector.rendezvous`) only when the window can be seen: a
@@ -71,7 +71,7 @@ def open_live_window(live: LiveSession | None = None) -> tuple[MainWindow, LiveS
     window.deadlocks_changed.connect(lambda: relay_deadlocks(window, told))
     if why:
         window.statusBar().showMessage(why, 30000)
-    window.inbox = live.inbox
+    live.bridge.message.connect(window.feed_message, QtCore.Qt.ConnectionType.QueuedConnection)
     window.destroyed.connect(live.stop)
     return window, live
 

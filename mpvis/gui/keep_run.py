@@ -36,7 +36,7 @@ def shown_file(win: MainWindow) -> Path | None:
     """The file holding the shown run: the live journal, or the opened trace."""
     if win.journal is not None:
         return win.journal
-    if win.source and not win.source.startswith("live run") and Path(win.source).is_file():
+    if win.live_run is None and win.source and Path(win.source).is_file():
         return Path(win.source)
     return None
 

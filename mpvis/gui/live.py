@@ -1,13 +1,15 @@
-"""The window's live path: a central process whose callbacks only queue.
+"""The window's live path: the live feed, and the one Qt piece, a signal that hops threads.
 
-Decision (issue 4): the central process's callbacks run on its server
-thread and do nothing but append to :attr:`LiveSession.inbox` (a
-``collections.deque``: appends and pops are thread-safe).  The window's timer
-drains the inbox on the GUI thread, feeds the model there in batches and
-repaints once per drain; so the model and Qt are only ever touched by the
-GUI thread and no lock is needed.  The session advertises itself
-(:mod:`mpvis.collector.rendezvous`) so ``mpvis run`` / ``mpvis demo`` in a
-terminal stream into this window.
+Decision (issue 4, kept by issue 18): the central process runs on its own
+thread; its :class:`~mpvis.collector.feed.LiveFeed` hands each typed message
+to :class:`FeedBridge`, whose only job is to emit it as a Qt signal.  The
+window receives it on the GUI thread (a queued connection) and appends it to
+its inbox; the window's timer drains the inbox, hands each message to the
+run's :class:`~mpvis.collector.live_run.LiveRun` (the model, the policy for
+bad records, shared with ``mpvis run`` headless) and repaints once per drain.
+So the model and Qt are only ever touched by the GUI thread and no lock is
+needed.  The session advertises itself (:mod:`mpvis.collector.rendezvous`) so
+``mpvis run`` / ``mpvis demo`` in a terminal stream into this window.
 """
 
 from __future__ import annotations
@@ -16,19 +18,28 @@ import contextlib
 import logging
 import tempfile
 import threading
-from collections import deque
 from pathlib import Path
-from typing import Any
+
+from PySide6 import QtCore
 
 from mpvis.collector import rendezvous
-from mpvis.collector.central import CentralProcess
+from mpvis.collector.feed import LiveFeed, StreamFailed
 from mpvis.sim.live import stream_scenario
 
 log = logging.getLogger(__name__)
 
 
+class FeedBridge(QtCore.QObject):
+    """Emits each message of a live feed as :attr:`message`, from the feed's thread.
+
+    Connected to a slot of an object of the GUI thread, the message arrives
+    there (Qt queues it across threads)."""
+
+    message = QtCore.Signal(object)  # a FeedMessage
+
+
 class LiveSession:
-    """A central process feeding :attr:`inbox` with ``(what, *args)`` tuples."""
+    """A live feed (its central process) whose messages :attr:`bridge` emits."""
 
     def __init__(self, journal_dir: str | Path | None = None, *, advertise: bool = True) -> None:
         self._tmp = None
@@ -36,22 +47,16 @@ class LiveSession:
             self._tmp = tempfile.TemporaryDirectory(prefix="mpvis-live-")
             journal_dir = self._tmp.name
         self.journal_dir = Path(journal_dir)
-        self.inbox: deque[tuple[Any, ...]] = deque()
         self.advertise = advertise
-        self.central = CentralProcess(
-            journal_dir=self.journal_dir,
-            on_run_start=lambda header, path: self.inbox.append(("start", header, path)),
-            on_records=lambda recs: self.inbox.append(("records", recs)),
-            on_rank_end=lambda rank, status, detail: self.inbox.append(
-                ("rank_end", rank, status, detail)
-            ),
-            on_run_end=lambda info: self.inbox.append(("end", info)),
-        )
+        self.bridge = FeedBridge()
+        self.feed = LiveFeed(journal_dir=self.journal_dir)
+        self.feed.subscribe(self.bridge.message.emit)
+        self.central = self.feed.central
         self._streams: list[tuple[threading.Thread, threading.Event]] = []
         self.started = False
 
     def start(self) -> LiveSession:
-        self.central.start()
+        self.feed.start()
         self.started = True
         if self.advertise:
             rendezvous.advertise(self.central.address, self.central.token)
@@ -73,7 +78,7 @@ class LiveSession:
                     hold_stuck=True,
                 )
             except Exception as exc:  # the window shows it; the thread must not die loudly
-                self.inbox.append(("error", f"demo stream failed: {exc}"))
+                self.feed.post(StreamFailed(f"demo stream failed: {exc}"))
 
         t = threading.Thread(target=run, name="mpvis-demo-stream", daemon=True)
         self._streams.append((t, stop))
@@ -88,7 +93,7 @@ class LiveSession:
         if self.advertise and self.started:
             rendezvous.withdraw()
         if self.started:
-            self.central.stop()
+            self.feed.stop()
             self.started = False
         if self._tmp is not None:
             with contextlib.suppress(OSError):

@@ -21,6 +21,8 @@ from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.exact_offline import conflicting_sends
 from mpvis.analysis.pipeline import Analyses
 from mpvis.analysis.race_groups import program_dir, relative_site, tolerant
+from mpvis.collector.feed import FeedMessage, RunEnded, RunStarted, StreamFailed
+from mpvis.collector.live_run import LiveRun, RankDied
 from mpvis.gui import (
     actions,
     cones_overlay,
@@ -41,11 +43,9 @@ from mpvis.gui.race_panel import RacePanel
 from mpvis.gui.race_popup import RaceNotifier
 from mpvis.gui.race_settings import RaceSettings
 from mpvis.gui.rank_folding import FOLD_MIN_RANKS, RankFolder
-from mpvis.model.errors import ModelInputError
 from mpvis.model.manager import ModelManager
 from mpvis.model.observer import ModelChange
 from mpvis.model.races import Race
-from mpvis.protocol import messages as wire
 from mpvis.protocol import records as rec_kinds
 from mpvis.scene.describe import summary
 from mpvis.scene.frame import FrameIndex
@@ -109,7 +109,10 @@ class MainWindow(QtWidgets.QMainWindow):
         self._deadlocks_seen = 0
         self.source = ""
         self.settings_dir = settings_dir
-        self.inbox: deque[tuple[Any, ...]] = deque()
+        #: the live feed's messages, in order (:meth:`feed_message`), drained by the timer
+        self.inbox: deque[FeedMessage] = deque()
+        #: the live run shown (its model and bad records), None for a trace file
+        self.live_run: LiveRun | None = None
         self.changes: deque[ModelChange] = deque()
         self.loader: TraceLoader | None = None
         self.progress: QtWidgets.QProgressDialog | None = None
@@ -242,6 +245,7 @@ class MainWindow(QtWidgets.QMainWindow):
             ]
         self.model, self.source = model, source
         self.journal = None  # a live run's "start" sets it right after
+        self.live_run = None  # a trace opened meanwhile: the run's leftovers are not for it
         self.races.site_of = tolerant(model.site_of) if model is not None else None
         self.races.model.base = program_dir(model.header) if model is not None else None
         self.changes.clear()
@@ -349,40 +353,37 @@ class MainWindow(QtWidgets.QMainWindow):
         box.show()
 
     # ------------------------------------------------------------ live
+    @QtCore.Slot(object)
+    def feed_message(self, msg: FeedMessage) -> None:
+        """A live feed's message (:mod:`mpvis.gui.live`): queued for :meth:`drain`."""
+        self.inbox.append(msg)
+
     def drain(self) -> None:
-        """Feed queued live records, handle model changes, repaint once."""
+        """Hand queued feed messages to the live run, handle model changes, repaint once."""
         fed = False
         while self.inbox:
-            what, *args = self.inbox.popleft()
+            msg = self.inbox.popleft()
             fed = True
-            if what == "start":
-                a = Analyses.for_header(args[0], validate=False)  # the journal checked them
-                self.set_model(a.model, f"live run (journal {args[1]})", analyses=a)
-                self.journal, self.saved_events = Path(args[1]), 0
-            elif self.model is None or not self.source.startswith("live run"):
-                continue  # a trace was opened meanwhile: the run's leftovers are not for it
-            elif what == "records":
-                try:
-                    self.model.add_batch(args[0])
-                except ModelInputError as exc:
-                    self.statusBar().showMessage(f"bad record from the run: {exc}", 15000)
-            elif (
-                what == "rank_end"
-                and args[1] != wire.FINAL
-                and (self.model.status(args[0]) != "suspended")
-            ):
-                if self.analyses is not None:
-                    self.analyses.mark_rank_dead(args[0], f"{args[1]}: {args[2]}")
-                else:
-                    self.model.mark_rank_dead(args[0], f"{args[1]}: {args[2]}")
-                self.statusBar().showMessage(f"rank {args[0]} died: {args[1]}: {args[2]}", 30000)
-            elif what == "end" and not self.model.input_ended:
-                try:
-                    self.model.finish()
-                except ModelInputError as exc:
-                    self.statusBar().showMessage(f"the run's trace is incomplete: {exc}", 15000)
-            elif what == "error":
-                self.statusBar().showMessage(str(args[0]), 15000)
+            if isinstance(msg, RunStarted):
+                started = LiveRun()
+                started.take(msg)
+                assert started.analyses is not None
+                self.set_model(started.analyses.model, f"live run (journal {msg.journal})",
+                               analyses=started.analyses)
+                self.live_run, self.journal, self.saved_events = started, Path(msg.journal), 0
+                continue
+            run = self.live_run
+            if run is not None:
+                notices = run.take(msg)
+            else:  # a trace was opened meanwhile: the run's leftovers are not for it
+                notices = [msg] if isinstance(msg, StreamFailed) else []
+            for notice in notices:
+                self.statusBar().showMessage(
+                    str(notice), 30000 if isinstance(notice, RankDied) else 15000)
+            if isinstance(msg, RunEnded) and run is not None:
+                incomplete = run.incomplete()
+                if incomplete:
+                    self.statusBar().showMessage(incomplete, 30000)
         if fed:
             self._idle.restart()
             self._idle_checked = False
@@ -421,7 +422,7 @@ class MainWindow(QtWidgets.QMainWindow):
             or m is None
             or m.input_ended
             or self._idle_checked
-            or not self.source.startswith("live run")
+            or self.live_run is None
             or self._idle.elapsed() < IDLE_MS
         ):
             return
@@ -499,7 +500,7 @@ class MainWindow(QtWidgets.QMainWindow):
         """Every record of the shown run: from the trace file, or rebuilt from the model."""
         m = self.model
         assert m is not None
-        if self.source and not self.source.startswith("live run") and Path(self.source).is_file():
+        if self.live_run is None and self.source and Path(self.source).is_file():
             return (rec for _, rec in iter_records(self.source))
         return (m.record(r, s) for r in range(m.nprocs) for s in range(m.count(r)))
 

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from mpvis.analysis.exact_events import ExactRace
+from mpvis.collector.feed import RecordsArrived, RunEnded, RunStarted
 from mpvis.gui.window import MainWindow
 from mpvis.model.races import Race
 
@@ -110,9 +111,9 @@ def test_live_model_gets_analyses(qtbot) -> None:  # type: ignore[no-untyped-def
     win = MainWindow()
     qtbot.addWidget(win)
     header, recs = simulate("showcase", 0)
-    win.inbox.append(("start", header, "journal"))
-    win.inbox.append(("records", recs))
-    win.inbox.append(("end", {}))
+    win.inbox.append(RunStarted(header, Path("journal")))
+    win.inbox.append(RecordsArrived(recs))
+    win.inbox.append(RunEnded())
     win.drain()
     assert win.analyses is not None and win.model is win.analyses.model
     assert isinstance(win.model, ModelManager) and win.model.input_ended
@@ -132,8 +133,8 @@ def test_live_p2p_deadlock_found_when_the_run_goes_idle(
     win = MainWindow()
     qtbot.addWidget(win)
     header, recs = simulate("p2p_deadlock", 0)
-    win.inbox.append(("start", header, "journal"))
-    win.inbox.append(("records", recs))
+    win.inbox.append(RunStarted(header, Path("journal")))
+    win.inbox.append(RecordsArrived(recs))
     win.drain()
     assert win.deadlock_panel.deadlocks == []  # the ranks may still be running
     monkeypatch.setattr(window_mod, "IDLE_MS", 0)

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from PySide6 import QtCore
 
+from mpvis.collector.feed import RankLeft, RecordsArrived, RunStarted
 from mpvis.collector.rendezvous import discover, rendezvous_path
 from mpvis.gui.window import MainWindow
 from mpvis.model.manager import ModelManager
@@ -207,9 +208,9 @@ def test_live_view_is_labelled_real_time(qtbot) -> None:  # type: ignore[no-unty
 
     win = _window(qtbot)
     header, recs = simulate("ring", 0)
-    win.inbox.append(("start", header, Path("journal.jsonl")))
+    win.inbox.append(RunStarted(header, Path("journal.jsonl")))
     win.drain()
-    win.inbox.append(("records", recs[:40]))
+    win.inbox.append(RecordsArrived(recs[:40]))
     win.drain()
     label = win.diagram.getPlotItem().getAxis("bottom").labelString()
     assert "logical" not in label and "time" in label
@@ -373,8 +374,8 @@ def _live_run(qtbot, tmp_path: Path) -> MainWindow:  # type: ignore[no-untyped-d
     journal = tmp_path / "journal.jsonl"
     write_trace(journal, header, recs)
     win = _window(qtbot)
-    win.inbox.append(("start", header, journal))
-    win.inbox.append(("records", recs))
+    win.inbox.append(RunStarted(header, journal))
+    win.inbox.append(RecordsArrived(recs))
     win.drain()
     return win
 
@@ -450,17 +451,17 @@ def test_a_dead_ranks_reason_is_shown(qtbot) -> None:  # type: ignore[no-untyped
 
     win = _window(qtbot)
     header, recs = simulate("ring", 0)
-    win.inbox.append(("start", header, Path("journal.jsonl")))
+    win.inbox.append(RunStarted(header, Path("journal.jsonl")))
     mine = [r for r in recs if r["rank"] != 2 or r["seq"] < 3]
-    win.inbox.append(("records", mine))
-    win.inbox.append(("rank_end", 2, "killed", "Traceback...\nZeroDivisionError: boom"))
+    win.inbox.append(RecordsArrived(mine))
+    win.inbox.append(RankLeft(2, "killed", "Traceback...\nZeroDivisionError: boom"))
     win.drain()
     m = win.model
     assert m is not None and 2 in m.dead
     assert "rank 2 died: killed" in win.statusBar().currentMessage()
     last = m.gidx(2, m.count(2) - 1)
-    assert "rank 2 died here: killed" in summary(m, last)
-    assert ("rank status", f"dead: {m.dead[2]}") in details(m, last)
+    assert "rank 2 died here: killed" in summary(m, m.event_at(last))
+    assert ("rank status", f"dead: {m.dead[2]}") in details(m, m.event_at(last))
 
 
 def test_clicking_a_race_row_narrows_the_list_to_its_receive(qtbot) -> None:  # type: ignore[no-untyped-def]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from PySide6 import QtCore, QtGui
 
+from mpvis.collector.feed import RecordsArrived, RunEnded, RunStarted
 from mpvis.gui.race_settings import RaceSettings
 from mpvis.gui.window import MainWindow
 from mpvis.model.manager import ModelManager
@@ -128,15 +129,15 @@ def test_intended_race_never_pops_again(qtbot) -> None:  # type: ignore[no-untyp
 def test_live_records_grow_the_diagram(qtbot) -> None:  # type: ignore[no-untyped-def]
     win = _window(qtbot)
     header, recs = simulate("ring", 0)
-    win.inbox.append(("start", header, Path("journal.jsonl")))
+    win.inbox.append(RunStarted(header, Path("journal.jsonl")))
     counts = []
     for i in range(0, len(recs), 30):
-        win.inbox.append(("records", recs[i : i + 30]))
+        win.inbox.append(RecordsArrived(recs[i : i + 30]))
         win.drain()
         win.diagram.redraw()
         counts.append(win.diagram._syms.point_count())
     assert counts == sorted(counts) and counts[-1] == len(recs) and counts[0] < counts[-1]
-    win.inbox.append(("end", {}))
+    win.inbox.append(RunEnded())
     win.drain()
     assert win.model is not None and win.model.input_ended
 
