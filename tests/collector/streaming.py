@@ -51,9 +51,9 @@ def recv(rank: int, seq: int, src: int, tag: int = 1) -> Record:
     return {"rank": rank, "seq": seq, "kind": "recv", "src": src, "tag": tag, "blocking": True}
 
 
-def consume(rank: int, seq: int, recv_seq: int, src: int, send_seq: int, tag: int = 1) -> Record:
-    return {"rank": rank, "seq": seq, "kind": "consume", "recv": recv_seq, "src": src,
-            "tag": tag, "send": [src, send_seq]}
+def consume(rank: int, seq: int, recv_seq: int, send: tuple[int, int], tag: int = 1) -> Record:
+    return {"rank": rank, "seq": seq, "kind": "consume", "recv": recv_seq, "src": send[0],
+            "tag": tag, "send": list(send)}
 
 
 def state(rank: int, seq: int) -> Record:
@@ -71,8 +71,8 @@ def run_with_bad_records() -> dict[int, list[list[Record]]]:
     which rank 1 sends 3 more records."""
     return {
         0: [[send(0, 0, 1), send(0, 1, 1)], [state(0, 2), final(0, 3)]],
-        1: [[recv(1, 0, 0), consume(1, 1, 0, 0, 0), state(1, 2)],
-            [consume(1, 3, 2, 0, 1), recv(1, 4, 0)], [state(1, 5), final(1, 6)]],
+        1: [[recv(1, 0, 0), consume(1, 1, 0, (0, 0)), state(1, 2)],
+            [consume(1, 3, 2, (0, 1)), recv(1, 4, 0)], [state(1, 5), final(1, 6)]],
         2: [[state(2, 0), {"rank": 2, "seq": 1, "kind": "nonsense"}, state(2, 1)],
             [state(2, 2), final(2, 3)]],
     }
