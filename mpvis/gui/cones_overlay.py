@@ -146,7 +146,7 @@ class ConeController(QtCore.QObject):
         m = self.model
         if m is None or not 0 <= g < m.event_count:
             return False
-        return m.clock_ready((int(m.c_rank[g]), int(m.c_seq[g])))
+        return m.clock_ready(m.event_at(g).key)
 
     def show(self, g: int, *, past: bool | None = None, future: bool | None = None) -> None:
         """Show the cones of event ``g``; ``None`` keeps that cone's state when
@@ -190,7 +190,7 @@ class ConeController(QtCore.QObject):
                 self.clear()
             return
         t0 = time.perf_counter()
-        self.cone = index.cone(int(m.c_rank[g]), int(m.c_seq[g]))
+        self.cone = index.cone(*m.event_at(g).key)
         self._draw(m, self.cone)
         self.last_seconds = time.perf_counter() - t0
         self.cone_changed.emit(self.cone)

@@ -35,17 +35,16 @@ class DetailsPanel(QtWidgets.QTextBrowser):
             )
             return
         rows = []
-        for name, value in describe.details(model, g):
+        event = model.event_at(g)
+        for name, value in describe.details(model, event):
             text = html.escape(str(value))
-            if name == "message partner" and (
-                p := model.partner(int(model.c_rank[g]), int(model.c_seq[g]))
-            ):
-                text = f"<a href='g:{model.gidx(*p)}'>{text}</a> (click to jump)"
+            if name == "message partner" and (p := event.partner) is not None:
+                text = f"<a href='g:{p.index}'>{text}</a> (click to jump)"
             rows.append(
                 f"<tr><td style='color:#546e7a;padding-right:8px'><b>"
                 f"{html.escape(name)}</b></td><td>{text}</td></tr>"
             )
-        head = html.escape(describe.summary(model, g))
+        head = html.escape(describe.summary(model, event))
         self.setHtml(f"<p><b>{head}</b></p><table>{''.join(rows)}</table>")
 
     def _clicked(self, url: QtCore.QUrl) -> None:

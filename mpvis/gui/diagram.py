@@ -29,7 +29,6 @@ from mpvis.gui.density_item import DensityItem
 from mpvis.gui.layers import LineLayer, SymbolLayer
 from mpvis.gui.symbol_art import FADED_OPACITY, ring_pixmap, symbol_pixmap
 from mpvis.model.manager import ModelManager
-from mpvis.protocol import records as rec_kinds
 from mpvis.scene import describe, frame, hittest, lod, messages
 from mpvis.scene import symbols as sym
 from mpvis.scene.density import is_dense
@@ -40,7 +39,6 @@ BUCKET_PX = frame.BUCKET_PX
 MAX_SYMBOLS = frame.MAX_SYMBOLS
 #: The frame index is rebuilt at most this often while a run streams in (ms).
 INDEX_MS = 1000
-_SEND = rec_kinds.KIND_CODE[rec_kinds.SEND]
 GRID_COLOR = "#eceff1"
 
 _STOP_SPECS = [
@@ -396,7 +394,8 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         m, g = self.model, self.selected
         if m is None or g < 0 or g >= m.event_count:
             return None
-        send = g if m.c_kind[g] == _SEND else int(m.c_partner[g])
+        message = m.event_at(g).message
+        send = -1 if message is None else message.index
         i = int(np.searchsorted(msgs.send, send))
         if send < 0 or i >= len(msgs.send) or msgs.send[i] != send:
             return None
@@ -715,7 +714,8 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         g = self.event_at_scene(pos)
         self.event_hovered.emit(-1 if g is None else g)
         if g is not None and self.model is not None:
-            QtWidgets.QToolTip.showText(QtGui.QCursor.pos(), describe.summary(self.model, g), self)
+            text = describe.summary(self.model, self.model.event_at(g))
+            QtWidgets.QToolTip.showText(QtGui.QCursor.pos(), text, self)
 
     def _mouse_clicked(self, ev: Any) -> None:
         """``ev``: pyqtgraph's MouseClickEvent (untyped)."""

@@ -33,8 +33,6 @@ from mpvis.scene.overlay import Overlay
 from mpvis.scene.vocabulary import event
 from mpvis.tracefile.reader import TraceFileError, load_trace
 
-_RECV = rec_kinds.KIND_CODE[rec_kinds.RECV]
-
 
 class FlipController(QtCore.QObject):
     """Offers the flip of recorded races and runs it (see the module docstring)."""
@@ -76,10 +74,13 @@ class FlipController(QtCore.QObject):
     def can_flip(self, g: int) -> bool:
         """Whether event ``g`` is a receive of a race the record holds."""
         m = self.window.model
-        if m is None or g < 0 or m.c_kind[g] != _RECV or self.process is not None:
+        if m is None or g < 0 or self.process is not None:
+            return False
+        recv = m.event_at(g)
+        if recv.kind != rec_kinds.RECV:
             return False
         found = self._recorded()
-        return found is not None and (int(m.c_rank[g]), int(m.c_seq[g])) in found[1]
+        return found is not None and recv.key in found[1]
 
     def flip(self, g: int) -> None:
         """Replay the recorded run with the race of receive ``g`` flipped."""
@@ -88,7 +89,7 @@ class FlipController(QtCore.QObject):
         if found is None or m is None:
             return
         header = found[0]
-        which = f"{int(m.c_rank[g])}:{int(m.c_seq[g])}"
+        which = event(*m.event_at(g).key)
         out = Path(header["record"]) / f"flip-{which.replace(':', '-')}.jsonl"
         command = [sys.executable, "-m", "mpvis", "replay", header["record"], "--flip", which,
                    "--headless", "--out", str(out), "--", *map(str, header["argv"])]

@@ -194,7 +194,8 @@ class OrderingsController(QtCore.QObject):
         if m is None or not self.can_explore(g):
             return
         header = m.header
-        which = f"{int(m.c_rank[g])}:{int(m.c_seq[g])}"
+        event = m.event_at(g)
+        which = f"{event.rank}:{event.seq}"
         workdir = tempfile.mkdtemp(prefix="mpvis-explore-")
         command = [sys.executable, "-m", "mpvis", "explore", "-n", str(m.nprocs),
                    "--from-record", header["record"], "--trace", str(self.window.source),

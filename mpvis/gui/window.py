@@ -69,7 +69,6 @@ DRAIN_MS = 80
 #: A live run with no record for this long is checked for deadlocks (ms).
 IDLE_MS = 3000
 _ANY_RECV = SYMBOL_CODE["recv_any"]
-_RECV = rec_kinds.KIND_CODE[rec_kinds.RECV]
 #: Overview refreshes at most this often while a run streams in.
 OVERVIEW_MS = 1000
 _AREAS = {
@@ -188,7 +187,7 @@ class MainWindow(QtWidgets.QMainWindow):
         d.add_event_action(
             "Jump to message partner",
             self._jump_partner,
-            lambda g: self.model is not None and self.model.c_partner[g] >= 0,
+            lambda g: self.model is not None and self.model.event_at(g).partner is not None,
         )
         d.add_event_action("Races of this recv(-1,-1)", self.show_nonadjacent, self._is_any_recv)
         d.add_event_action(
@@ -488,13 +487,10 @@ class MainWindow(QtWidgets.QMainWindow):
 
     def _is_wild_source_recv(self, g: int) -> bool:
         m = self.model
-        return (
-            m is not None
-            and 0 <= g < m.event_count
-            and int(m.c_kind[g]) == _RECV
-            and int(m.c_peer[g]) == -1
-            and int(m.c_ref[g]) >= 0
-        )
+        if m is None or not 0 <= g < m.event_count:
+            return False
+        e = m.event_at(g)
+        return e.kind == rec_kinds.RECV and e.peer == -1 and e.consume is not None
 
     def _records(self) -> Iterable[dict[str, Any]]:
         """Every record of the shown run: from the trace file, or rebuilt from the model."""
@@ -509,7 +505,7 @@ class MainWindow(QtWidgets.QMainWindow):
         m = self.model
         if m is None or not self._is_wild_source_recv(g):
             return []
-        r, s = int(m.c_rank[g]), int(m.c_seq[g])
+        r, s = m.event_at(g).key
         QtWidgets.QApplication.setOverrideCursor(QtCore.Qt.CursorShape.WaitCursor)
         try:
             sends = conflicting_sends(self._records(), m.nprocs, r, s)
@@ -550,7 +546,7 @@ class MainWindow(QtWidgets.QMainWindow):
         m = self.model
         if m is None or not self._is_any_recv(g):
             return []
-        r, s = int(m.c_rank[g]), int(m.c_seq[g])
+        r, s = m.event_at(g).key
         found = m.nonadjacent_races(r, s)
         self.races.add_nonadjacent(found)
         n = sum(x.verdict in ("legitimate", "unverified") for x in found)
@@ -600,7 +596,7 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         self._focusing = True
         try:
-            if self.races.focus_receive(int(m.c_rank[g]), int(m.c_seq[g])):
+            if self.races.focus_receive(*m.event_at(g).key):
                 self.docks["races"].show()
                 self.docks["races"].raise_()
             self.diagram.select_event(g)  # the receive clicked stays the one selected
@@ -618,11 +614,13 @@ class MainWindow(QtWidgets.QMainWindow):
                     None if site == "?" else site)
 
     def _hovered(self, g: int) -> None:
-        self.hover_label.setText(summary(self.model, g) if g >= 0 and self.model else "")
+        m = self.model
+        self.hover_label.setText(summary(m, m.event_at(g)) if g >= 0 and m else "")
 
     def _jump_partner(self, g: int) -> None:
-        if self.model is not None and self.model.c_partner[g] >= 0:
-            self.diagram.select_event(int(self.model.c_partner[g]), center=True)
+        partner = None if self.model is None else self.model.event_at(g).partner
+        if partner is not None:
+            self.diagram.select_event(partner.index, center=True)
 
     def closeEvent(self, ev: QtGui.QCloseEvent) -> None:
         """Ask before a live run that was not saved goes away with the window."""

@@ -1,4 +1,8 @@
-"""Words for events: the one-line hover summary and the details panel's fields."""
+"""Words for events: the one-line hover summary and the details panel's fields.
+
+Both describe an :class:`~mpvis.model.entities.Event` view (the model's class
+for an event, ``model.event_at(g)``); the model is passed for what it knows of
+the run beyond the event (dead ranks)."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from mpvis.protocol import records as rec_kinds
 
 if TYPE_CHECKING:
+    from mpvis.model.entities import Event
     from mpvis.model.manager import ModelManager
 
 
@@ -14,9 +19,9 @@ def _arg(v: int, wildcard: str) -> str:
     return wildcard if v == -1 else str(v)
 
 
-def summary(m: ModelManager, g: int) -> str:
+def summary(m: ModelManager, e: Event) -> str:
     """One line: ``2:5 recv(ANY_SOURCE, 7) @ file.py:12`` (events are ``rank:seq``)."""
-    rec = m.record(int(m.c_rank[g]), int(m.c_seq[g]))
+    rec = e.fields
     kind = rec["kind"]
     head = f"{rec['rank']}:{rec['seq']} "
     if kind == rec_kinds.SEND:
@@ -47,28 +52,28 @@ def summary(m: ModelManager, g: int) -> str:
     return head + body + (f"  @ {site}" if site else "") + died
 
 
-def details(m: ModelManager, g: int) -> list[tuple[str, Any]]:
+def details(m: ModelManager, e: Event) -> list[tuple[str, Any]]:
     """Every field of the event, then what the model knows about it (name, value) pairs."""
-    r, s = int(m.c_rank[g]), int(m.c_seq[g])
-    rec = m.record(r, s)
+    r, s = e.key
+    rec = e.fields
     rows: list[tuple[str, Any]] = [(k, v) for k, v in rec.items()]
-    partner = m.partner(r, s)
+    partner = e.partner
     if partner is not None:
-        rows.append(("message partner", f"{partner[0]}:{partner[1]}"))
+        rows.append(("message partner", f"{partner.rank}:{partner.seq}"))
     elif rec["kind"] == rec_kinds.SEND:
         rows.append(("message partner", "not consumed"))
     if rec["kind"] == rec_kinds.RECV:
-        cons = m.consume_of(r, s)
-        rows.append(("consumed by", "nothing (yet)" if cons is None else f"{r}:{cons}"))
+        cons = e.consume
+        rows.append(("consumed by", "nothing (yet)" if cons is None else f"{r}:{cons.seq}"))
     rows.append(
         (
             "vector clock",
-            m.vector_clock(r, s)
+            e.vector_clock
             if m.clock_ready((r, s))
             else "not known yet (causes still missing)",
         )
     )
-    rows.append(("global index", g))
+    rows.append(("global index", e.index))
     if r in m.dead:
         rows.append(("rank status", f"dead: {m.dead[r]}"))
     return rows

@@ -114,8 +114,8 @@ def test_race_marks_and_exports() -> None:
 
 def test_descriptions() -> None:
     m, _ = _sit16()
-    assert "recv(ANY_SOURCE, ANY_TAG)" in describe.summary(m, m.gidx(1, 0))
-    rows = dict(describe.details(m, m.gidx(1, 1)))
+    assert "recv(ANY_SOURCE, ANY_TAG)" in describe.summary(m, m.event(1, 0))
+    rows = dict(describe.details(m, m.event(1, 1)))
     assert rows["message partner"] == "0:0"  # rank:seq, the notation of the CLI
     assert rows["vector clock"] == [1, 2, 0]
     assert np.all(np.array(rows["vector clock"]) >= 0)
