@@ -37,6 +37,7 @@ import ssl
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, TypeAlias
 
@@ -294,7 +295,7 @@ class LiveFeed:
         run = self._run
         new: list[int] = []
         if len(run.joined) < run.nprocs:  # once every rank is in, no per-record work
-            new = sorted({r["rank"] for r in records} - run.joined)
+            new = sorted(set(map(itemgetter("rank"), records)) - run.joined)
             run.joined.update(new)
         for rank in new:
             self.post(RankJoined(rank))
