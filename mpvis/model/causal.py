@@ -1,0 +1,362 @@
+"""Causal release: events processed in causal order (the model's third room).
+
+Records arrive in any order across ranks (a consume before its send, a
+collective's exit before a member's entry).  :class:`CausalRelease` processes
+each rank's events in ``seq`` order as far as their causes allow, and for
+each processed event
+
+* merges its vector clock (:class:`~mpvis.model.clocks.ClockStore`) at the
+  events that have a cause on another rank: a consume (its send), a
+  collective exit (the entries it depends on, :mod:`mpvis.model.collectives`);
+* writes its Lamport clock (the store's ``c_lamport``, one more than its
+  predecessor's or than its causes', whichever is larger);
+* releases its record to the analyzers, in the order
+  :mod:`mpvis.model.stream` promises.
+
+An event whose cause has not arrived waits; it is woken when the cause is
+processed, when its consume's message is linked (:meth:`message_linked`) or
+when its collective's entries arrive (:meth:`coll_entered`).  After the end
+of input (:meth:`finish`) what still waits is forced, one event at a time.
+
+State it owns: the clocks, how far each rank is processed (:attr:`done`),
+the waiting events and who waits on what, the records not yet released.  It
+reads the store, the collective book and (at the end) the record rules' lost
+sends; it writes only the store's ``c_lamport``.
+"""
+
+from __future__ import annotations
+
+from array import array
+from bisect import bisect_left
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from mpvis.model.clocks import ClockStore
+from mpvis.model.collectives import ALL_TO_ALL, CollectiveBook
+from mpvis.model.ingest import Batch
+from mpvis.model.store import EventStore
+from mpvis.model.stream import RecordAnalyzer
+from mpvis.protocol import records as R
+from mpvis.protocol.record_types import Record
+
+Key = tuple[int, int]
+
+K_CONSUME = R.KIND_CODE[R.CONSUME]
+K_COLL, K_COLL_EXIT = R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_EXIT]
+
+#: Runs of events at most this long get their Lamport clocks in a Python loop.
+_SHORT_RUN = 48
+
+
+class CausalRelease:
+    """Processes one run's events in causal order as their causes arrive."""
+
+    def __init__(self, store: EventStore, colls: CollectiveBook,
+                 analyzers: list[RecordAnalyzer],
+                 lost_send_of: Callable[[int], Key | None]) -> None:
+        """``analyzers`` is the (shared, growing) list records are released to;
+        ``lost_send_of(g)`` names the lost send a consume ``g`` forced at the
+        end of input consumed (see :meth:`RecordRules.lost_send_of
+        <mpvis.model.rules.RecordRules.lost_send_of>`)."""
+        n = store.nprocs
+        self.nprocs = n
+        self.store = store
+        self.colls = colls
+        self.analyzers = analyzers
+        self._lost_send_of = lost_send_of
+        self.clocks = ClockStore(n)
+        #: Events of each rank causally processed (a prefix of its seqs).
+        self.done = [0] * n
+        #: The input has ended: collectives' members are what arrived.
+        self.input_ended = False
+        self._lam_last = [-1] * n  # Lamport clock of each rank's last processed event
+        #: seqs of each rank's consumes, collective entries and exits (clock merges)
+        self._merge_at: list[array[int]] = [array("i") for _ in range(n)]
+        self._pending: list[list[Record]] = [[] for _ in range(n)]  # arrived, not released
+        self._head = [0] * n  # released prefix of each _pending list
+        self._done_waiters: list[dict[int, list[int]]] = [{} for _ in range(n)]
+        self._entry_of: dict[Key, int] = {}  # coll -> instance, until processed
+        self._coll_processed: dict[tuple[int, int], int] = {}  # (comm, instance) -> entries
+        self._wake: dict[Any, list[int]] = {}
+        self._touched_sink: set[int] = set()  # ranks woken while ingesting
+        self._exit_of: dict[Key, tuple[int, str]] = {}  # coll_exit -> (instance, op)
+        #: comm -> (instance, joined clock row, largest Lamport clock of its entries)
+        self._coll_cache: dict[int, tuple[int, int, int]] = {}
+
+    # ------------------------------------------------------------ told by others
+    def appended(self, cols: Batch, k: int, start: int, records: list[Record] | None) -> None:
+        """The store appended the first ``k`` records of ``cols`` from global
+        index ``start``; ``records`` are their dicts (needed only when analyzers
+        are attached; else rebuilt from the store)."""
+        codes = cols.code[:k]
+        merges = np.flatnonzero((codes == K_CONSUME) | (codes == K_COLL)
+                                | (codes == K_COLL_EXIT))
+        if len(merges):
+            mranks = cols.rank[merges]
+            mseqs = cols.seq[merges]
+            for r in np.unique(mranks).tolist():
+                self._merge_at[r].frombytes(mseqs[mranks == r].astype(np.int32).tobytes())
+        if self.analyzers:
+            pending = self._pending
+            if records is None:
+                records = [self.store.record_at(start + i) for i in range(k)]
+            for rec in records[:k]:
+                if "comm" not in rec:
+                    rec["comm"] = 0
+                pending[rec["rank"]].append(rec)
+
+    def truncated(self, before: list[int], kept: list[int]) -> None:
+        """The store dropped events: rank ``r`` had ``before[r]`` events and
+        keeps ``kept[r]`` (none of the dropped ones was processed)."""
+        for r, cut in enumerate(kept):
+            at = self._merge_at[r]
+            del at[bisect_left(at, cut):]
+            if self.analyzers:
+                del self._pending[r][len(self._pending[r]) - (before[r] - cut):]
+
+    def message_linked(self, rank: int, consume_seq: int) -> None:
+        """The consume ``(rank, consume_seq)`` now knows its send."""
+        if self._wake:
+            self._wake_key(("match", rank, consume_seq))
+
+    def coll_entered(self, rank: int, seq: int, comm: int, instance: int) -> None:
+        """``coll`` ``(rank, seq)`` is entry ``instance`` of ``comm``'s collectives."""
+        self._entry_of[(rank, seq)] = instance
+        self._wake_key(("coll", comm, instance, rank))
+
+    def coll_exited(self, rank: int, seq: int, instance: int, op: str) -> None:
+        """``coll_exit`` ``(rank, seq)`` leaves ``comm``'s collective ``instance`` (``op``)."""
+        self._exit_of[(rank, seq)] = (instance, op)
+
+    def clock_ready(self, key: Key) -> bool:
+        """Is the vector clock of event ``key`` known (causally processed)?"""
+        return key[1] < self.done[key[0]]
+
+    def finish(self) -> None:
+        """The input has ended: process what can be, then force what still
+        waits for a cause that can never come, one event at a time, so that
+        everything that can still be ordered is ordered."""
+        self.input_ended = True
+        self.advance(set(range(self.nprocs)))
+        by_rank = self.store.by_rank
+        while True:
+            stuck = [r for r in range(self.nprocs) if self.done[r] < len(by_rank[r])]
+            if not stuck:
+                break
+            self.advance({stuck[0]}, final=True)
+
+    def _lost_cause(self, g: int) -> int:
+        """For a consume ``g`` forced at the end of input whose named send was
+        lost (:meth:`RecordRules.lost_send_of`): the gidx of its rank's last
+        recorded event, once processed (the lost send came after it); else -1."""
+        key = self._lost_send_of(g)
+        if key is None:
+            return -1
+        events = self.store.by_rank[key[0]]
+        if not events or self.done[key[0]] < len(events):
+            return -1
+        return int(events[-1])
+
+    def _wake_key(self, key: Any) -> None:
+        ranks = self._wake.pop(key, None)
+        if ranks:
+            self._touched_sink.update(ranks)
+
+    # ------------------------------------------------------- causal order
+    def advance(self, touched: set[int], final: bool = False) -> None:
+        """Process events in causal order: clocks, then release to analyzers.
+
+        With ``final`` (the input has ended), the first event of the first rank
+        in ``touched`` is processed even though a cause is missing; everything
+        after it again waits for its causes."""
+        work = set(touched) | self._touched_sink
+        self._touched_sink = set()
+        out: list[Record] = []
+        force = min(touched) if final and touched else None
+        while work:
+            r = work.pop()
+            self._advance_rank(r, out, work, r == force)
+            if r == force:
+                force = None
+            if self._touched_sink:
+                work |= self._touched_sink
+                self._touched_sink = set()
+        if out:
+            for a in self.analyzers:
+                a.feed(out)
+
+    def _advance_rank(self, r: int, out: list[Record], work: set[int], final: bool) -> None:
+        """Advance rank ``r`` in causal order as far as its dependencies allow
+        (with ``final``, its next event is processed even if a cause is missing).
+
+        Only consumes and collective entries and exits are looked at one by
+        one; the Lamport clocks of the run are then filled in with one NumPy
+        operation (one more than the predecessor's, plus the jumps at merges)."""
+        store = self.store
+        events = store.by_rank[r]
+        a = s = self.done[r]
+        n = len(events)
+        if s >= n:
+            return
+        c_kind, c_partner, c_lamport = store.c_kind.data, store.c_partner.data, store.c_lamport.data
+        c_rank, c_seq = store.c_rank.data, store.c_seq.data
+        done = self.done
+        merge_one = self.clocks.merge_one
+        lam_base = self._lam_last[r] + 1  # Lamport clock of event a, before jumps
+        jumps: list[tuple[int, int]] = []
+        jumped = 0
+        end = n
+        analyzers = bool(self.analyzers)
+        at = self._merge_at[r]
+        lo = bisect_left(at, s)
+        for stop in at[lo:bisect_left(at, n, lo)]:
+            done[r] = stop  # everything before this event is processed
+            g = events[stop]
+            code = c_kind[g]
+            expected = lam_base + (stop - a) + jumped
+            first = expected
+            if code == K_CONSUME:
+                sg = c_partner[g]
+                if sg < 0:
+                    if not final:
+                        self._wait_on(("match", r, stop), r)
+                        end = stop
+                        break
+                    lg = self._lost_cause(g)
+                    if lg >= 0:  # a lost send: after every recorded event of its rank
+                        merge_one(r, stop, c_rank[lg], c_seq[lg])
+                        first = max(first, c_lamport[lg] + 1)
+                else:
+                    q, qs = c_rank[sg], c_seq[sg]
+                    if done[q] <= qs:
+                        if not final:
+                            self._wait_on(("done", q, qs), r)
+                            end = stop
+                            break
+                    else:
+                        merge_one(r, stop, q, qs)
+                        if c_lamport[sg] >= first:
+                            first = c_lamport[sg] + 1
+                        if analyzers:
+                            rec = self._pending[r][self._head[r] + stop - a]
+                            if "send" not in rec:
+                                rec["send"] = [q, qs]
+            elif code == K_COLL_EXIT:
+                joined = self._collective_clock(r, stop, final)
+                if joined is None:
+                    end = stop
+                    break
+                self.clocks.merge_joined(r, stop, joined[0])
+                first = max(first, joined[1] + 1)
+            else:
+                self._entered(r, stop)
+            if first > expected:
+                jumps.append((stop - a, first - expected))
+                jumped += first - expected
+            c_lamport[g] = first
+            done[r] = stop + 1
+            final = False  # only the first blocked event is forced
+        if end > a:
+            self._release(r, a, end, out, work, lam_base=lam_base, jumps=jumps)
+        else:
+            done[r] = a
+
+    def _release(self, r: int, a: int, b: int, out: list[Record], work: set[int], *,
+                 lam_base: int, jumps: list[tuple[int, int]]) -> None:
+        """Events ``a..b-1`` of rank ``r`` are causally processed; event ``a + i``
+        gets Lamport clock ``lam_base + i`` plus the ``jumps`` at or before ``i``."""
+        self.done[r] = b
+        events = self.store.by_rank[r]
+        if b - a <= _SHORT_RUN:  # NumPy's per-call cost would dominate
+            c_lamport = self.store.c_lamport.data
+            extra = 0
+            it = iter(jumps)
+            nxt = next(it, None)
+            for i in range(b - a):
+                if nxt is not None and nxt[0] == i:
+                    extra += nxt[1]
+                    nxt = next(it, None)
+                c_lamport[events[a + i]] = lam_base + i + extra
+            self._lam_last[r] = lam_base + b - a - 1 + extra
+        else:
+            lam = np.arange(lam_base, lam_base + b - a, dtype=np.int64)
+            if jumps:
+                step = np.zeros(b - a, dtype=np.int64)
+                for i, j in jumps:
+                    step[i] = j
+                lam += np.cumsum(step)
+            idx = np.frombuffer(events, dtype=np.int64)[a:b]
+            self.store.c_lamport.view()[idx] = lam
+            self._lam_last[r] = int(lam[-1])
+        if self.analyzers:
+            head = self._head[r]
+            pend = self._pending[r]
+            out.extend(pend[head:head + b - a])
+            head += b - a
+            if head == len(pend):  # all released: keep no record alive
+                pend.clear()
+                head = 0
+            elif head > 4096 and head * 2 > len(pend):
+                del pend[:head]
+                head = 0
+            self._head[r] = head
+        waiters = self._done_waiters[r]
+        if waiters:
+            for x in [x for x in waiters if a <= x < b]:
+                work.update(waiters.pop(x))
+
+    def _entered(self, r: int, s: int) -> None:
+        """A ``coll`` is processed: count it toward its instance's entries."""
+        comm = self.store.c_comm.data[self.store.by_rank[r][s]]
+        n_inst = self._entry_of.pop((r, s))
+        cnt = self._coll_processed.get((comm, n_inst), 0) + 1
+        self._coll_processed[(comm, n_inst)] = cnt
+        members = self.colls.members(comm, self.input_ended)
+        if members is not None and cnt >= len(members):
+            self._wake_key(("colldone", comm, n_inst))
+
+    def _collective_clock(self, r: int, s: int, final: bool) -> tuple[int, int] | None:
+        """Joined clock row (:meth:`ClockStore.join`) and largest Lamport clock of the entries the
+        ``coll_exit`` (r, s) depends on, or ``None`` (after registering to be
+        woken) while one is not processed."""
+        comm = self.store.c_comm.data[self.store.by_rank[r][s]]
+        n_inst, op = self._exit_of[(r, s)]
+        shared = op in ALL_TO_ALL
+        if shared:
+            cached = self._coll_cache.get(comm)
+            if cached is not None and cached[0] == n_inst:
+                del self._exit_of[(r, s)]
+                return cached[1], cached[2]
+            members = self.colls.members(comm, final)
+            if members is not None and not final and self._coll_processed.get(
+                    (comm, n_inst), 0) < len(members):
+                self._wait_on(("colldone", comm, n_inst), r)
+                return None
+        deps = self.colls.exit_deps(r, comm, n_inst, op, final)
+        if deps is None:
+            for q in range(self.nprocs):
+                self._wait_on(("coll", comm, n_inst, q), r)
+            return None
+        late = [k for k in deps if self.done[k[0]] <= k[1]]
+        if late and not final:
+            self._wait_on(("done", *late[0]), r)
+            return None
+        ready = [k for k in deps if k not in late]
+        vec = self.clocks.join(ready)
+        lam = self.store.c_lamport.data
+        lmax = max((lam[self.store.by_rank[q][qs]] for q, qs in ready), default=-1)
+        if shared:
+            self._coll_cache[comm] = (n_inst, vec, lmax)
+        del self._exit_of[(r, s)]
+        return vec, lmax
+
+    def _wait_on(self, key: Any, r: int) -> None:
+        if key[0] == "done":
+            lst = self._done_waiters[key[1]].setdefault(key[2], [])
+        else:
+            lst = self._wake.setdefault(key, [])
+        if r not in lst:
+            lst.append(r)
+
