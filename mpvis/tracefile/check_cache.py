@@ -121,65 +121,89 @@ def _json_array(value: object) -> npt.NDArray[np.uint8]:
 
 
 # ------------------------------------------------------------------ writing
+def _ints(values: Sequence[object], *, none: bool = True) -> npt.NDArray[np.int32]:
+    """``values`` (ints that fit ``int32``, or ``None`` when ``none``) as a column."""
+    types = set(map(type, values))
+    if not types <= ({int, type(None)} if none else {int}):
+        raise _Unknown
+    real = [int(v) for v in values if v is not None]  # type: ignore[call-overload]
+    if real and not (min(real) > _NONE and max(real) < 2**31):
+        raise _Unknown
+    if len(real) != len(values):
+        values = [_NONE if v is None else v for v in values]
+    a = np.array(values, dtype=np.int64)
+    return a.astype(np.int32)
+
+
+def _pairs(values: Sequence[object], *, inner_none: bool) -> tuple[list[object], list[object]]:
+    """The two items of each value (a list of two), :class:`_Unknown` otherwise."""
+    if set(map(type, values)) - {list} or set(map(len, values)) - {2}:  # type: ignore[arg-type]
+        raise _Unknown
+    firsts = [v[0] for v in values]  # type: ignore[index]
+    seconds = [v[1] for v in values]  # type: ignore[index]
+    if not inner_none and (None in firsts or None in seconds):
+        raise _Unknown
+    return firsts, seconds
+
+
 def _encode(races: Sequence[dict[str, Any]], group_of: Sequence[int]
             ) -> tuple[dict[str, npt.NDArray[Any]], list[str]]:
-    """The race entries as columns and their string table; :class:`_Unknown` if
-    an entry is not of the two known shapes."""
+    """The race entries as columns and their string table, one field at a time;
+    :class:`_Unknown` if an entry is not of the two known shapes."""
+    shapes = set(map(tuple, races))
+    if not shapes <= {_CLASSIFIER_KEYS, (*_CLASSIFIER_KEYS, "confirmed"), _EXACT_KEYS}:
+        raise _Unknown
+    methods = [e["method"] for e in races]
+    exact = [m == "exact" for m in methods]
+    if set(methods) - set(_METHODS) or any(x != (len(e) == len(_EXACT_KEYS))
+                                           for x, e in zip(exact, races, strict=True)):
+        raise _Unknown
     strings: dict[str | None, int] = {None: -1}
 
-    def sid(s: object) -> int:
-        if s is not None and type(s) is not str:
+    def ids(values: Sequence[object]) -> npt.NDArray[np.int32]:
+        if set(map(type, values)) - {str, type(None)}:
             raise _Unknown
-        i = strings.get(s)
-        if i is None:
-            i = strings[s] = len(strings) - 1
-        return i
+        for v in dict.fromkeys(values):
+            if v not in strings:
+                strings[v] = len(strings) - 1  # type: ignore[index]
+        return np.array([strings[v] for v in values], dtype=np.int32)  # type: ignore[index]
 
-    def num(v: object) -> int:
-        if v is None:
-            return _NONE
-        if type(v) is not int or not _NONE < v < 2**31:
+    recvs = [e["recvs"] for e in races]
+    if [len(r) for r in recvs] != [1 if x else 2 for x in exact]:
+        raise _Unknown
+    msgs = _pairs([e["messages"] for e in races], inner_none=True)
+    cols: dict[str, npt.NDArray[Any]] = {
+        "method": np.array(exact, dtype=np.int8),
+        "rank": _ints([e["rank"] for e in races], none=False),
+        "recv1": _ints([r[0] for r in recvs], none=False),
+        "recv2": _ints([None if len(r) == 1 else r[1] for r in recvs]),
+    }
+    for k, slot in enumerate(msgs):
+        present = [m is not None for m in slot]
+        if not all(present[i] for i in np.flatnonzero(exact).tolist()):
             raise _Unknown
-        return v
-
-    def msg(v: object) -> tuple[int, int]:
-        if v is None:
-            return _NONE, _NONE
-        if type(v) is not list or len(v) != 2:
-            raise _Unknown
-        return num(v[0]), num(v[1])
-
-    cols: dict[str, list[int]] = {c: [] for c in _COLUMNS}
-    for e, g in zip(races, group_of, strict=True):
-        keys = tuple(e)
-        method = e.get("method")
-        if method == "classifier":
-            confirmed = -1
-            if keys == (*_CLASSIFIER_KEYS, "confirmed") and type(e["confirmed"]) is bool:
-                confirmed = int(e["confirmed"])
-            elif keys != _CLASSIFIER_KEYS:
-                raise _Unknown
-            recvs, sites, msgs = e["recvs"], e["sites"], e["messages"]
-            if len(recvs) != 2 or len(sites) != 2 or len(msgs) != 2:
-                raise _Unknown
-            row = (0, num(e["rank"]), num(recvs[0]), num(recvs[1]), *msg(msgs[0]),
-                   *msg(msgs[1]), num(e["situation"]), sid(e["verdict"]), num(e["comm"]),
-                   sid(e["consumption"]), sid(e["scope"]), sid(sites[0]), sid(sites[1]),
-                   confirmed, g)
-        elif method == "exact" and keys == _EXACT_KEYS:
-            recvs, msgs = e["recvs"], e["messages"]
-            if len(recvs) != 1 or len(msgs) != 2 or None in msgs:
-                raise _Unknown
-            row = (1, num(e["rank"]), num(recvs[0]), _NONE, *msg(msgs[0]), *msg(msgs[1]),
-                   _NONE, sid(e["verdict"]), 0, -1, -1, -1, -1, -1, g)
-        else:
-            raise _Unknown
-        for c, v in zip(_COLUMNS, row, strict=True):
-            cols[c].append(v)
-    narrow = {"method": np.int8, "confirmed": np.int8}
-    out = {f"race_{c}": np.asarray(v, dtype=narrow.get(c, np.int32)) for c, v in cols.items()}
+        ranks, seqs = _pairs([m for m in slot if m is not None], inner_none=False)
+        for name, part in ((f"m{k + 1}r", ranks), (f"m{k + 1}s", seqs)):
+            col = np.full(len(races), _NONE, dtype=np.int32)
+            col[np.array(present, dtype=bool)] = _ints(part, none=False)
+            cols[name] = col
+    sites = _pairs([e.get("sites", [None, None]) for e in races], inner_none=True)
+    confirmed = [e.get("confirmed") for e in races]
+    if set(map(type, confirmed)) - {bool, type(None)}:
+        raise _Unknown
+    cols.update({
+        "situation": _ints([e.get("situation") for e in races]),
+        "verdict": ids([e["verdict"] for e in races]),
+        "comm": _ints([e.get("comm") for e in races]),
+        "consumption": ids([e.get("consumption") for e in races]),
+        "scope": ids([e.get("scope") for e in races]),
+        "site1": ids(sites[0]),
+        "site2": ids(sites[1]),
+        "confirmed": np.array([-1 if c is None else int(c) for c in confirmed], dtype=np.int8),
+        "group": np.asarray(group_of, dtype=np.int32),
+    })
     table = [s for s in strings if s is not None]
-    return out, table
+    return {f"race_{c}": cols[c] for c in _COLUMNS}, table
 
 
 def save(trace: str | Path, options: dict[str, object], report: Report,
@@ -192,7 +216,7 @@ def save(trace: str | Path, options: dict[str, object], report: Report,
         if path.stat().st_size < min_bytes():
             return False
         cols, table = _encode(report["races"], group_of)
-    except (_Unknown, KeyError, TypeError, OSError):
+    except (_Unknown, KeyError, TypeError, OverflowError, OSError):
         return False
     rest = {k: v for k, v in report.items() if k != "races"}
     arrays = {
@@ -245,11 +269,11 @@ def _decode(cols: dict[str, list[int]], strings: list[str]) -> list[dict[str, An
             append({"method": "exact", "rank": rank, "recvs": [r1],
                     "messages": [[m1r, m1s], [m2r, m2s]], "verdict": s(verdict)})
             continue
-        e = {"method": "classifier", "scope": s(scope), "rank": rank, "recvs": [r1, r2],
+        e = {"method": "classifier", "scope": s(scope), "rank": rank, "recvs": [r1, v(r2)],
              "situation": v(situation),
              "messages": [None if m1r == _NONE else [m1r, m1s],
                           None if m2r == _NONE else [m2r, m2s]],
-             "verdict": s(verdict), "comm": comm, "consumption": s(consumption),
+             "verdict": s(verdict), "comm": v(comm), "consumption": s(consumption),
              "sites": [s(site1), s(site2)]}
         if confirmed >= 0:
             e["confirmed"] = bool(confirmed)
