@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from mpvis.analysis.deadlock_report import COLLECTIVE, Deadlock, describe_site
 from mpvis.analysis.waitfor import Clause
-from mpvis.model.stream import Record
+from mpvis.protocol.record_types import Record
 from mpvis.protocol.records import COLL_ARGS
 
 __all__ = ["CollectiveTracker", "describe_coll", "signature_differences"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from mpvis.analysis.deadlock_report import LOCK, Deadlock, describe_site
 from mpvis.analysis.waitfor import Clause
-from mpvis.model.stream import Record
+from mpvis.protocol.record_types import Record
 
 __all__ = ["LockTracker"]
 

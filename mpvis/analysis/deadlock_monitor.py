@@ -46,7 +46,7 @@ from mpvis.analysis.deadlock_report import (
     to_dot,
 )
 from mpvis.analysis.waitfor import Clause, WaitEdge, find_cycle, reduce_graph, weak_components
-from mpvis.model.stream import Record
+from mpvis.protocol.record_types import Record
 
 __all__ = ["Deadlock", "DeadlockMonitor", "detect_deadlocks", "to_dot"]
 

@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from mpvis.analysis.deadlock_report import P2P
 from mpvis.analysis.waitfor import Clause
 from mpvis.model.entities import EAGER_BYTES
-from mpvis.model.stream import Record
+from mpvis.protocol.record_types import Record
 
 __all__ = ["WAITING", "P2PState", "describe_p2p", "may_block"]
 

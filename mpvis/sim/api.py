@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from mpvis.errors import MpvisError
-from mpvis.protocol.records import Record, make_header
+from mpvis.protocol.record_types import Record
+from mpvis.protocol.records import make_header
 from mpvis.sim.engine import Simulator
 from mpvis.sim.live import DemoStreamError, StreamOutcome, stream_scenario
 from mpvis.sim.scenario import Scenario

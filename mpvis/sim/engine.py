@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from mpvis.errors import MpvisError
-from mpvis.protocol.records import Record
+from mpvis.protocol.record_types import Record
 from mpvis.sim import collectives
 from mpvis.sim.ops import (
     ANY,

@@ -31,7 +31,7 @@ from mpvis.collector.client import RankClient
 from mpvis.collector.collector import Collector
 from mpvis.errors import MpvisError
 from mpvis.protocol import messages as m
-from mpvis.protocol.records import Record
+from mpvis.protocol.record_types import Record
 from mpvis.sim.pacing import DEFAULT_INTERVAL, paced_batches
 
 __all__ = ["DemoStreamError", "StreamOutcome", "stream_scenario"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from mpvis.protocol.records import Record
+from mpvis.protocol.record_types import Record
 
 DEFAULT_INTERVAL = 0.05
 
