@@ -9,9 +9,14 @@
  * variable-size payloads (wait's request list, a collective's arguments,
  * state's variables): the flusher thread does no per-record Python work.
  *
- * The record layout is mpvis.protocol.compact's (56 bytes, little-endian):
+ * The record layout is mpvis.protocol.compact's (64 bytes, little-endian):
  *   u8 kind, u8 flags, u16 zero, u32 site, i64 seq, f64 t, i64 comm,
- *   i32 a, i32 b, i64 c, i64 d
+ *   i32 a, i32 b, i64 c, i64 d, i64 call
+ * ``call`` numbers the rank's MPI calls (from 0; -1 for a record of no call, a
+ * state): a record either starts a call (a new number) or continues the call
+ * its thread has open (the consume of a blocking receive, a collective's exit,
+ * a Sendrecv's receive half, a wait and the consumes it completes...); see
+ * call_of().
  * Every method runs with the GIL held and never releases it, so a drain
  * (flusher thread) and an append (program thread) never interleave.
  */
@@ -43,6 +48,10 @@ enum { K_SEND = MVK_SEND, K_RECV = MVK_RECV, K_CONSUME = MVK_CONSUME, K_WAIT = M
        K_FINAL = MVK_FINAL, K_RECV_CONSUME = MVK_RECV_CONSUME };
 enum { F_BLOCKING = MVC_BLOCKING, F_SYNC = MVC_SYNC, F_SEND = MVC_SEND, F_CHAN = MVC_CHAN,
        F_BUF = MVC_BUF, F_PAIR = MVC_PAIR };
+/* send()/recv() argument flag (not on the wire): the record continues the open call. */
+enum { A_CONT = 64 };
+/* How a record's ``call`` is chosen (call_of). */
+enum { CALL_NEW, CALL_CONT, CALL_NONE };
 
 typedef struct {
     uint8_t kind;
@@ -56,9 +65,10 @@ typedef struct {
     int32_t b;
     int64_t c;
     int64_t d;
+    int64_t call;
 } rec_t;
 
-_Static_assert(sizeof(rec_t) == 56, "compact record is 56 bytes");
+_Static_assert(sizeof(rec_t) == 64, "compact record is 64 bytes");
 
 /* Open-addressing tables keyed by pointers / small tuples (capacity: power of 2). */
 typedef struct { PyObject *code; int internal; } code_slot;
@@ -69,6 +79,8 @@ typedef struct {
     PyObject_HEAD
     int64_t rank;
     int64_t seq;
+    int64_t ncall;         /* the next MPI call's number */
+    uint64_t ident;        /* this recorder's number in the process (thread-local state's owner) */
     double t0;
     char *buf;
     Py_ssize_t len, cap;
@@ -252,9 +264,30 @@ static int64_t caller_site(Recorder *self) {
 }
 #endif
 
+/* -- call numbers ------------------------------------------------------------------------- */
+
+/* The call each thread has open: records of one MPI call are made by the thread
+ * that called it, and another thread may record meanwhile (while this one is
+ * blocked in MPI without the GIL), so the open call is per thread.  ``t_owner``
+ * is the ident of the recorder the open call belongs to (0: none). */
+static uint64_t n_recorders;
+static _Thread_local uint64_t t_owner;
+static _Thread_local int64_t t_call;
+
+/* The ``call`` of a new record: CALL_NEW numbers a new call and opens it for this
+ * thread; CALL_CONT joins the thread's open call (or starts one if none is open);
+ * CALL_NONE is -1 (a record of no MPI call). */
+static inline int64_t call_of(Recorder *self, int mode) {
+    if (mode == CALL_NONE) return -1;
+    if (mode == CALL_CONT && t_owner == self->ident) return t_call;
+    t_owner = self->ident;
+    t_call = self->ncall++;
+    return t_call;
+}
+
 /* -- appending records ------------------------------------------------------------------ */
 
-static rec_t *append(Recorder *self, int kind, int with_site) {
+static rec_t *append(Recorder *self, int kind, int with_site, int call_mode) {
     uint32_t site = 0;
     if (with_site) {
         int64_t sid = caller_site(self);
@@ -276,6 +309,7 @@ static rec_t *append(Recorder *self, int kind, int with_site) {
     r->seq = self->seq;
     STORE(self->seq, self->seq + 1);
     r->t = now() - self->t0;
+    r->call = call_of(self, call_mode);
     return r;
 }
 
@@ -312,30 +346,30 @@ static int nargs_ok(const char *name, Py_ssize_t n, Py_ssize_t want) {
 static PyObject *seq_of(rec_t *r) { return PyLong_FromLongLong(r->seq); }
 
 /* send(comm, dest, tag, flags) -> seq; flags: 1 blocking, 2 sync, 16 buffer message,
- * 32 the send half of a Sendrecv (its receive is the next record). */
+ * 32 the send half of a Sendrecv, 64 the record continues the open call (Startall). */
 static PyObject *R_send(Recorder *self, PyObject *const *args, Py_ssize_t n) {
     int64_t comm, flags; int32_t dest, tag;
     if (!nargs_ok("send", n, 4) || get_i64(args[0], &comm) || get_i32(args[1], &dest) ||
         get_i32(args[2], &tag) || get_i64(args[3], &flags))
         return NULL;
-    rec_t *r = append(self, K_SEND, 1);
+    rec_t *r = append(self, K_SEND, 1, flags & A_CONT ? CALL_CONT : CALL_NEW);
     if (!r) return NULL;
     r->flags = (uint8_t)(flags & (F_BLOCKING | F_SYNC | F_BUF | F_PAIR));
     r->comm = comm; r->a = dest; r->b = tag;
     return seq_of(r);
 }
 
-/* recv(comm, src, tag, blocking) -> seq (src/tag already -1 for wildcards). */
+/* recv(comm, src, tag, flags) -> seq (src/tag already -1 for wildcards); flags (an int
+ * or a bool): 1 blocking, 64 the record continues the open call (a Sendrecv's receive
+ * half, Startall). */
 static PyObject *R_recv(Recorder *self, PyObject *const *args, Py_ssize_t n) {
-    int64_t comm; int32_t src, tag;
+    int64_t comm, flags; int32_t src, tag;
     if (!nargs_ok("recv", n, 4) || get_i64(args[0], &comm) || get_i32(args[1], &src) ||
-        get_i32(args[2], &tag))
+        get_i32(args[2], &tag) || get_i64(args[3], &flags))
         return NULL;
-    int blocking = PyObject_IsTrue(args[3]);
-    if (blocking < 0) return NULL;
-    rec_t *r = append(self, K_RECV, 1);
+    rec_t *r = append(self, K_RECV, 1, flags & A_CONT ? CALL_CONT : CALL_NEW);
     if (!r) return NULL;
-    r->flags = blocking ? F_BLOCKING : 0;
+    r->flags = flags & F_BLOCKING ? F_BLOCKING : 0;
     r->comm = comm; r->a = src; r->b = tag;
     return seq_of(r);
 }
@@ -348,7 +382,7 @@ static PyObject *R_consume(Recorder *self, PyObject *const *args, Py_ssize_t n) 
         return NULL;
     int has = args[4] != Py_None;
     if (has && get_i64(args[4], &sseq)) return NULL;
-    rec_t *r = append(self, K_CONSUME, 1);
+    rec_t *r = append(self, K_CONSUME, 1, CALL_CONT);
     if (!r) return NULL;
     r->flags = has ? F_SEND : 0;
     r->comm = comm; r->a = src; r->b = tag; r->c = recv; r->d = sseq;
@@ -370,7 +404,7 @@ static PyObject *unwrap_msg(Recorder *self, int64_t comm, int64_t recv, PyObject
     PyObject *first = PyTuple_GET_ITEM(msg, 0);
     int has = first != Py_None;
     if (has && get_i64(first, &sseq)) return NULL;
-    rec_t *r = append(self, K_CONSUME, site == 0);
+    rec_t *r = append(self, K_CONSUME, site == 0, CALL_CONT);
     if (!r) return NULL;
     if (site) r->site = site;
     r->flags = has ? F_SEND : 0;
@@ -430,7 +464,7 @@ static rec_t *chan_consume(Recorder *self, int64_t comm, int64_t recv, int32_t s
                            int exact, uint32_t site) {
     int64_t ordinal = chan_next(self, comm, src, tag);
     if (ordinal < 0) return NULL;
-    rec_t *r = append(self, K_CONSUME, site == 0);
+    rec_t *r = append(self, K_CONSUME, site == 0, CALL_CONT);
     if (!r) return NULL;
     if (site) r->site = site;
     r->flags = exact ? F_CHAN : 0;
@@ -452,7 +486,7 @@ static PyObject *R_consume_chan(Recorder *self, PyObject *const *args, Py_ssize_
 /* wait(reqs) -> seq: the requests (a list of ints) completed by one call. */
 static PyObject *R_wait(Recorder *self, PyObject *const *args, Py_ssize_t n) {
     if (!nargs_ok("wait", n, 1)) return NULL;
-    rec_t *r = append(self, K_WAIT, 1);
+    rec_t *r = append(self, K_WAIT, 1, CALL_CONT);
     if (!r || add_extra(self, r, args[0]) < 0) return NULL;
     return seq_of(r);
 }
@@ -463,7 +497,7 @@ static PyObject *R_coll(Recorder *self, PyObject *const *args, Py_ssize_t n) {
     if (!nargs_ok("coll", n, 3) || get_i64(args[0], &comm)) return NULL;
     PyObject *payload = PyTuple_Pack(2, args[1], args[2]);
     if (!payload) return NULL;
-    rec_t *r = append(self, K_COLL, 1);
+    rec_t *r = append(self, K_COLL, 1, CALL_NEW);
     int bad = !r || add_extra(self, r, payload) < 0;
     Py_DECREF(payload);
     if (bad) return NULL;
@@ -475,7 +509,7 @@ static PyObject *R_coll(Recorder *self, PyObject *const *args, Py_ssize_t n) {
 static PyObject *R_coll_exit(Recorder *self, PyObject *const *args, Py_ssize_t n) {
     int64_t comm;
     if (!nargs_ok("coll_exit", n, 2) || get_i64(args[0], &comm)) return NULL;
-    rec_t *r = append(self, K_COLL_EXIT, 1);
+    rec_t *r = append(self, K_COLL_EXIT, 1, CALL_CONT);
     if (!r || add_extra(self, r, args[1]) < 0) return NULL;
     r->comm = comm;
     return seq_of(r);
@@ -484,14 +518,14 @@ static PyObject *R_coll_exit(Recorder *self, PyObject *const *args, Py_ssize_t n
 /* state(variables) -> seq: variables is a dict of JSON scalars. */
 static PyObject *R_state(Recorder *self, PyObject *const *args, Py_ssize_t n) {
     if (!nargs_ok("state", n, 1)) return NULL;
-    rec_t *r = append(self, K_STATE, 1);
+    rec_t *r = append(self, K_STATE, 1, CALL_NONE);
     if (!r || add_extra(self, r, args[0]) < 0) return NULL;
     return seq_of(r);
 }
 
 /* final() -> seq */
 static PyObject *R_final(Recorder *self, PyObject *unused) {
-    rec_t *r = append(self, K_FINAL, 0);
+    rec_t *r = append(self, K_FINAL, 0, CALL_NEW);
     return r ? seq_of(r) : NULL;
 }
 
@@ -579,6 +613,13 @@ static PyObject *R_wake(Recorder *self, PyObject *unused) {
     Py_RETURN_NONE;
 }
 
+/* close_call(): the thread's open call is over; its next record that would
+ * continue a call starts one (the consumes a completion records, before its wait). */
+static PyObject *R_close_call(Recorder *self, PyObject *unused) {
+    if (t_owner == self->ident) t_owner = 0;
+    Py_RETURN_NONE;
+}
+
 static PyObject *R_pending(Recorder *self, PyObject *unused) {
     return PyLong_FromSsize_t(self->len / (Py_ssize_t)sizeof(rec_t));
 }
@@ -597,6 +638,8 @@ static int R_init(Recorder *self, PyObject *args, PyObject *kwds) {
     }
     self->rank = rank;
     self->seq = 0;
+    self->ncall = 0;
+    self->ident = ++n_recorders;  /* under the GIL */
     self->t0 = now();
     Py_INCREF(prefixes);
     self->prefixes = prefixes;
@@ -624,6 +667,7 @@ static void R_dealloc(Recorder *self) {
 
 static PyObject *R_get_rank(Recorder *self, void *c) { return PyLong_FromLongLong(self->rank); }
 static PyObject *R_get_seq(Recorder *self, void *c) { return PyLong_FromLongLong(self->seq); }
+static PyObject *R_get_call(Recorder *self, void *c) { return PyLong_FromLongLong(self->ncall); }
 static PyObject *R_get_t0(Recorder *self, void *c) { return PyFloat_FromDouble(self->t0); }
 static int R_set_t0(Recorder *self, PyObject *value, void *c) {
     double t0 = value ? PyFloat_AsDouble(value) : -1.0;
@@ -636,6 +680,7 @@ static int R_set_t0(Recorder *self, PyObject *value, void *c) {
 static PyGetSetDef R_getset[] = {
     {"rank", (getter)R_get_rank, NULL, "This rank (MPI_COMM_WORLD).", NULL},
     {"seq", (getter)R_get_seq, NULL, "The seq the next event will get.", NULL},
+    {"call", (getter)R_get_call, NULL, "The number the next MPI call will get.", NULL},
     {"t0", (getter)R_get_t0, (setter)R_set_t0,
      "the monotonic clock's reading at t = 0 (at creation unless set); records' t count from it.",
      NULL},
@@ -644,8 +689,9 @@ static PyGetSetDef R_getset[] = {
 
 #define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))R_##name, METH_FASTCALL, doc}
 static PyMethodDef R_methods[] = {
-    FAST(send, "send(comm, dest, tag, flags) -> seq; flags: 1 blocking, 2 sync"),
-    FAST(recv, "recv(comm, src, tag, blocking) -> seq"),
+    FAST(send, "send(comm, dest, tag, flags) -> seq; flags: 1 blocking, 2 sync, 16 buffer, "
+               "32 Sendrecv's send half, 64 continues the open call"),
+    FAST(recv, "recv(comm, src, tag, flags) -> seq; flags: 1 blocking, 64 continues the open call"),
     FAST(consume, "consume(comm, recv, src, tag, send_seq | None) -> seq"),
     FAST(unwrap, "unwrap(comm, recv, msg, src, tag) -> obj: consume of an object message"),
     FAST(consume_chan, "consume_chan(comm, recv, src, tag, exact) -> seq (buffer messages)"),
@@ -660,6 +706,8 @@ static PyMethodDef R_methods[] = {
     {"pending", (PyCFunction)R_pending, METH_NOARGS, "pending() -> records not drained yet"},
     FAST(idle_wait, "idle_wait(quiet, longest): sleep (no GIL) until a flush is due or wake()"),
     {"wake", (PyCFunction)R_wake, METH_NOARGS, "wake(): end the current or next idle_wait()"},
+    {"close_call", (PyCFunction)R_close_call, METH_NOARGS,
+     "close_call(): this thread's open MPI call is over (the next consume or wait starts one)"},
     {NULL},
 };
 
@@ -1002,7 +1050,7 @@ static PyObject *F_send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
         Py_DECREF(tag_obj);
         return res;
     }
-    rec_t *r = append(g_rec, K_SEND, 1);
+    rec_t *r = append(g_rec, K_SEND, 1, CALL_NEW);
     if (r) {
         r->flags = F_BLOCKING;
         r->comm = cid; r->a = dest; r->b = tag;
@@ -1062,7 +1110,7 @@ static int recv_prepare(const char *fn, int buf_required, PyObject *self, PyObje
 /* Fast path: record the receive (the status a wildcard needs is ours if the
  * caller gave none); 0 or -1. */
 static int recv_record(recv_call *rc) {
-    rec_t *r = append(g_rec, K_RECV, 1);
+    rec_t *r = append(g_rec, K_RECV, 1, CALL_NEW);
     if (!r) return -1;
     r->flags = F_BLOCKING;
     r->comm = rc->cid;
@@ -1103,7 +1151,7 @@ static int recv_consumed(recv_call *rc, int32_t src, int32_t tag, int flags, int
             return 0;
         }
     }
-    r = append(self, K_CONSUME, 0);
+    r = append(self, K_CONSUME, 0, CALL_CONT);
     if (!r) return -1;
     r->site = rc->site;
     r->flags = (uint8_t)flags;
@@ -1158,7 +1206,7 @@ static PyObject *F_Send(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (!fast) {
         res = PyObject_VectorcallMethod(s_Send_slow, call, 4, NULL);
     } else {
-        rec_t *r = append(g_rec, K_SEND, 1);
+        rec_t *r = append(g_rec, K_SEND, 1, CALL_NEW);
         if (r) {
             r->flags = F_BLOCKING | F_BUF;
             r->comm = cid; r->a = dest; r->b = tag;

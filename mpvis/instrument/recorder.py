@@ -22,9 +22,9 @@ Methods (positional arguments; each returns the event's ``seq``):
 * ``send(comm, dest, tag, flags)``: flags :data:`BLOCKING`, :data:`SYNC`,
   :data:`BUF` (a buffer message: its consume is matched by the channel rule,
   see :mod:`mpvis.protocol.chansend`), :data:`PAIR` (the send half of a
-  Sendrecv: the record gets ``call``, so analyses know its receive runs
-  concurrently); a nonblocking send's ``req`` is its seq;
-* ``recv(comm, src, tag, blocking)`` (wildcards already ``-1``);
+  Sendrecv), :data:`CONT` (see below); a nonblocking send's ``req`` is its seq;
+* ``recv(comm, src, tag, flags)`` (wildcards already ``-1``; flags
+  :data:`BLOCKING`, :data:`CONT`; a bool is blocking or not);
 * ``consume(comm, recv, src, tag, send_seq | None)``;
 * ``unwrap(comm, recv, msg, src, tag)``: the consume of an object message
   ``msg`` = ``(send seq or None, obj[, extra])`` (as loaded by
@@ -34,10 +34,25 @@ Methods (positional arguments; each returns the event's ``seq``):
   the count as ``chan`` when ``exact`` (completions seen in posting order);
 * ``wait(reqs)``, ``coll(comm, op, fields)``, ``coll_exit(comm, op)``,
   ``state(variables)``, ``final()``;
+* ``close_call()`` (see below);
 * ``site()``: ``"file:line"`` of the caller; ``drain(max)``; ``pending()``;
   ``idle_wait(quiet, longest)`` and ``wake()`` (the flusher's wait, without
   the GIL: :class:`mpvis.instrument.transport.Flusher`);
-  attributes ``rank``, ``seq`` (the next event's), ``t0``.
+  attributes ``rank``, ``seq`` (the next event's), ``call`` (the next MPI
+  call's number), ``t0``.
+
+**Call numbers** (the records' ``call`` field, docs/trace-format.md): every
+record but a ``state`` belongs to one MPI call of the rank, numbered from 0.
+The recorder keeps, per thread, the call that thread has open: ``send``,
+``recv``, ``coll`` and ``final`` start a new call (and open it), unless given
+:data:`CONT`; ``consume``, ``unwrap``, ``consume_chan``, ``coll_exit`` and
+``wait`` continue the open call (or start one if the thread has none open).
+So a blocking receive's consume, a collective's exit and a Sendrecv's receive
+(:data:`CONT`) share their call's number; a completion (wait, test...) calls
+``close_call()`` first, so that the consumes it records, then its ``wait``,
+form a call of their own.  The number costs the recorder a thread-local read
+and an increment; it travels in the compact record (no extra call from Python
+on the blocking paths).
 
 Call sites are the first frame whose file is outside ``internal_dirs`` (the
 trace library, mpi4py), cached per code object and instruction.  Nothing is
@@ -52,7 +67,8 @@ from typing import Any
 from mpvis.instrument._crecorder import RECORD_SIZE, Recorder
 
 __all__ = [
-    "BLOCKING", "BUF", "PAIR", "RECORD_SIZE", "SYNC", "Drained", "Recorder", "Site", "clean_state",
+    "BLOCKING", "BUF", "CONT", "PAIR", "RECORD_SIZE", "SYNC", "Drained", "Recorder", "Site",
+    "clean_state",
 ]
 
 #: A call site, ``"file:line"``.
@@ -63,6 +79,9 @@ BLOCKING = 1
 SYNC = 2
 BUF = 16
 PAIR = 32
+#: ``send``/``recv`` flag: the record continues its thread's open call (a
+#: Sendrecv's receive half; the second and later requests of a ``Startall``).
+CONT = 64
 
 #: What ``Recorder.drain`` returns: (records, first new site id, new sites,
 #: first payload's index, payloads); see :func:`mpvis.protocol.compact.compact_body`.

@@ -74,7 +74,7 @@ from mpvis.instrument.hooks import ACTIVE as _HOOKS
 from mpvis.instrument.hooks import MessageHooks
 from mpvis.instrument.piggyback import call as _call
 from mpvis.instrument.piggyback import install as _install_piggyback
-from mpvis.instrument.recorder import BLOCKING, BUF, PAIR, SYNC, Recorder
+from mpvis.instrument.recorder import BLOCKING, BUF, CONT, PAIR, SYNC, Recorder
 from mpvis.instrument.traced_request import (
     RECV_BUF,
     RECV_OBJ,
@@ -103,7 +103,7 @@ _REAP_AT = 64
 
 # The hot path calls the recorder's bound C methods through these (set by bind_world).
 _rsend: Callable[[int, int, int, int], int]
-_rrecv: Callable[[int, int, int, bool], int]
+_rrecv: Callable[[int, int, int, int], int]
 _runwrap: Callable[[int, int, Any, int, int], Any]
 _rchan: Callable[[int, int, int, int, bool], int]
 
@@ -214,14 +214,15 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
             reap_headers()
         return seq
 
-    def _mv_post_recv(self, source: int, tag: int, blocking: bool) -> tuple[int, int, int]:
-        """Record a receive; return its seq and the (source, tag) to post it with."""
+    def _mv_post_recv(self, source: int, tag: int, flags: int) -> tuple[int, int, int]:
+        """Record a receive (``flags``: :data:`BLOCKING`, :data:`CONT`, or a bool: blocking);
+        return its seq and the (source, tag) to post it with."""
         w = self._mv_w
         rseq = _rrecv(
             self._mv_id,
             -1 if source == _ANY_SOURCE else (source if w is None else w[source]),
             -1 if tag == _ANY_TAG else tag,
-            blocking,
+            flags,
         )
         h = _HOOKS[0]
         if h is not None:
@@ -360,7 +361,9 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
         if source == _PROC_NULL:
             args = (self, sendobj, dest, sendtag, recvbuf, source, recvtag, status)
             return _call(seq, extra, False, _C.sendrecv, *args)
-        rseq, source, recvtag = self._mv_post_recv(source, recvtag, True)
+        # the receive half is the same MPI call as the send half (when there is one)
+        flags = BLOCKING if dest == _PROC_NULL else BLOCKING | CONT
+        rseq, source, recvtag = self._mv_post_recv(source, recvtag, flags)
         st = _Status() if status is None else status
         args = (self, sendobj, dest, sendtag, recvbuf, source, recvtag, st)
         msg = _call(seq, extra, True, _C.sendrecv, *args)
@@ -441,18 +444,20 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
             return raw
         return TracedPrequest.persistent(raw, RECV_BUF, self, source, tag, 0)
 
-    def _mv_start(self, req: TracedPrequest) -> None:
-        """A ``Start`` of the persistent request ``req``: its new posting event.
+    def _mv_start(self, req: TracedPrequest, cont: bool = False) -> None:
+        """A ``Start`` of the persistent request ``req``: its new posting event
+        (``cont``: a later request of the same ``Startall``, the same MPI call).
 
         Record/replay hooks cannot force the source of a persistent receive
         (it is fixed by ``Recv_init``): replay reproduces it only if it is not
         a wildcard receive that raced.
         """
         peer, tag, flags = req._mv_args
+        more = CONT if cont else 0
         if req._mv_kind == SEND:
-            req._mv_req = self._mv_buf_header(peer, tag, flags)
+            req._mv_req = self._mv_buf_header(peer, tag, flags | more)
         else:
-            rseq, _, _ = self._mv_post_recv(peer, tag, False)
+            rseq, _, _ = self._mv_post_recv(peer, tag, more)
             req._mv_req = rseq
             req._mv_taint = False
             self._mv_pending[rseq] = (peer, tag, req)
@@ -490,7 +495,8 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
             self._mv_buf_header(dest, sendtag, BLOCKING | PAIR)
         if source == _PROC_NULL:
             return _C.Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, status)
-        rseq, source, recvtag = self._mv_post_recv(source, recvtag, True)
+        flags = BLOCKING if dest == _PROC_NULL else BLOCKING | CONT
+        rseq, source, recvtag = self._mv_post_recv(source, recvtag, flags)
         st = _Status() if status is None else status
         _C.Sendrecv(self, sendbuf, dest, sendtag, recvbuf, source, recvtag, st)
         self._mv_consume_status(rseq, st, False)
@@ -509,7 +515,8 @@ class TracedIntracomm(FastP2P, MPI.Intracomm):
             self._mv_buf_header(dest, sendtag, BLOCKING | PAIR)
         if source == _PROC_NULL:
             return _C.Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, status)
-        rseq, source, recvtag = self._mv_post_recv(source, recvtag, True)
+        flags = BLOCKING if dest == _PROC_NULL else BLOCKING | CONT
+        rseq, source, recvtag = self._mv_post_recv(source, recvtag, flags)
         st = _Status() if status is None else status
         _C.Sendrecv_replace(self, buf, dest, sendtag, source, recvtag, st)
         self._mv_consume_status(rseq, st, False)

@@ -6,7 +6,8 @@ receive buffer).  The traced communicator returns one for every nonblocking
 send and receive; every completion function of mpi4py, instance and class
 methods, upper case (buffers) and lower case (objects), is overridden so that
 a completion records, in this order (trace-format spec, ``wait`` and
-``consume``):
+``consume``), as one MPI call (the records' ``call``, see
+:mod:`mpvis.instrument.recorder`):
 
 * one ``consume`` per completed receive, in the receives' posting order,
   delivered by the receive's communicator (``_mv_finish``, which also strips
@@ -95,6 +96,7 @@ class TracedRequest(_Base, metaclass=_RequestMeta):
 
     def _mv_one(self, status: MPI.Status | None, msg: Any) -> Any:
         """Record the completion of this request alone; return the delivered object."""
+        self._mv_rec.close_call()  # its consume and wait are this completion's call
         if self._mv_kind != SEND:
             msg = self._mv_comm._mv_finish(self, status, msg)
         self._mv_rec.wait([self._mv_req])
@@ -304,6 +306,7 @@ def _finish(
             if i not in traced:
                 objs[i] = _plain(msg)
     rec = TracedRequest._mv_rec
+    rec.close_call()  # the consumes and the wait below are this completion's call
     reqs: list[TracedRequest] = [requests[i] for i in done]  # type: ignore[misc]  # done: traced ones only
     # Receives in posting order: that is the order in which MPI matched them.
     for i in sorted(done, key=lambda i: requests[i]._mv_req):  # type: ignore[attr-defined]  # traced
@@ -333,6 +336,7 @@ def _finish_some(
     if not traced:
         return
     rec = TracedRequest._mv_rec
+    rec.close_call()  # the consumes and the wait below are this completion's call
     order = sorted(traced, key=lambda k: requests[indices[k]]._mv_req)  # type: ignore[attr-defined]  # traced
     for k in order:
         r: TracedRequest = requests[indices[k]]  # type: ignore[assignment]  # traced
@@ -382,7 +386,9 @@ class TracedPrequest(TracedRequest, _PBase):
 
     @classmethod
     def Startall(cls, requests: list[MPI.Prequest]) -> None:
+        cont = False  # the requests' postings are one MPI call
         for r in requests:
             if type(r) is TracedPrequest:
-                r._mv_comm._mv_start(r)
+                r._mv_comm._mv_start(r, cont)
+                cont = True
         _PBase.Startall(requests)

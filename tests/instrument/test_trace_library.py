@@ -17,7 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import mpvis.instrument as public
-from mpvis.instrument.recorder import BLOCKING, BUF, SYNC, Recorder, clean_state
+from mpvis.instrument.recorder import BLOCKING, BUF, CONT, PAIR, SYNC, Recorder, clean_state
 from mpvis.instrument.transport import FileSink, Flusher, NullSink, SocketSink, open_sink
 from mpvis.protocol.compact import CompactDecoder, compact_body
 from mpvis.protocol.framing import EOF, NEED_DATA, FrameDecoder, Message, MsgType, encode_frame
@@ -136,7 +136,80 @@ def test_records_follow_the_spec_with_gapless_seq(calls: list[tuple[Any, ...]], 
         assert r["site"].startswith(f"{HERE}:")  # the line in _apply that made the call
         json.dumps(r)  # plain JSON values only
     assert [r["t"] for r in out] == sorted(r["t"] for r in out)
+    assert [r.get("call") for r in out] == _expected_calls([c[0] for c in calls] + ["final"])
     assert _drain(rec) == []
+
+
+def _expected_calls(kinds: list[str]) -> list[int | None]:
+    """The recorder's call numbering, written plainly (recorder.py, "Call numbers"):
+    send, recv, coll and final start a call; consume and wait continue the open one."""
+    out: list[int | None] = []
+    open_call: int | None = None
+    next_call = 0
+    for kind in kinds:
+        if kind == "state":
+            out.append(None)
+            continue
+        if kind not in ("consume", "wait") or open_call is None:
+            open_call, next_call = next_call, next_call + 1
+        out.append(open_call)
+    return out
+
+
+def test_calls_group_the_records_of_one_mpi_call() -> None:
+    """A Sendrecv (CONT), a Startall (CONT), a completion after close_call, a collective."""
+    rec = _recorder(rank=0)
+    s = rec.send(0, 1, 0, BLOCKING | PAIR)  # Sendrecv: call 0
+    r = rec.recv(0, 1, 0, BLOCKING | CONT)
+    rec.consume(0, r, 1, 0, None)
+    a = rec.recv(0, 2, 0, False)  # Startall of two requests: call 1
+    b = rec.send(0, 2, 0, CONT)
+    rec.close_call()  # Waitall: call 2
+    rec.consume(0, a, 2, 0, None)
+    rec.wait([a, b])
+    rec.close_call()  # a Wait of a send: call 3
+    rec.wait([s])
+    rec.coll(0, "barrier", {})  # call 4
+    rec.coll_exit(0, "barrier")
+    rec.state({"x": 1})  # no call
+    rec.recv(0, 1, 0, True)  # a later plain receive: call 5 (CONT not given)
+    rec.final()  # call 6
+    out = _drain(rec)
+    assert [r.get("call") for r in out] == [0, 0, 0, 1, 1, 2, 2, 3, 4, 4, None, 5, 6]
+    assert rec.call == 7
+
+
+def test_a_thread_continues_its_own_call_while_another_records() -> None:
+    """Records of one call come from one thread; another thread's calls may fall between
+    them (the first is blocked in MPI): each continues its own thread's call."""
+    rec = _recorder(rank=0)
+    posted, sent = threading.Event(), threading.Event()
+    seqs: dict[str, int] = {}
+
+    def receiver() -> None:
+        seqs["recv"] = rec.recv(0, 1, 0, True)
+        posted.set()
+        assert sent.wait(10)
+        seqs["consume"] = rec.consume(0, seqs["recv"], 1, 0, None)
+
+    def sender() -> None:
+        assert posted.wait(10)
+        seqs["send"] = rec.send(0, 1, 0, BLOCKING)
+        seqs["coll"] = rec.coll(0, "barrier", {})
+        sent.set()
+
+    threads = [threading.Thread(target=receiver), threading.Thread(target=sender)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(20)
+    out = {r["seq"]: r for r in _drain(rec)}
+    assert out[seqs["consume"]]["call"] == out[seqs["recv"]]["call"]
+    assert len({out[seqs[k]]["call"] for k in ("recv", "send", "coll")}) == 3
+    # a second recorder in the same thread has its own numbering
+    other = _recorder(rank=1)
+    other.consume(0, 0, 1, 0, None)
+    assert [r["call"] for r in _drain(other)] == [0]
 
 
 def msgpack_roundtrip(body: dict[str, Any]) -> dict[str, Any]:

@@ -32,6 +32,22 @@ def test_a_batch_expands_into_spec_records() -> None:
     assert out[0]["buf"] is True and out[1]["reqs"] == [0]
 
 
+def test_every_record_but_a_state_carries_its_call() -> None:
+    """Field ``call``: -1 in the compact record (a ``state``) leaves it out."""
+    out, error = CompactDecoder(0).decode(_batch())
+    assert error is None
+    # send starts call 0, the wait continues it (no close_call), recv and final start theirs
+    assert [r.get("call") for r in out] == [0, 0, 1, 2]
+    body = _batch()
+    recs = bytearray(body["recs"])
+    fields = list(RECORD.unpack_from(recs, 0))
+    fields[-1] = -1
+    RECORD.pack_into(recs, 0, *fields)
+    body["recs"] = bytes(recs)
+    out, _ = CompactDecoder(0).decode(body)
+    assert "call" not in out[0]
+
+
 def test_a_truncated_batch_keeps_its_whole_records() -> None:
     body = _batch()
     body["recs"] = body["recs"][: 2 * RECORD_SIZE + 10]
@@ -85,7 +101,7 @@ def test_a_merged_receive_expands_into_its_recv_and_consume(  # noqa: PLR0917
     body = _batch()
     packed_comm = (ns << 32 | comm) - (1 << 64 if ns >= 1 << 31 else 0)
     packed_c = ((tag & 0xFFFFFFFF) << 32 | src) - (1 << 64 if tag < 0 else 0)
-    merged = (9, flags, 0, 1, 4, 2.5, packed_comm, -1, -1, packed_c, d)
+    merged = (9, flags, 0, 1, 4, 2.5, packed_comm, -1, -1, packed_c, d, 7)
     body["recs"] = body["recs"][: 3 * RECORD_SIZE] + RECORD.pack(*merged)
     out, error = CompactDecoder(0).decode(body)
     assert error is None
@@ -101,6 +117,7 @@ def test_a_merged_receive_expands_into_its_recv_and_consume(  # noqa: PLR0917
         "src": -1,
         "tag": -1,
         "blocking": True,
+        "call": 7,
     }
     assert consume == {
         "rank": 0,
@@ -112,6 +129,7 @@ def test_a_merged_receive_expands_into_its_recv_and_consume(  # noqa: PLR0917
         "recv": 4,
         "src": src,
         "tag": tag,
+        "call": 7,
         **field,
     }
     for r in (recv, consume):

@@ -41,8 +41,8 @@ def _compact_recs() -> bytes:
     """A few records in the COMPACT layout (fields as packed by the C recorder)."""
     out = b""
     for seq in range(5):  # blocking sends to rank 1, tag 0, at site id 1
-        out += RECORD.pack(1, 1, 0, 1, seq, 0.001 * seq, 0, 1, 0, -1, -1)
-    return out + RECORD.pack(8, 0, 0, 0, 5, 0.01, 0, 0, 0, 0, 0)  # final
+        out += RECORD.pack(1, 1, 0, 1, seq, 0.001 * seq, 0, 1, 0, -1, -1, seq)
+    return out + RECORD.pack(8, 0, 0, 0, 5, 0.01, 0, 0, 0, 0, 0, 5)  # final
 
 
 def session_frames() -> list[bytes]:
