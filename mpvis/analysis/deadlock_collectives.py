@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from mpvis.analysis.deadlock_report import COLLECTIVE, Deadlock, describe_site
 from mpvis.analysis.waitfor import Clause
-from mpvis.protocol.record_types import Record
+from mpvis.protocol.record_types import CollRecord, RecordView
 from mpvis.protocol.records import COLL_ARGS
 
 __all__ = ["CollectiveTracker", "describe_coll", "signature_differences"]
@@ -46,7 +46,7 @@ SHOWN_ARGS = (*COLL_ARGS, "bytes")
 _OPAQUE_TYPES = frozenset({"", "derived", "user", "packed", "datatype_null", "lb", "ub"})
 
 
-def describe_coll(rec: Record) -> str:
+def describe_coll(rec: RecordView) -> str:
     """``bcast(root=0, count=1, dtype=int)``: the collective and its single-valued arguments."""
     args = ", ".join(f"{a}={rec[a]}" for a in SHOWN_ARGS if a in rec)
     comm = rec.get("comm", 0)
@@ -59,7 +59,7 @@ def _predefined(dtype: object) -> bool:
     return isinstance(dtype, str) and dtype.lower().removeprefix("mpi_") not in _OPAQUE_TYPES
 
 
-def signature_differences(a: Record, b: Record) -> list[str]:
+def signature_differences(a: RecordView, b: RecordView) -> list[str]:
     """The arguments on which two ranks' calls of the same collective disagree.
 
     ``["op"]`` for different collectives; else among ``root``, ``redop``,
@@ -91,9 +91,9 @@ def _nth(n: int) -> str:
 class _Instance:
     """The n-th collective of one communicator: who reached it, with what."""
 
-    first: Record
+    first: CollRecord
     reached: int = 1
-    arrivals: list[Record] = field(default_factory=list)  # every later rank's record
+    arrivals: list[CollRecord] = field(default_factory=list)  # every later rank's record
     report: int | None = None  # index of its mismatch Deadlock in the found list
 
 
@@ -107,7 +107,7 @@ class CollectiveTracker:
         self._instances: dict[int, dict[int, _Instance]] = {}
         self._groups: dict[int, frozenset[int]] = {}
         self._finished: set[int] = set()
-        self._blocked: dict[int, tuple[int, int, Record]] = {}  # rank -> (comm, n, coll)
+        self._blocked: dict[int, tuple[int, int, CollRecord]] = {}  # rank -> (comm, n, coll)
         self._finished_reports: dict[tuple[int, int], int] = {}  # (comm, rank) -> found index
 
     # -- membership ------------------------------------------------------------------
@@ -131,13 +131,13 @@ class CollectiveTracker:
         """How many collectives ``rank`` has entered on ``comm``."""
         return self._entered.get(comm, {}).get(rank, 0)
 
-    def blocked_in(self, rank: int) -> tuple[int, int, Record] | None:
+    def blocked_in(self, rank: int) -> tuple[int, int, CollRecord] | None:
         """``(comm, n, coll record)`` if ``rank`` is inside its n-th collective (0-based)."""
         return self._blocked.get(rank)
 
     # -- updates ---------------------------------------------------------------------
 
-    def on_coll(self, rec: Record) -> Sequence[int]:
+    def on_coll(self, rec: CollRecord) -> Sequence[int]:
         """A rank enters a collective; returns the comm's group if the record carries one."""
         rank, comm = rec["rank"], rec.get("comm", 0)
         group = rec.get("group")
@@ -196,7 +196,7 @@ class CollectiveTracker:
 
     # -- reports ---------------------------------------------------------------------
 
-    def _check_finished_members(self, comm: int, n: int, rec: Record) -> None:
+    def _check_finished_members(self, comm: int, n: int, rec: CollRecord) -> None:
         counts = self._entered.get(comm, {})
         for f in self._finished:
             if f in self.members(comm) and counts.get(f, 0) <= n:
@@ -237,7 +237,7 @@ class CollectiveTracker:
         else:
             self._found[inst.report] = dl
 
-    def _report_finished(self, comm: int, done: int, k: int, coll: Record, n: int) -> None:
+    def _report_finished(self, comm: int, done: int, k: int, coll: CollRecord, n: int) -> None:
         key = (comm, done)
         idx = self._finished_reports.get(key)
         waiter = coll["rank"]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from mpvis.analysis.deadlock_report import LOCK, Deadlock, describe_site
 from mpvis.analysis.waitfor import Clause
-from mpvis.protocol.record_types import Record
+from mpvis.protocol.record_types import LockRecord
 
 __all__ = ["LockTracker"]
 
@@ -35,8 +35,8 @@ class LockTracker:
     def __init__(self, nprocs: int, found: list[Deadlock]) -> None:
         self._found = found
         self._holders: dict[str, list[int]] = {}
-        self._held: list[dict[str, Record]] = [{} for _ in range(nprocs)]
-        self._waiting: dict[int, Record] = {}
+        self._held: list[dict[str, LockRecord]] = [{} for _ in range(nprocs)]
+        self._waiting: dict[int, LockRecord] = {}
 
     def holders(self, lock: str) -> list[int]:
         """Ranks holding ``lock`` (one, or briefly two while a handoff's records arrive)."""
@@ -46,7 +46,7 @@ class LockTracker:
         """The locks ``rank`` holds."""
         return sorted(self._held[rank])
 
-    def on_lock(self, rec: Record) -> None:
+    def on_lock(self, rec: LockRecord) -> None:
         """A request: the rank waits until ``locked``; a lock it holds is a self-deadlock."""
         rank, name = rec["rank"], rec["lock"]
         self._waiting[rank] = rec
@@ -67,14 +67,14 @@ class LockTracker:
                 )
             )
 
-    def on_locked(self, rec: Record) -> None:
+    def on_locked(self, rec: LockRecord) -> None:
         """The rank acquired the lock."""
         rank, name = rec["rank"], rec["lock"]
         self._waiting.pop(rank, None)
         self._held[rank][name] = rec
         self._holders.setdefault(name, []).append(rank)
 
-    def on_unlock(self, rec: Record) -> None:
+    def on_unlock(self, rec: LockRecord) -> None:
         """A release; releasing a lock the rank does not hold is an error."""
         rank, name = rec["rank"], rec["lock"]
         if self._held[rank].pop(name, None) is not None:
@@ -97,7 +97,7 @@ class LockTracker:
             )
         )
 
-    def blocking_clauses(self, rank: int, cur: Record) -> list[Clause] | None:
+    def blocking_clauses(self, rank: int, cur: LockRecord) -> list[Clause] | None:
         """The clause of a rank whose last record is a pending ``lock`` request."""
         if cur["kind"] != "lock":
             return None

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from itertools import pairwise
+from typing import Any, cast
 
 from mpvis.analysis.deadlock_collectives import CollectiveTracker
 from mpvis.analysis.deadlock_locks import LockTracker
@@ -46,7 +47,13 @@ from mpvis.analysis.deadlock_report import (
     to_dot,
 )
 from mpvis.analysis.waitfor import Clause, WaitEdge, find_cycle, reduce_graph, weak_components
-from mpvis.protocol.record_types import Record
+from mpvis.protocol.record_types import (
+    CollExitRecord,
+    CollRecord,
+    EventRecord,
+    FinalRecord,
+    Record,
+)
 
 __all__ = ["Deadlock", "DeadlockMonitor", "detect_deadlocks", "to_dot"]
 
@@ -56,7 +63,7 @@ class DeadlockMonitor:
 
     def __init__(self, nprocs: int) -> None:
         self.nprocs = nprocs
-        self._cur: list[Record | None] = [None] * nprocs
+        self._cur: list[EventRecord | None] = [None] * nprocs
         self._finished = [False] * nprocs
         self._dead: dict[int, str] = {}
         self._found: list[Deadlock] = []
@@ -64,7 +71,8 @@ class DeadlockMonitor:
         self._p2p = P2PState(nprocs)
         self._coll = CollectiveTracker(nprocs, self._found)
         self._locks = LockTracker(nprocs, self._found)
-        self._handlers: dict[str, Callable[[Record], None]] = {
+        # kind -> its handler, which takes that kind's records (its parameter's type)
+        self._handlers: dict[str, Callable[[Any], None]] = {
             "send": self._on_p2p(self._p2p.on_send),
             "recv": self._on_p2p(self._p2p.on_recv),
             "consume": self._on_p2p(self._p2p.on_consume),
@@ -83,7 +91,7 @@ class DeadlockMonitor:
     def feed(self, batch: list[Record]) -> None:
         """Take the next records of the causally ordered stream (see mpvis.model.stream)."""
         get = self._handlers.get
-        for rec in batch:
+        for rec in cast("list[EventRecord]", batch):  # checked records (the model's contract)
             handler = get(rec["kind"])
             if handler is not None:
                 handler(rec)
@@ -103,29 +111,29 @@ class DeadlockMonitor:
 
     # -- record handlers ---------------------------------------------------------------
 
-    def _set_cur(self, rec: Record) -> None:
+    def _set_cur(self, rec: EventRecord) -> None:
         self._cur[rec["rank"]] = rec
 
-    def _on_p2p(self, update: Callable[[Record], None]) -> Callable[[Record], None]:
+    def _on_p2p(self, update: Callable[[Any], None]) -> Callable[[EventRecord], None]:
         cur = self._cur
 
-        def handle(rec: Record) -> None:
+        def handle(rec: EventRecord) -> None:
             update(rec)
             cur[rec["rank"]] = rec
 
         return handle
 
-    def _on_coll(self, rec: Record) -> None:
+    def _on_coll(self, rec: CollRecord) -> None:
         self._cur[rec["rank"]] = rec
         group = self._coll.on_coll(rec)
         if group:
             self._p2p.set_group(rec.get("comm", 0), group)
 
-    def _on_coll_exit(self, rec: Record) -> None:
+    def _on_coll_exit(self, rec: CollExitRecord) -> None:
         self._cur[rec["rank"]] = rec
         self._coll.on_exit(rec["rank"])
 
-    def _on_final(self, rec: Record) -> None:
+    def _on_final(self, rec: FinalRecord) -> None:
         rank = rec["rank"]
         self._cur[rank] = rec
         self._finished[rank] = True
@@ -133,11 +141,10 @@ class DeadlockMonitor:
 
     # -- the wait-for graph ------------------------------------------------------------
 
-    def _clauses(self, rank: int, cur: Record, final: bool) -> list[Clause] | None:
-        kind = cur["kind"]
-        if kind == "coll":
+    def _clauses(self, rank: int, cur: EventRecord, final: bool) -> list[Clause] | None:
+        if cur["kind"] == "coll":
             return self._coll.blocking_clauses(rank)
-        if kind == "lock":
+        if cur["kind"] == "lock":
             return self._locks.blocking_clauses(rank, cur)
         return self._p2p.blocking_clauses(rank, cur, final, self._cur)
 

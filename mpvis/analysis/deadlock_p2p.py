@@ -40,7 +40,14 @@ from collections.abc import Sequence
 from mpvis.analysis.deadlock_report import P2P
 from mpvis.analysis.waitfor import Clause
 from mpvis.model.entities import EAGER_BYTES
-from mpvis.protocol.record_types import Record
+from mpvis.protocol.record_types import (
+    ConsumeRecord,
+    EventRecord,
+    RecordView,
+    RecvRecord,
+    SendRecord,
+    WaitRecord,
+)
 
 __all__ = ["WAITING", "P2PState", "describe_p2p", "may_block"]
 
@@ -48,13 +55,15 @@ __all__ = ["WAITING", "P2PState", "describe_p2p", "may_block"]
 WAITING = "waiting"
 
 Channel = tuple[int, int, int]  # (src, comm, tag) of messages to one destination
+#: A request a rank posted: its nonblocking send or receive.
+Posted = SendRecord | RecvRecord
 
 
 def _arg(v: int) -> str:
     return "ANY" if v == -1 else str(v)
 
 
-def describe_p2p(rec: Record) -> str:
+def describe_p2p(rec: RecordView) -> str:
     """``recv(src=ANY, tag=3)``, ``ssend(dest=1, tag=0)``, ``irecv(...)``, ``issend(...)``."""
     comm = rec.get("comm", 0)
     tail = f", comm={comm}" if comm else ""
@@ -68,7 +77,7 @@ def describe_p2p(rec: Record) -> str:
     return f"{name}(dest={rec['dest']}, tag={rec['tag']}{tail})"
 
 
-def may_block(send: Record) -> bool:
+def may_block(send: RecordView) -> bool:
     """Whether a blocking standard send can still be inside ``MPI_Send`` (module docstring)."""
     if send.get("mode") == "buffered":
         return False
@@ -81,16 +90,16 @@ class P2PState:
 
     def __init__(self, nprocs: int) -> None:
         self.nprocs = nprocs
-        self._pool: list[dict[Channel, deque[Record]]] = [{} for _ in range(nprocs)]
-        self._open: list[dict[int, Record]] = [{} for _ in range(nprocs)]
-        self._open_recv: list[dict[int, Record]] = [{} for _ in range(nprocs)]
+        self._pool: list[dict[Channel, deque[SendRecord]]] = [{} for _ in range(nprocs)]
+        self._open: list[dict[int, Posted]] = [{} for _ in range(nprocs)]
+        self._open_recv: list[dict[int, RecvRecord]] = [{} for _ in range(nprocs)]
         self._sync_pending: set[tuple[int, int]] = set()
         self._std_pending: set[tuple[int, int]] = set()  # blocking standard sends
         self._groups: dict[int, tuple[int, ...]] = {}
 
     # -- updates, one per record kind -------------------------------------------------
 
-    def on_send(self, rec: Record) -> None:
+    def on_send(self, rec: SendRecord) -> None:
         """A send: its message is available to the destination until consumed."""
         rank = rec["rank"]
         key = (rank, rec.get("comm", 0), rec["tag"])
@@ -106,14 +115,14 @@ class P2PState:
         elif rec["blocking"] and rec.get("mode") != "buffered":
             self._std_pending.add((rank, rec["seq"]))
 
-    def on_recv(self, rec: Record) -> None:
+    def on_recv(self, rec: RecvRecord) -> None:
         """A receive; a nonblocking one opens a request."""
         if not rec["blocking"]:
             rank = rec["rank"]
             self._open[rank][rec["req"]] = rec
             self._open_recv[rank][rec["seq"]] = rec
 
-    def on_consume(self, rec: Record) -> None:
+    def on_consume(self, rec: ConsumeRecord) -> None:
         """A message is consumed: it leaves the pool; its receive is no longer pending."""
         rank = rec["rank"]
         self._open_recv[rank].pop(rec["recv"], None)
@@ -139,7 +148,7 @@ class P2PState:
         else:
             self._std_pending.discard((src, msg["seq"]))
 
-    def on_wait(self, rec: Record) -> None:
+    def on_wait(self, rec: WaitRecord) -> None:
         """Requests completed: they are closed."""
         opened = self._open[rec["rank"]]
         for req in rec["reqs"]:
@@ -151,7 +160,7 @@ class P2PState:
 
     # -- queries for the wait-for graph ----------------------------------------------
 
-    def open_requests(self, rank: int) -> dict[int, Record]:
+    def open_requests(self, rank: int) -> dict[int, Posted]:
         """The rank's requests not yet completed by a ``wait``, by request id."""
         return self._open[rank]
 
@@ -160,27 +169,27 @@ class P2PState:
         return sum(len(q) for pool in self._pool for q in pool.values())
 
     def blocking_clauses(
-        self, rank: int, cur: Record, final: bool, curs: Sequence[Record | None]
+        self, rank: int, cur: EventRecord, final: bool, curs: Sequence[EventRecord | None]
     ) -> list[Clause] | None:
         """The clauses of ``rank`` if its state ``cur`` blocks it in p2p, else ``None``.
 
         ``curs`` holds every rank's last relevant record (a pending blocking
         receive of the destination lets a synchronous send complete).
         """
-        kind = cur["kind"]
-        if kind == "recv" and cur["blocking"]:
+        if cur["kind"] == "recv" and cur["blocking"]:
             return self._recv_clauses(rank, [cur], cur, "")
-        if kind == "send" and cur["blocking"] and (cur["sync"] or may_block(cur)):
+        if cur["kind"] == "send" and cur["blocking"] and (cur["sync"] or may_block(cur)):
             c = self._ssend_clause(cur, curs, cur, "")
             return [] if c is None else [c]
-        if kind == WAITING and isinstance(cur.get("probe"), dict):
+        if cur["kind"] == "waiting" and isinstance(cur.get("probe"), dict):
             # blocked in MPI_Probe: waits for a matching message, as a receive would
             probe = cur["probe"]
-            pseudo = {"kind": "recv", "rank": rank, "seq": cur["seq"], "blocking": True,
-                      "src": probe.get("src", -1), "tag": probe.get("tag", -1),
-                      "comm": cur.get("comm", 0), "site": cur.get("site")}
+            pseudo: RecvRecord = {
+                "kind": "recv", "rank": rank, "seq": cur["seq"], "blocking": True,
+                "src": probe.get("src", -1), "tag": probe.get("tag", -1),
+                "comm": cur.get("comm", 0), "site": cur.get("site")}
             return self._recv_clauses(rank, [pseudo], cur, " in MPI_Probe")
-        if kind == WAITING:
+        if cur["kind"] == "waiting":
             reqs = [self._open[rank][q] for q in cur["reqs"] if q in self._open[rank]]
             return self._wait_clauses(
                 rank, reqs, cur, curs, any_mode=cur.get("mode") == "any", note=""
@@ -199,7 +208,7 @@ class P2PState:
         ranks = group if group is not None else range(self.nprocs)
         return tuple(r for r in ranks if r != rank)
 
-    def _take(self, rank: int, recv: Record, taken: dict[Channel, int]) -> bool:
+    def _take(self, rank: int, recv: RecvRecord, taken: dict[Channel, int]) -> bool:
         src, tag, comm = recv["src"], recv["tag"], recv.get("comm", 0)
         pool = self._pool[rank]
         if src != -1 and tag != -1:
@@ -218,7 +227,7 @@ class P2PState:
         return False
 
     def _recv_clauses(
-        self, rank: int, waited: list[Record], at: Record | None, note: str
+        self, rank: int, waited: list[RecvRecord], at: EventRecord | None, note: str
     ) -> list[Clause]:
         """Clauses of the ``waited`` receives that no available message satisfies."""
         pending = sorted(
@@ -243,7 +252,8 @@ class P2PState:
         return clauses
 
     def _ssend_clause(
-        self, send: Record, curs: Sequence[Record | None], at: Record | None, note: str
+        self, send: SendRecord, curs: Sequence[EventRecord | None], at: EventRecord | None,
+        note: str,
     ) -> Clause | None:
         rank, dest = send["rank"], send["dest"]
         key = (rank, send["seq"])
@@ -263,9 +273,9 @@ class P2PState:
     def _wait_clauses(
         self,
         rank: int,
-        reqs: list[Record],
-        at: Record | None,
-        curs: Sequence[Record | None],
+        reqs: list[Posted],
+        at: EventRecord | None,
+        curs: Sequence[EventRecord | None],
         *,
         any_mode: bool,
         note: str,

@@ -24,6 +24,7 @@ Types only: this module imports nothing of mpvis.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 __all__ = [
@@ -36,6 +37,7 @@ __all__ = [
     "LeakedRequest",
     "LockRecord",
     "Record",
+    "RecordView",
     "RecvRecord",
     "SendMode",
     "SendRecord",
@@ -47,6 +49,11 @@ __all__ = [
 
 #: A record as mpvis passes it on: parsed (JSON, msgpack) or built, checked or not.
 Record: TypeAlias = dict[str, Any]
+
+#: A record only read: a :data:`Record` or any of the classes below (a TypedDict is a
+#: ``Mapping[str, object]``, not a ``dict[str, Any]``).  For functions that take
+#: records of either kind of caller, such as a description of a send.
+RecordView: TypeAlias = Mapping[str, Any]
 
 #: ``mode`` of a send (field optional: "standard" when absent).
 SendMode: TypeAlias = Literal["standard", "buffered", "ready", "synchronous"]
@@ -134,6 +141,8 @@ class WaitingRecord(_Event):
     kind: Literal["waiting"]
     reqs: list[int]
     mode: NotRequired[Literal["all", "any"]]
+    #: Blocked in MPI_Probe instead: the probe's ``src`` and ``tag`` (-1: any).
+    probe: NotRequired[dict[str, int]]
 
 
 class CollRecord(_Event):
