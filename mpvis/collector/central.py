@@ -52,6 +52,7 @@ import os
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ from mpvis.collector.journal import Journal
 from mpvis.collector.loopthread import Connections, LoopThread
 from mpvis.protocol import messages as m
 from mpvis.protocol.chansend import SendResolver
+from mpvis.protocol.compact import CompactDecoder, needs_channels
 from mpvis.protocol.framing import (
     EOF,
     MAX_PAYLOAD,
@@ -125,6 +127,8 @@ class _Run:
     deferred_ends: list[Record] = field(default_factory=list)  # ends of ranks with held records
     owners: dict[int, str] = field(default_factory=dict)  # rank -> the collector that sent it
     journal_at: Path | None = None  # where the journal goes, fixed when first named
+    # a decoder per rank connection of each collector: (collector, conn) -> decoder
+    decoders: dict[tuple[str, int], CompactDecoder] = field(default_factory=dict)
 
 
 class CentralProcess:
@@ -425,6 +429,8 @@ class CentralProcess:
         # Malformed records are refused here, one by one, before the resolver sees
         # them: the rest of the batch goes on (a bad record once killed this handler).
         records = run.resolver.feed(self._owned(run, coll, journal.valid(body["records"])))
+        for compact in body.get("compact", ()):
+            records += self._from_compact(run, coll, compact)
         ends = [e for e in body.get("ends", ()) if run.owners.get(e["rank"], coll.cid) == coll.cid]
         for end in ends:
             records += run.resolver.sender_ended(end["rank"])
@@ -439,6 +445,37 @@ class CentralProcess:
             self._maybe_finish(run)
         elif run.end_info is not None:
             self._maybe_finish(run)
+
+    def _from_compact(self, run: _Run, coll: _Collector, body: Record) -> list[Record]:
+        """What :meth:`_apply` does with records, for a rank's ``COMPACT`` batch: its
+        records expanded and checked, the rank's owner checked once (not per
+        record), and the send resolver skipped unless the batch holds buffer
+        sends or channel consumes (:func:`~mpvis.protocol.compact.needs_channels`)."""
+        assert run.journal is not None
+        records = run.journal.valid(self._expand(run, coll, body))
+        rank = body["rank"]
+        if run.owners.setdefault(rank, coll.cid) != coll.cid:
+            return self._owned(run, coll, records)  # refuses each
+        if needs_channels(body):
+            return run.resolver.feed(records)
+        return run.resolver.feed_plain(rank, records)
+
+    @staticmethod
+    def _expand(run: _Run, coll: _Collector, body: Record) -> list[Record]:
+        """The records of a rank's ``COMPACT`` batch forwarded by ``coll`` (expanded
+        here, once; its shape was checked by the collector and the envelope's check).
+        A batch that cannot be fully expanded is logged and its good records kept."""
+        key = (coll.cid, body["conn"])
+        decoder = run.decoders.get(key)
+        if decoder is None:
+            decoder = run.decoders[key] = CompactDecoder(body["rank"])
+        elif decoder.rank != body["rank"]:
+            raise ProtocolError(f"connection {body['conn']} of collector {coll.cid!r} "
+                                f"carries rank {decoder.rank}, not {body['rank']}")
+        records, error = decoder.decode(body)
+        if error is not None:
+            log.warning("run %s: rank %d: bad compact batch: %s", run.run_id, body["rank"], error)
+        return records
 
     def _owned(self, run: _Run, coll: _Collector, records: list[Record]) -> list[Record]:
         """The records of ranks this collector serves: a rank belongs to the first
@@ -460,7 +497,7 @@ class CentralProcess:
         assert run.journal is not None
         good = run.journal.append(records, checked=True)
         if good:
-            run.max_rank = max(run.max_rank, *(r["rank"] for r in good))
+            run.max_rank = max(run.max_rank, *map(itemgetter("rank"), good))
             self._callback(self.on_records, good)
 
     def _report_ends(self, run: _Run) -> None:

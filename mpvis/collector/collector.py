@@ -7,14 +7,15 @@ asyncio server in a background thread (:mod:`mpvis.collector.loopthread`) that
 * accepts ranks on loopback (they find it through ``MPVIS_COLLECTOR``) that
   present the run's token; a rank whose connection closes without BYE, or
   breaks the protocol, is reported as crashed with the reason;
-* expands the ranks' ``COMPACT`` batches into trace records
-  (:class:`~mpvis.protocol.compact.CompactDecoder`: the ranks do no
-  per-record work; a batch that cannot be fully expanded is logged and its
-  good records kept), and takes ``RECORDS`` batches of ready-made records too
-  (the simulated programs);
-* merges the ranks' records into envelopes numbered from 0
-  (:mod:`mpvis.protocol.messages`), sealed every ``batch_records`` records or
-  ``flush_interval`` seconds;
+* forwards the ranks' ``COMPACT`` batches as they came, their shape checked
+  (:func:`~mpvis.protocol.compact.check_compact`), tagged with the rank and
+  the number of its connection: the central process expands them once
+  (neither the ranks nor the collector do per-record work), and takes
+  ``RECORDS`` batches of ready-made records too (the simulated programs);
+* merges them into envelopes numbered from 0 (:mod:`mpvis.protocol.messages`),
+  sealed every ``batch_records`` records or ``flush_interval`` seconds, and
+  whenever a rank's batches switch between the two kinds (an envelope applies
+  its records before its compact batches, so each rank's order is kept);
 * keeps every envelope until the central process acknowledges it.  When the
   connection drops it reconnects with exponential backoff and resends the
   unacknowledged envelopes in order; the central process drops the duplicates,
@@ -42,7 +43,7 @@ from mpvis.collector.loopthread import Connections, LoopThread
 from mpvis.collector.symbolize import SiteSymbolizer
 from mpvis.collector.tls import TlsError, check_pin, client_context
 from mpvis.protocol import messages as m
-from mpvis.protocol.compact import CompactDecoder
+from mpvis.protocol.compact import check_compact
 from mpvis.protocol.framing import (
     EOF,
     MAX_PAYLOAD,
@@ -124,6 +125,10 @@ class Collector:
         # Next envelope's contents.
         self._header: Record | None = header
         self._records: list[Record] = []
+        # COMPACT bodies to forward, with the records each expands to (at most)
+        self._compact: list[tuple[Record, int]] = []
+        self._compact_records = 0
+        self._next_conn = 0  # numbers the rank connections (a decoder each at the central)
         self._ends: list[Record] = []
         self._end: Record | None = None
         self._header_sent = False
@@ -262,28 +267,35 @@ class Collector:
     async def _flusher(self) -> None:
         while True:
             await asyncio.sleep(self.flush_interval)
-            if self._records or self._ends or (self._header is not None and not self._header_sent):
+            if (self._records or self._compact or self._ends
+                    or (self._header is not None and not self._header_sent)):
                 self._seal()
 
     def _seal(self) -> None:
         """Turn the pending contents into numbered envelope(s) awaiting ACK."""
         header = None if self._header_sent else self._header
         records, self._records = self._records, []
+        compact, self._compact, self._compact_records = self._compact, [], 0
         ends, self._ends = self._ends, []
         end, self._end = self._end, None
-        if header is None and not records and not ends and end is None:
+        if header is None and not records and not compact and not ends and end is None:
             return
         self._header_sent = self._header_sent or header is not None
-        chunks = [records]
+        # An envelope holds records or compact batches (see _take); each part
+        # is a list of (item, records in it), halved while its frame is too large.
+        chunks: list[list[tuple[Record, int]]] = (
+            [[(b, n) for b, n in compact]] if compact else [[(r, 1) for r in records]])
         while chunks:
             part = chunks.pop(0)
             last = not chunks
+            items = [item for item, _ in part]
             body = m.envelope_body(
                 self._next_batch,
-                part,
+                [] if compact else items,
                 header=header,
                 ends=ends if last else None,
                 end=end if last else None,
+                compact=items if compact else None,
             )
             try:
                 frame = encode_frame(MsgType.RECORDS, body)
@@ -298,7 +310,7 @@ class Collector:
             header = None
             self._unacked.append((self._next_batch, frame))
             self._unacked_bytes += len(frame)
-            self._unacked_records[self._next_batch] = len(part)
+            self._unacked_records[self._next_batch] = sum(n for _, n in part)
             self._next_batch += 1
         assert self._wake is not None and self._room is not None
         if self._unacked_bytes > self.max_unacked_bytes:
@@ -322,7 +334,7 @@ class Collector:
         dec = FrameDecoder(min(HELLO_MAX_PAYLOAD, self.max_payload))
         deadline = asyncio.get_running_loop().time() + self.hello_timeout
         rank: int | None = None
-        compact: CompactDecoder | None = None
+        conn = -1
         said_bye = False
         detail = "connection closed without BYE"
         assert self._room is not None and self._idle is not None
@@ -344,12 +356,11 @@ class Collector:
                         rank = self._rank_hello(ev)
                         self._unauthenticated -= 1
                         dec.limit(self.max_payload)
-                        compact = CompactDecoder(rank)
+                        conn, self._next_conn = self._next_conn, self._next_conn + 1
                         self._open_ranks += 1
                         self._idle.clear()
                     else:
-                        assert compact is not None
-                        said_bye = self._rank_message(rank, ev, compact)
+                        said_bye = self._rank_message(rank, ev, conn)
                 if not data:
                     break
         except TimeoutError:
@@ -398,13 +409,18 @@ class Collector:
         rank: int = body["rank"]
         return rank
 
-    def _rank_message(self, rank: int, msg: Message, compact: CompactDecoder) -> bool:
-        """Take one message of a rank; return whether it was its BYE."""
+    def _rank_message(self, rank: int, msg: Message, conn: int) -> bool:
+        """Take one message of a rank (on its connection number ``conn``); return
+        whether it was its BYE."""
         if msg.type == MsgType.COMPACT:
-            recs, error = compact.decode(msg.body)
-            if error is not None:
-                log.warning("collector: rank %d: bad compact batch: %s", rank, error)
-            self._take(recs)
+            n = check_compact(msg.body)
+            if self._records:
+                self._seal()  # this rank's earlier records go first
+            self._compact.append(({**msg.body, "rank": rank, "conn": conn}, n))
+            self._compact_records += n
+            self.received += n
+            if self._compact_records >= self.batch_records:
+                self._seal()
             return False
         if msg.type == MsgType.RECORDS:
             recs = m.check_rank_records(msg.body)
@@ -432,6 +448,8 @@ class Collector:
         raise ProtocolError(f"a rank may not send {msg.type.name}")
 
     def _take(self, records: list[Record]) -> None:
+        if self._compact:
+            self._seal()  # this rank's earlier compact batches go first
         self._records.extend(records)
         self.received += len(records)
         if len(self._records) >= self.batch_records:

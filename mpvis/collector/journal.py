@@ -21,6 +21,8 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ log = logging.getLogger(__name__)
 WRITE_PIECE = 1024
 #: Refusals logged one by one per journal; later ones are only counted.
 LOGGED_REFUSALS = 20
+_RANK, _SEQ, _KIND = itemgetter("rank"), itemgetter("seq"), itemgetter("kind")
 
 
 class Journal:
@@ -103,7 +106,25 @@ class Journal:
         good: list[Record] = []
         next_seq = self._next_seq
         valid = records if checked else self.valid(records)
-        for rec in valid:
+        for rank, group in groupby(valid, _RANK):
+            # A run of one rank's records (a rank's batch, as it arrives): when its
+            # seqs are the next ones, it is admitted whole, without a Python step
+            # per record; otherwise record by record.
+            part = list(group)
+            want = next_seq.get(rank, 0)
+            if list(map(_SEQ, part)) == list(range(want, want + len(part))):
+                next_seq[rank] = want + len(part)
+                if "final" in map(_KIND, part):
+                    self.finals.add(rank)
+                good += part
+            else:
+                self._admit_each(part, good)
+        return good
+
+    def _admit_each(self, records: list[Record], good: list[Record]) -> None:
+        """:meth:`admit`, one record after another, into ``good``."""
+        next_seq = self._next_seq
+        for rec in records:
             rank = rec["rank"]
             seq = rec["seq"]
             want = next_seq.get(rank, 0)
@@ -117,7 +138,6 @@ class Journal:
             if rec["kind"] == "final":
                 self.finals.add(rank)
             good.append(rec)
-        return good
 
     def _size(self) -> int | None:
         """Bytes of a plain journal on disk after a flush (``None``: compressed)."""

@@ -87,6 +87,16 @@ class SendResolver:
             self._wake(chan, out)
         return out
 
+    def feed_plain(self, rank: Any, records: list[Any]) -> list[Any]:
+        """:meth:`feed` for records of ``rank`` that the caller knows hold no buffer
+        send and no consume with ``chan`` (a ``COMPACT`` batch without those
+        flags): they go on as they are, or wait behind the rank's held records."""
+        q = self._held.get(rank)
+        if q is None:
+            return records
+        q.extend(records)
+        return []
+
     def sender_ended(self, rank: Any) -> list[Any]:
         """``rank`` will send no more records: consumes waiting for it go on without ``send``."""
         self._ended.add(rank)

@@ -4,9 +4,10 @@ The trace library numbers events and appends fixed-size binary records in C
 (:mod:`mpvis.instrument.recorder`), so that the traced rank does no
 per-record Python work (MPVisualizer, section 2: the trace library must
 disturb the program as little as possible).  They travel to the collector as
-``COMPACT`` frames (:class:`~mpvis.protocol.framing.MsgType`) and are expanded
-there, by :class:`CompactDecoder`, into the records of
-``shared/spec/trace-format.md``.
+``COMPACT`` frames (:class:`~mpvis.protocol.framing.MsgType`); the collector
+forwards them as they are, inside its envelopes (:mod:`mpvis.protocol.messages`),
+and the central process expands them once, by :class:`CompactDecoder`, into the
+records of ``shared/spec/trace-format.md``.
 
 Body of a ``COMPACT`` message (a msgpack map), version 3::
 
@@ -90,7 +91,9 @@ __all__ = [
     "RECORD",
     "RECORD_SIZE",
     "CompactDecoder",
+    "check_compact",
     "compact_body",
+    "needs_channels",
 ]
 
 COMPACT_VERSION: Final = 3
@@ -114,6 +117,37 @@ def compact_body(  # noqa: PLR0917 (the fields of the body, in order)
     }
 
 
+def check_compact(body: dict[str, Any]) -> int:
+    """Check the shape of a ``COMPACT`` body (raises
+    :class:`~mpvis.protocol.framing.ProtocolError`); return how many trace records
+    it expands to at most (a kind-9 record is two; a record that cannot be
+    expanded stops the batch in :meth:`CompactDecoder.decode`).  Costs no
+    per-record Python work: a collector forwards the bytes as they are."""
+    if body.get("v") != COMPACT_VERSION:
+        raise ProtocolError(f"COMPACT: unsupported version {body.get('v')!r}")
+    recs = body.get("recs")
+    if type(body.get("batch")) is not int or not isinstance(recs, bytes):
+        raise ProtocolError("COMPACT: 'batch' must be an integer and 'recs' bytes")
+    if not isinstance(body.get("sites"), list) or not isinstance(body.get("extras"), list):
+        raise ProtocolError("COMPACT: 'sites' and 'extras' must be lists")
+    if type(body.get("site0")) is not int or type(body.get("extra0")) is not int:
+        raise ProtocolError("COMPACT: 'site0' and 'extra0' must be integers")
+    whole = len(recs) - len(recs) % RECORD_SIZE
+    return whole // RECORD_SIZE + recs[0:whole:RECORD_SIZE].count(MVK_RECV_CONSUME)
+
+
+#: Maps a record's flags byte to 1 when it marks a buffer send or a channel consume.
+_CHANNEL_FLAGS: Final = bytes(int(bool(f & (MVC_BUF | MVC_CHAN))) for f in range(256))
+
+
+def needs_channels(body: dict[str, Any]) -> bool:
+    """Whether a (checked) ``COMPACT`` body may hold a buffer send or a consume
+    carrying ``chan`` (:mod:`mpvis.protocol.chansend` must see its records); a
+    flags test on the bytes, no per-record Python work."""
+    recs = body["recs"]
+    return 1 in recs[1:len(recs) - len(recs) % RECORD_SIZE:RECORD_SIZE].translate(_CHANNEL_FLAGS)
+
+
 class _BadRecord(Exception):
     pass
 
@@ -129,16 +163,9 @@ class CompactDecoder:
 
     def decode(self, body: dict[str, Any]) -> tuple[list[Record], str | None]:
         """The batch's records, and why it stopped early (``None``: it did not)."""
-        if body.get("v") != COMPACT_VERSION:
-            raise ProtocolError(f"COMPACT: unsupported version {body.get('v')!r}")
-        recs, sites, extras = body.get("recs"), body.get("sites"), body.get("extras")
-        site0, extra0 = body.get("site0"), body.get("extra0")
-        if type(body.get("batch")) is not int or not isinstance(recs, bytes):
-            raise ProtocolError("COMPACT: 'batch' must be an integer and 'recs' bytes")
-        if not isinstance(sites, list) or not isinstance(extras, list):
-            raise ProtocolError("COMPACT: 'sites' and 'extras' must be lists")
-        if type(site0) is not int or type(extra0) is not int:
-            raise ProtocolError("COMPACT: 'site0' and 'extra0' must be integers")
+        check_compact(body)
+        recs, sites, extras = body["recs"], body["sites"], body["extras"]
+        site0, extra0 = body["site0"], body["extra0"]
         error: str | None = None
         if sites:
             if site0 != len(self._sites) or not all(isinstance(s, str) for s in sites):
@@ -147,14 +174,40 @@ class CompactDecoder:
                 self._sites.extend(sites)
         whole = len(recs) - len(recs) % RECORD_SIZE
         out: list[Record] = []
+        append, rank, table, nsites = out.append, self.rank, self._sites, len(self._sites)
         for fields in RECORD.iter_unpack(memoryview(recs)[:whole]):
-            try:
-                if fields[0] == MVK_RECV_CONSUME:
-                    out += self._merged(fields)
-                else:
-                    out.append(self._expand(fields, extra0, extras))
-            except _BadRecord as exc:
-                return out, _join(error, f"record seq {fields[4]}: {exc}")
+            kind, flags, _, site_id, seq, t, comm, a, b, c, d, call = fields
+            # The point-to-point kinds inline (most records): one dict literal each,
+            # the keys in the order _expand gives the others.
+            if kind == MVK_SEND and site_id < nsites and not flags & MVC_BUF:
+                rec: Record = {"rank": rank, "seq": seq, "kind": "send", "t": t,
+                               "site": table[site_id], "comm": comm, "dest": a, "tag": b,
+                               "blocking": bool(flags & MVC_BLOCKING),
+                               "sync": bool(flags & MVC_SYNC)}
+                if not flags & MVC_BLOCKING:
+                    rec["req"] = seq
+            elif kind == MVK_RECV and site_id < nsites:
+                rec = {"rank": rank, "seq": seq, "kind": "recv", "t": t,
+                       "site": table[site_id], "comm": comm, "src": a, "tag": b,
+                       "blocking": bool(flags & MVC_BLOCKING)}
+                if not flags & MVC_BLOCKING:
+                    rec["req"] = seq
+            elif kind == MVK_CONSUME and site_id < nsites and flags & MVC_SEND:
+                rec = {"rank": rank, "seq": seq, "kind": "consume", "t": t,
+                       "site": table[site_id], "comm": comm, "recv": c, "src": a, "tag": b,
+                       "send": [a, d]}
+            else:
+                try:
+                    if kind == MVK_RECV_CONSUME:
+                        out += self._merged(fields)
+                    else:
+                        append(self._expand(fields, extra0, extras))
+                except _BadRecord as exc:
+                    return out, _join(error, f"record seq {seq}: {exc}")
+                continue
+            if call >= 0:
+                rec["call"] = call
+            append(rec)
         if whole != len(recs):
             partial = f"truncated batch: {len(recs) - whole} bytes of a partial record"
             return out, _join(error, partial)

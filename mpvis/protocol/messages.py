@@ -17,6 +17,9 @@ each message's map holds, for the two links of MPVisualizer's section 2:
     then only ``RECORDS`` *envelopes* numbered per collector from 0::
 
         {"batch": n, "records": [...],
+         "compact": [...],         # optional: ranks' COMPACT bodies, each with
+                                   #   "rank" and "conn" (its rank connection's
+                                   #   number at the collector) added
          "header": {...},          # optional: the run's header
          "ends": [bye bodies],     # optional: ranks that ended (after their records)
          "end": {...}}             # optional: the run is over (the last envelope)
@@ -29,8 +32,11 @@ each message's map holds, for the two links of MPVisualizer's section 2:
     asks the run's launcher to stop the program (the window's Stop command);
     the collector keeps forwarding until the run's end.  ``STATUS {"notice":
     text}`` is a line for the launcher to print (a deadlock the window found).  An envelope is
-    applied in the order header, records, ends, end, so that a rank's end
-    never precedes its records.
+    applied in the order header, records, compact, ends, end, so that a rank's end
+    never precedes its records.  ``COMPACT`` batches travel as the rank sent
+    them (the collector does no per-record work); the central process expands
+    each once, with one :class:`~mpvis.protocol.compact.CompactDecoder` per
+    ``(collector, conn)`` (its site table continues from batch to batch).
 
 Checks raise :class:`~mpvis.protocol.framing.ProtocolError`: a message with
 the wrong shape is a protocol violation, like garbage bytes.
@@ -95,9 +101,12 @@ def envelope_body(
     header: Body | None = None,
     ends: list[Body] | None = None,
     end: Body | None = None,
+    compact: list[Body] | None = None,
 ) -> Body:
     """A collector's numbered RECORDS envelope (see the module docstring)."""
     body: Body = {"batch": batch, "records": records}
+    if compact:
+        body["compact"] = compact
     if header is not None:
         body["header"] = header
     if ends:
@@ -173,4 +182,12 @@ def check_envelope(body: Body) -> Body:
     end = body.get("end")
     if end is not None and not isinstance(end, dict):
         raise ProtocolError("RECORDS: field 'end' must be a map")
+    compact = body.get("compact", [])
+    if not isinstance(compact, list):
+        raise ProtocolError("RECORDS: field 'compact' must be a list")
+    for c in compact:
+        if not isinstance(c, dict):
+            raise ProtocolError("RECORDS: every entry of 'compact' must be a map")
+        _int(c, "rank", "RECORDS compact")
+        _int(c, "conn", "RECORDS compact")
     return body

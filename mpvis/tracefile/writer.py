@@ -9,6 +9,7 @@ that writing the records received, in arrival order, gives a valid file).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -29,6 +30,10 @@ def encode_record(rec: Record) -> bytes:
     than 64 bits, a non-string key).
     """
     return orjson.dumps(rec, option=orjson.OPT_APPEND_NEWLINE)
+
+
+#: :func:`encode_record` without a Python call per record (``write_many``).
+_encode = functools.partial(orjson.dumps, option=orjson.OPT_APPEND_NEWLINE)
 
 
 class TraceWriter:
@@ -58,13 +63,9 @@ class TraceWriter:
 
     def write_many(self, recs: Iterable[Record]) -> None:
         """Append records in order."""
-        n = 0
-        buf = []
-        for rec in recs:
-            buf.append(encode_record(rec))
-            n += 1
-        self._fh.write(b"".join(buf))
-        self.records_written += n
+        recs = list(recs)
+        self._fh.write(b"".join(map(_encode, recs)))
+        self.records_written += len(recs)
 
     def flush(self) -> None:
         """Hand buffered records to the operating system."""
