@@ -170,18 +170,10 @@ def _arr(code: str, values: npt.NDArray[Any]) -> array[int]:
     return out
 
 
-def _extras_fields(m: ModelManager, kinds: npt.NDArray[Any]
-                   ) -> tuple[set[int], dict[int, object]]:
-    """Global indices of buffered sends, and the ``call`` of every send or receive with one."""
-    buffered: set[int] = set()
-    calls: dict[int, object] = {}
-    for g, ex in m.extras.items():
-        k = kinds[g]
-        if k == _SEND and ex.get("mode") == "buffered":
-            buffered.add(g)
-        if (k in (_SEND, _RECV)) and ex.get("call") is not None:
-            calls[g] = ex["call"]
-    return buffered, calls
+def _buffered_sends(m: ModelManager, kinds: npt.NDArray[Any]) -> set[int]:
+    """Global indices of buffered sends."""
+    return {g for g, ex in m.extras.items()
+            if kinds[g] == _SEND and ex.get("mode") == "buffered"}
 
 
 def requirements(m: ModelManager) -> Requirements:
@@ -206,7 +198,8 @@ def requirements(m: ModelManager) -> Requirements:
     c_rank, c_seq, c_ref = m.c_rank.view(), m.c_seq.view(), m.c_ref.view()
     partner_g = m.c_partner.view()
     peer_g = m.c_peer.view()
-    buffered, calls = _extras_fields(m, kinds_g)
+    buffered = _buffered_sends(m, kinds_g)
+    call_g = m.c_call.view()  # the records' ``call``, -1 when absent
     buf_rm = np.zeros(len(order), dtype=bool)
     if buffered:
         buf_rm = np.isin(order, np.fromiter(buffered, dtype=np.int64))
@@ -233,16 +226,18 @@ def requirements(m: ModelManager) -> Requirements:
     idx = np.flatnonzero(is_send & blocking & ~buf_rm)
     r, s = rank_rm[idx], seq_rm[idx]
     at = s + 1
-    for i in np.flatnonzero(np.isin(order[idx], np.fromiter(calls, np.int64))).tolist():
-        j = int(idx[i]) + 1
-        if int(s[i]) + 1 >= counts[int(r[i])]:
-            continue
-        g_next = int(order[j])
-        call = calls[int(order[idx[i]])]
-        if (kind_rm[j] == _RECV and flags_rm[j] & F_BLOCKING
-                and calls.get(g_next, call) == call):
-            c = int(c_ref[g_next])
-            at[i] = NEVER if c < 0 else c + 1
+    # a send with a ``call`` whose next event is a blocking receive of the same call
+    # (or of none): a Sendrecv, its send completes with the receive
+    send_call = call_g[order[idx]].astype(np.int64)
+    cand = np.flatnonzero(send_call >= 0)
+    cand = cand[s[cand] + 1 < np.asarray(counts, np.int64)[r[cand]]]
+    nxt = idx[cand] + 1
+    g_next = order[nxt]
+    next_call = call_g[g_next]
+    pair = ((kind_rm[nxt] == _RECV) & ((flags_rm[nxt] & F_BLOCKING) != 0)
+            & ((next_call < 0) | (next_call == send_call[cand])))
+    c = c_ref[g_next[pair]].astype(np.int64)
+    at[cand[pair]] = np.where(c < 0, NEVER, c + 1)
     keep = at != NEVER
     idx, r, s, at = idx[keep], r[keep], s[keep], at[keep]
     at = np.minimum(at, np.asarray(counts, np.int64)[r]) if len(r) else at

@@ -37,14 +37,16 @@ from mpvis.protocol.record_types import Record
 F_BLOCKING, F_SYNC = 1, 2  # flags = blocking + 2 * sync
 
 #: Fields held in columns; anything else in a record goes to the model's extras.
+#: ``call`` (optional, any kind) is a column when it is an integer in ``[0, 2**31)``,
+#: else an extra.
 COLUMN_FIELDS = frozenset({
     "rank", "seq", "kind", "t", "site", "comm", "dest", "src", "tag", "blocking", "sync",
-    "req", "recv", "send", "size",
+    "req", "recv", "send", "size", "call",
 })
 
 #: NumPy dtype of each column of a :class:`Batch` (all 64-bit until the model
 #: checks ranges; the model stores them narrower, see :mod:`mpvis.model.columns`).
-INT_COLUMNS = ("rank", "seq", "comm", "peer", "tag", "req", "ref", "sseq", "size")
+INT_COLUMNS = ("rank", "seq", "comm", "peer", "tag", "req", "ref", "sseq", "size", "call")
 #: Columns the model stores as 32-bit integers: values must fit.
 INT32_COLUMNS = ("rank", "seq", "comm", "peer", "tag", "req", "ref", "sseq")
 _INT32_MAX = 2**31 - 1
@@ -82,7 +84,8 @@ class Batch:
     ``site`` (ids in a :class:`SiteTable`, -1 when absent) and the int64
     columns of :data:`INT_COLUMNS`: ``peer`` is a send's ``dest`` or a
     receive's or consume's ``src``, ``ref`` a consume's ``recv``, ``sseq`` the
-    seq of a consume's ``send`` (its rank is ``src``), -1 where absent.
+    seq of a consume's ``send`` (its rank is ``src``), ``call`` the record's
+    ``call`` (see :data:`COLUMN_FIELDS`), -1 where absent.
     ``extras`` maps an index to the record's fields held in no column.
     ``error_rank``/``error_seq`` locate the record that broke ``error`` (the
     record at index ``n``), ``None`` when it has no integer ``rank``/``seq``.
@@ -102,6 +105,7 @@ class Batch:
     ref: Any
     sseq: Any
     size: Any
+    call: Any
     extras: dict[int, dict[str, Any]] = field(default_factory=dict)
     error: R.RecordError | None = None
     error_rank: int | None = None
@@ -413,21 +417,24 @@ def _columns(groups: list[_Group], n: int, sites: SiteTable) -> Batch:
     flags = np.zeros(n, dtype=np.int8)
     t = np.full(n, math.nan)
     extras: list[tuple[int, dict[str, Any]]] = []
-    odd_reqs: list[tuple[int, Any]] = []
+    odd: list[tuple[int, str, Any]] = []  # (index, field, value): extras of column fields
     for g in groups:
         idx, vals = g.idx, g.vals
         if not len(idx):
             continue
         code[idx] = R.KIND_CODE[g.kind]  # type: ignore[index]  # None only when invalid
         own = _KIND_FIELDS.get(g.kind, _COMMON_FIELDS)
+        if "call" in vals:  # any kind: a column (odd values: extras)
+            _call_column(g, ints["call"], odd)
+            own = own | {"call"}
         more = [f for f in g.keys if f not in own]
         if "req" in vals and "req" in own and g.types("req") != {int}:
             # only blocking operations (checked) may carry a req that is no integer:
             # such a req is an extra
             reqs = vals["req"]
             ints["req"][idx] = [r if type(r) is int else -1 for r in reqs]
-            odd_reqs.extend((i, r) for i, r in zip(idx.tolist(), reqs, strict=True)
-                            if type(r) is not int)
+            odd.extend((i, "req", r) for i, r in zip(idx.tolist(), reqs, strict=True)
+                       if type(r) is not int)
             own = own - {"req"}
         for name, f in _PLAIN_INTS:
             if f in vals and f in own:
@@ -472,17 +479,35 @@ def _columns(groups: list[_Group], n: int, sites: SiteTable) -> Batch:
         rank=ints["rank"][:n], seq=ints["seq"][:n], comm=ints["comm"][:n],
         peer=ints["peer"][:n], tag=ints["tag"][:n], req=ints["req"][:n],
         ref=ints["ref"][:n], sseq=ints["sseq"][:n], size=ints["size"][:n],
-        extras=_with_reqs({i: e for i, e in extras if i < n}, odd_reqs, n), error=error,
+        call=ints["call"][:n],
+        extras=_with_odd({i: e for i, e in extras if i < n}, odd, n), error=error,
     )
 
 
-def _with_reqs(extras: dict[int, dict[str, Any]], odd_reqs: list[tuple[int, Any]], n: int
-               ) -> dict[int, dict[str, Any]]:
-    """``extras`` with the non-integer ``req`` of blocking operations added."""
-    for i, r in odd_reqs:
+def _call_column(g: _Group, column: npt.NDArray[np.int64], odd: list[tuple[int, str, Any]]
+                 ) -> None:
+    """Put the group's ``call`` values in ``column``; those that are no integer in
+    ``[0, 2**31)`` (the model's 32-bit column) go to ``odd``, as extras."""
+    if _int_field(g, "call", 0, _INT32_MAX + 1):
+        column[g.idx] = g.ints("call")
+        return
+    calls = g.vals["call"]
+    fits = [type(c) is int and 0 <= c <= _INT32_MAX for c in calls]
+    column[g.idx] = [c if ok else -1 for c, ok in zip(calls, fits, strict=True)]
+    odd.extend((i, "call", c) for i, c, ok in zip(g.idx.tolist(), calls, fits, strict=True)
+               if not ok)
+
+
+def _with_odd(extras: dict[int, dict[str, Any]], odd: list[tuple[int, str, Any]], n: int
+              ) -> dict[int, dict[str, Any]]:
+    """``extras`` with the values of column fields that their column cannot hold
+    (the non-integer ``req`` of blocking operations, odd ``call`` values) added."""
+    if not odd:
+        return extras
+    for i, f, v in odd:
         if i < n:
-            extras[i] = {**extras.get(i, {}), "req": r}
-    return extras
+            extras[i] = {**extras.get(i, {}), f: v}
+    return dict(sorted(extras.items()))  # in index order, as without odd values
 
 
 def _site_column(groups: list[_Group], n: int, sites: SiteTable) -> npt.NDArray[np.int64]:

@@ -100,7 +100,7 @@ class ModelManager:
         self.c_t, self.c_site, self.c_comm = store.c_t, store.c_site, store.c_comm
         self.c_peer, self.c_tag, self.c_flags = store.c_peer, store.c_tag, store.c_flags
         self.c_req, self.c_ref, self.c_partner = store.c_req, store.c_ref, store.c_partner
-        self.c_size = store.c_size
+        self.c_size, self.c_call = store.c_size, store.c_call
         #: Lamport clock of each causally processed event (-1 until processed):
         #: consistent with happened-before, for the diagram's logical layout.
         self.c_lamport = store.c_lamport
@@ -349,7 +349,10 @@ class ModelManager:
              ) -> Views[Event]:
         """The events of ``kind`` (``R.RECV``...) whose ``peer`` (a send's
         ``dest``, a receive's or consume's ``src``) and ``tag`` are the ones
-        given (-1: the wildcard), in arrival order (one vectorised pass)."""
+        given (-1: the wildcard), in arrival order (one vectorised pass).
+        Raises :class:`KeyError` for a kind the trace format does not have."""
+        if kind not in R.KIND_CODE:
+            raise KeyError(f"no event kind {kind!r} (kinds: {', '.join(R.EVENT_KINDS)})")
         sel = self.c_kind.view() == R.KIND_CODE[kind]
         if peer is not None:
             sel &= self.c_peer.view() == peer

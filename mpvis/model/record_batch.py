@@ -58,6 +58,7 @@ def rebuild_records(
     tags = m.c_tag.view()[g].tolist()
     refs = m.c_ref.view()[g].tolist()
     reqs = m.c_req.view()[g].tolist()
+    calls = m.c_call.view()[g].tolist()
     pg = np.asarray(m.c_partner.view()[g], dtype=np.int64)
     has_partner = pg >= 0
     safe = np.where(has_partner, pg, 0)
@@ -96,6 +97,8 @@ def rebuild_records(
                 rec["send"] = [p_rank[i], p_seq[i]]
         if code in (_SEND, _RECV) and reqs[i] != -1:
             rec["req"] = reqs[i]
+        if calls[i] >= 0:
+            rec["call"] = calls[i]
         if extras:
             extra = extras.get(gl[i])
             if extra:

@@ -53,6 +53,8 @@ class EventStore:
         self.c_peer, self.c_tag, self.c_flags = Column("i"), Column("i"), Column("b")
         self.c_req, self.c_ref, self.c_partner = Column("i"), Column("i"), Column("q")
         self.c_size = Column("q")
+        #: Each record's ``call`` (the rank's MPI call that made it), -1 when absent.
+        self.c_call = Column("i")
         #: Lamport clock of each causally processed event (-1 until processed):
         #: consistent with happened-before, for the diagram's logical layout.
         self.c_lamport = Column("i")
@@ -67,7 +69,7 @@ class EventStore:
     def _columns(self) -> tuple[Column, ...]:
         return (self.c_rank, self.c_seq, self.c_kind, self.c_t, self.c_site, self.c_comm,
                 self.c_peer, self.c_tag, self.c_flags, self.c_req, self.c_ref, self.c_size,
-                self.c_partner, self.c_lamport)
+                self.c_call, self.c_partner, self.c_lamport)
 
     # ------------------------------------------------------------ writing
     def append(self, cols: Batch, k: int) -> list[int]:
@@ -81,7 +83,7 @@ class EventStore:
                          (self.c_comm, cols.comm), (self.c_peer, cols.peer),
                          (self.c_tag, cols.tag), (self.c_flags, cols.flags),
                          (self.c_req, cols.req), (self.c_ref, cols.ref),
-                         (self.c_size, cols.size)):
+                         (self.c_size, cols.size), (self.c_call, cols.call)):
             col.extend_array(arr[:k])
         self.c_partner.data.extend(repeat(-1, k))
         self.c_lamport.data.extend(repeat(-1, k))
@@ -207,6 +209,9 @@ class EventStore:
         req = int(self.c_req[g])
         if req != -1 and kind in (R.SEND, R.RECV):
             rec["req"] = req
+        call = int(self.c_call[g])
+        if call >= 0:
+            rec["call"] = call
         rec.update(self.extras.get(g, {}))
         return rec
 

@@ -129,7 +129,8 @@ class ParallelParser:
             n=msg["n"], rank=arrays["rank"], seq=arrays["seq"], code=arrays["code"],
             t=arrays["t"], site=site, comm=arrays["comm"], peer=arrays["peer"],
             tag=arrays["tag"], flags=arrays["flags"], req=arrays["req"], ref=arrays["ref"],
-            sseq=arrays["sseq"], size=arrays["size"], extras=dict(msg["extras"]),
+            sseq=arrays["sseq"], size=arrays["size"], call=arrays["call"],
+            extras=dict(msg["extras"]),
             error_rank=msg["er"], error_seq=msg["es"],
         )
         if msg["error"] is not None:
