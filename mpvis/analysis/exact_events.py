@@ -32,6 +32,7 @@ __all__ = [
     "ANY",
     "COMM_KINDS",
     "ExactRace",
+    "exact_entry",
     "exit_sources",
     "resolve_sends",
     "tags_overlap",
@@ -60,13 +61,20 @@ class ExactRace:
 
     def to_report(self) -> dict[str, Any]:
         """The ``exact`` entry of the ``mpvis check --json`` report (spec)."""
-        return {
-            "method": "exact",
-            "rank": self.rank,
-            "recvs": [self.recv],
-            "messages": [list(self.s1), list(self.s2)],
-            "verdict": "legitimate",
-        }
+        return exact_entry(self.rank, self.recv, *self.s1, *self.s2)
+
+
+def exact_entry(  # noqa: PLR0917 (the six numbers of a conflict, in their order)
+    rank: int, recv: int, s1_rank: int, s1_seq: int, s2_rank: int, s2_seq: int
+) -> dict[str, Any]:
+    """The report entry of conflict (rank, recv, s1, s2) (:meth:`ExactRace.to_report`)."""
+    return {
+        "method": "exact",
+        "rank": rank,
+        "recvs": [recv],
+        "messages": [[s1_rank, s1_seq], [s2_rank, s2_seq]],
+        "verdict": "legitimate",
+    }
 
 
 def tags_overlap(a: int, b: int) -> bool:
