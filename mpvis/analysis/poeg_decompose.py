@@ -69,6 +69,9 @@ class RankPart:
     nodes: tuple[int, ...]
     orderings: int
     subgroups: tuple[Subgroup, ...]
+    #: how the rank's records were grouped into MPI calls: ``"call"`` (their
+    #: ``call`` fields) or ``"site"`` (site and adjacency), see :class:`Poeg`
+    pairing: str = "call"
 
     @property
     def after_subgroups(self) -> int:
@@ -76,7 +79,7 @@ class RankPart:
 
     def to_json(self) -> dict[str, Any]:
         return {"rank": self.rank, "events": len(self.nodes), "orderings": self.orderings,
-                "after_subgroups": self.after_subgroups,
+                "after_subgroups": self.after_subgroups, "pairing": self.pairing,
                 "subgroups": [g.to_json() for g in self.subgroups]}
 
 
@@ -157,7 +160,7 @@ def decompose(poeg: Poeg, *, limit: int = DEFAULT_STATE_LIMIT) -> Decomposition:
     for r in range(poeg.nprocs):
         nodes, preds = rank_order(poeg, r)
         total, groups = _subgroups(poeg, nodes, preds, limit)
-        parts.append(RankPart(r, tuple(nodes), total, tuple(groups)))
+        parts.append(RankPart(r, tuple(nodes), total, tuple(groups), poeg.pairing[r]))
     note = None
     whole: int | None
     try:

@@ -159,7 +159,10 @@ def test_orderings_of_an_mpi4py_trace_pair_sendrecv_by_call(tmp_path: Path) -> N
     assert poeg_of(model).pairing == ("call", "call", "call")
     trace = tmp_path / "fig10.jsonl"
     trace.write_text("".join(json.dumps(r) + "\n" for r in lines))
-    assert _orderings(trace)["orderings"] == 6268
+    counted = _orderings(trace)
+    assert counted["orderings"] == 6268
+    ranks = counted["ranks"]
+    assert isinstance(ranks, list) and [part["pairing"] for part in ranks] == ["call"] * 3
     # the same trace with neither calls nor sites: halves in program order, fewer orderings
     bare = tmp_path / "bare.jsonl"
     stripped = [lines[0]] + [{k: v for k, v in r.items() if k not in ("call", "site")}
