@@ -12,8 +12,10 @@ order the central process produced them:
   :class:`RankJoined` (a rank's first record), :class:`RankLeft` (its end as
   its launcher reported it) and :class:`BadRecord` (a record the central
   process refused: what rule it breaks, which rank and seq) as they come,
-* :class:`RunEnded` once, with the run's outcome (counts of records written,
-  refused and unwritten; every rank's end).
+* :class:`RecordsLost` for what the central process lost in all (records
+  refused, records it could not write), then :class:`RunEnded` once, with the
+  run's outcome (counts of records written, refused and unwritten; every
+  rank's end).
 
 :class:`StreamFailed` comes from a producer beside the central process (the
 built-in demo's stream thread) through :meth:`LiveFeed.post`.
@@ -218,7 +220,8 @@ class StreamFailed:
 
 
 FeedMessage: TypeAlias = (
-    RunStarted | RecordsArrived | RankJoined | RankLeft | BadRecord | RunEnded | StreamFailed
+    RunStarted | RecordsArrived | RankJoined | RankLeft | BadRecord | RecordsLost | RunEnded
+    | StreamFailed
 )
 Subscriber: TypeAlias = Callable[[FeedMessage], None]
 
@@ -315,4 +318,7 @@ class LiveFeed:
                             seq if type(seq) is int else None, reason))
 
     def _ended(self, info: dict[str, Any]) -> None:
-        self.post(RunEnded.from_info(info))
+        end = RunEnded.from_info(info)
+        for lost in end.losses():
+            self.post(lost)
+        self.post(end)

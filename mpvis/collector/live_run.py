@@ -95,6 +95,8 @@ class LiveRun:
         self.bad: list[BadRecord] = []
         #: rank -> (seq of its bad record, its later records dropped)
         self.cut: dict[int, tuple[int, int]] = {}
+        #: what the central process lost, as its feed said at the run's end
+        self.central_lost: list[RecordsLost] = []
         self.last_records = time.monotonic()
 
     def take(self, msg: FeedMessage) -> list[Notice]:
@@ -108,6 +110,9 @@ class LiveRun:
         if isinstance(msg, BadRecord):
             self.bad.append(msg)
             return [msg]
+        if isinstance(msg, RecordsLost):
+            self.central_lost.append(msg)  # said in one line by incomplete()
+            return []
         if self.analyses is None:
             return []
         if isinstance(msg, RecordsArrived):
@@ -207,7 +212,7 @@ class LiveRun:
         in full at the run's end), the records the model refused, and the records
         of ranks cut after one."""
         if self.ended is not None:
-            lost = self.ended.losses()
+            lost = list(self.central_lost)
         else:
             refused = sum(b.by not in (BY_MODEL, AT_END) for b in self.bad)
             lost = [RecordsLost(refused, REFUSED_BY_CENTRAL)] if refused else []

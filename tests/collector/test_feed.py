@@ -10,12 +10,14 @@ import pytest
 from mpvis.cli.run import _incomplete
 from mpvis.collector.feed import (
     LISTED_BAD_RECORDS,
+    REFUSED_BY_CENTRAL,
     BadRecord,
     FeedMessage,
     LiveFeed,
     RankJoined,
     RankLeft,
     RecordsArrived,
+    RecordsLost,
     RunEnded,
     RunStarted,
 )
@@ -122,6 +124,8 @@ def test_a_flood_of_bad_records_is_listed_twenty_times_and_counted_in_full(
         run.take(msg)
     end = msgs[-1]
     assert isinstance(end, RunEnded) and end.rejected == 50
+    assert [x for x in msgs if isinstance(x, RecordsLost)] == [
+        RecordsLost(50, REFUSED_BY_CENTRAL)]  # said once, in full, before the end
     text = run.incomplete()
     assert text is not None and text.startswith("the trace is incomplete: 50 records lost: ")
 
