@@ -12,12 +12,9 @@ Each lost message is one entry of the report's ``errors`` list
 
 from __future__ import annotations
 
-import numpy as np
-
 from mpvis.analysis.deadlock_p2p import describe_p2p
 from mpvis.analysis.deadlock_report import describe_site
 from mpvis.model.manager import ModelManager
-from mpvis.protocol import records as R
 
 __all__ = ["lost_messages"]
 
@@ -31,14 +28,10 @@ def lost_messages(m: ModelManager) -> list[dict[str, object]]:
     """
     if not all(m.finished) or m.dead:
         return []
-    n = m.event_count
-    partner = np.asarray(m.c_partner.view()[:n], dtype=np.int64)
-    unmatched = np.flatnonzero((m.c_kind.view()[:n] == R.KIND_CODE[R.SEND]) & (partner < 0))
-    ranks, seqs = m.c_rank.view(), m.c_seq.view()
     out: list[dict[str, object]] = []
-    for g in sorted(unmatched.tolist(), key=lambda g: (int(ranks[g]), int(seqs[g]))):
-        rank, seq = int(ranks[g]), int(seqs[g])
-        rec = m.record(rank, seq)
+    for send in sorted((msg.send for msg in m.unconsumed_messages()), key=lambda e: e.key):
+        rank, seq = send.key
+        rec = send.fields
         site = rec.get("site")
         out.append({
             "kind": "lost_message",

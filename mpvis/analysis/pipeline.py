@@ -101,8 +101,8 @@ class Analyses:
             todo.append(ExactRaceDetector(m.nprocs))
         if deadlocks:
             todo.append(DeadlockMonitor(m.nprocs))
-        n = m.event_count
-        order = np.lexsort((m.c_rank.view()[:n], m.c_lamport.view()[:n]))
+        order = np.asarray(m.in_lamport_order().indices)
+        n = len(order)
         for lo in range(0, n, batch):
             recs = rebuild_records(m, order[lo:lo + batch], comm_always=True)
             for a in todo:

@@ -203,6 +203,8 @@ class _RankStates:
         n = m.count(rank)
         if n <= self.scanned:
             return
+        # Vectorised path (reads the model's columns on purpose): a rank's
+        # new events scanned for state records at once.
         gs = np.frombuffer(m.by_rank[rank], dtype=np.int64)[self.scanned : n]
         kinds = m.c_kind.view()[gs]
         for i in np.flatnonzero(kinds == _STATE):
@@ -250,9 +252,9 @@ class PredicateEvaluator:
         m, r = self.model, pred.rank
         if k == 0:
             return holds(pred.tree, {}, None, None)
-        g = m.gidx(r, k - 1)
-        event = m.record(r, k - 1) if reads_fields(pred.tree) else None
-        return holds(pred.tree, self._state(r).vars_at(k), EVENT_KINDS[int(m.c_kind[g])], event)
+        last = m.event(r, k - 1)
+        event = last.fields if reads_fields(pred.tree) else None
+        return holds(pred.tree, self._state(r).vars_at(k), last.kind, event)
 
     def values_at(self, preds: list[LocalPredicate], cut: Cut) -> dict[str, bool]:
         """Each predicate's value at ``cut`` (e.g. a cone's ``past``)."""
@@ -268,6 +270,8 @@ class PredicateEvaluator:
         if cached is not None and len(cached) == n + 1:
             return cached
         st = self._state(r)
+        # Vectorised path (reads the model's columns on purpose): the truth
+        # table of a predicate over a rank's every event.
         gs = np.frombuffer(m.by_rank[r], dtype=np.int64)[:n]
         kinds = m.c_kind.view().astype(np.int8, copy=False)[gs]
         out = np.empty(n + 1, dtype=np.bool_)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import numpy as np
 import orjson
 
 from mpvis.analysis.race_groups import format_groups
@@ -30,11 +29,8 @@ def classifier_races(m: ModelManager, *, nonadjacent: bool = False) -> list[dict
     """Report entries of the classifier: adjacent pairs, plus non-adjacent ones on request."""
     out = [r.to_report() for r in m.potential_races()]
     if nonadjacent:
-        kinds, peers, tags = m.c_kind.view(), m.c_peer.view(), m.c_tag.view()
-        anys = np.flatnonzero((kinds == R.KIND_CODE[R.RECV]) & (peers == -1) & (tags == -1))
-        ranks, seqs = m.c_rank.view(), m.c_seq.view()
-        for g in anys.tolist():
-            out.extend(r.to_report() for r in m.nonadjacent_races(int(ranks[g]), int(seqs[g])))
+        for recv in m.find(R.RECV, peer=-1, tag=-1):
+            out.extend(r.to_report() for r in m.nonadjacent_races(*recv.key))
     out.sort(key=lambda e: (e["rank"], e["recvs"], e["scope"] != "adjacent"))
     return out
 

@@ -46,19 +46,10 @@ class Outcome:
 def trace_outcome(m: ModelManager, exit_code: int | None, stdout: dict[int, str]) -> Outcome:
     """The outcome of the run whose trace is in ``m``."""
     out = Outcome(exit_code, dict(stdout), nprocs=m.nprocs)
-    finished = set()
-    for r in range(m.nprocs):
-        for s in range(m.count(r)):
-            rec = m.record(r, s)
-            kind = rec["kind"]
-            if kind == "send":
-                size = int(m.c_size[m.gidx(r, s)])  # the record rebuilt leaves it out
-                out.messages[(r, rec["dest"], rec["tag"], rec.get("comm", 0),
-                              size if size >= 0 else None)] += 1
-            elif kind == "state":
-                out.state.setdefault(r, {}).update(rec.get("vars") or {})
-            elif kind == "final":
-                finished.add(r)
+    out.messages.update((msg.src, msg.dest, msg.tag, msg.comm, msg.size) for msg in m.messages)
+    for e in sorted(m.find("state"), key=lambda e: e.key):  # each rank's last value wins
+        out.state.setdefault(e.rank, {}).update(e.fields.get("vars") or {})
+    finished = {e.rank for e in m.find("final")}
     out.finished = frozenset(finished)
     return out
 

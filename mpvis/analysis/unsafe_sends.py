@@ -192,6 +192,8 @@ def requirements(m: ModelManager) -> Requirements:
     np.cumsum(counts, out=rstart[1:])
     rank_rm = np.repeat(np.arange(n, dtype=np.int64), counts)
     seq_rm = np.arange(len(order), dtype=np.int64) - rstart[rank_rm]
+    # Vectorised path (reads the model's columns on purpose): the
+    # potential-deadlock pass is array arithmetic over every event of the run.
     kinds_g = m.c_kind.view()
     kind_rm = kinds_g[order]
     flags_rm = m.c_flags.view()[order]
@@ -293,6 +295,7 @@ def _collectives(m: ModelManager, colls: npt.NDArray[Any],
     (the next position) waits for every member (barrier-like operations; the
     root of a reduce or gather) or for the root (bcast, scatter)."""
     n = m.nprocs
+    # Vectorised path (reads the model's columns on purpose): every collective at once.
     ranks = m.c_rank.view()[colls].tolist()
     seqs = m.c_seq.view()[colls].tolist()
     comms = m.c_comm.view()[colls].tolist()
@@ -446,6 +449,7 @@ def _requirement(m: ModelManager, r: int, row: tuple[int, int, int, int]) -> Req
     rec = m.record(r, cause)
     if kind == _K_COLL:
         comm = rec.get("comm", 0)
+        # Vectorised (reads the model's columns on purpose): a rank's prefix in one pass.
         g = np.frombuffer(m.by_rank[r], dtype=np.int64)[:cause]
         k = int(np.count_nonzero((m.c_kind.view()[g] == _COLL) & (m.c_comm.view()[g] == comm)))
         op = f"{rec['op']} (its {k + 1}. collective on comm {comm})"

@@ -114,8 +114,7 @@ def no_mpi_call(model: ModelManager) -> bool:
     """Did the run's ranks make no MPI call at all (every event a ``final``)?"""
     if model.event_count == 0:
         return True
-    kinds = model.c_kind.view()
-    return bool((kinds == R.KIND_CODE[R.FINAL]).all())
+    return len(model.find(R.FINAL)) == model.event_count
 
 
 NO_MPI_CALL = (

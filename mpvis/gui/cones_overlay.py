@@ -198,6 +198,8 @@ class ConeController(QtCore.QObject):
     # ------------------------------------------------------------ drawing
     def _draw(self, m: ModelManager, cone: Cone) -> None:
         d = self.diagram
+        # Vectorised path (reads the model's columns on purpose): one mask over every
+        # event of the diagram per cone, recomputed as a live run grows.
         ranks = m.c_rank.view()
         seqs = m.c_seq.view()
         inside = np.zeros(len(ranks), dtype=bool)

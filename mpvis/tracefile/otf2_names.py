@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+from ctypes import c_char_p, c_int, c_uint64, c_void_p  # by name: grep '\.c_' finds columns
 from types import ModuleType
 from typing import Any, Final
 
@@ -81,9 +82,8 @@ def require_otf2() -> ModuleType:
 
 
 #: OTF2_ErrorCallback (the C va_list is passed as a pointer on the platforms wheels exist for).
-_ERROR_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p,
-                                   ctypes.c_uint64, ctypes.c_char_p, ctypes.c_int,
-                                   ctypes.c_char_p, ctypes.c_void_p)
+_ERROR_CALLBACK = ctypes.CFUNCTYPE(c_int, c_void_p, c_char_p, c_uint64, c_char_p, c_int,
+                                   c_char_p, c_void_p)
 _quiet: list[Any] = []  # the registered callback, kept alive
 
 
@@ -100,8 +100,8 @@ def _quiet_library() -> None:
         register = config.conf.lib.OTF2_Error_RegisterCallback
     except (ImportError, AttributeError):
         return  # another build of the package: its messages stay on stderr
-    register.argtypes = [_ERROR_CALLBACK, ctypes.c_void_p]
-    register.restype = ctypes.c_void_p
+    register.argtypes = [_ERROR_CALLBACK, c_void_p]
+    register.restype = c_void_p
     _quiet.append(_ERROR_CALLBACK(_return_code))
     register(_quiet[0], None)
 

@@ -61,7 +61,6 @@ def _times(m: ModelManager, recs: list[list[Record]]) -> list[list[float]]:
     """Microseconds per event, per rank (see the module docstring)."""
     with_t = all("t" in r for rank in recs for r in rank)
     t0 = min((r["t"] for rank in recs for r in rank), default=0.0) if with_t else 0.0
-    lamport = m.c_lamport.view()
     out = []
     for rank, rank_recs in enumerate(recs):
         ts: list[float] = []
@@ -69,7 +68,8 @@ def _times(m: ModelManager, recs: list[list[Record]]) -> list[list[float]]:
             if with_t:
                 t = (float(rec["t"]) - t0) * 1e6
             else:
-                t = float(lamport[m.gidx(rank, seq)]) * _TICK_US
+                lam = m.event(rank, seq).lamport
+                t = float(-1 if lam is None else lam) * _TICK_US
             ts.append(max(t, ts[-1] + _MIN_US) if ts else t)
         out.append(ts)
     return out

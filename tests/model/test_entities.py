@@ -101,3 +101,43 @@ def test_a_view_shows_the_model_as_it_grows() -> None:
     assert msg is not None and msg.send == m.event(0, 0) and msg.consume == c
     assert (msg.src, msg.dest, msg.tag, msg.comm) == (0, 1, 5, 0)
     assert c.send == m.event(0, 0) and c.lamport is not None and c.lamport > 0
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_model_queries_equal_a_filter_over_the_records(path: Path) -> None:
+    """``find``, ``unconsumed_messages`` and ``in_lamport_order`` (vectorised in
+    the model) against brute-force passes over the records and the views."""
+    recs = [json.loads(line) for line in path.read_text().splitlines()[1:]]
+    m = load_trace(path)
+
+    def peer(r: dict[str, object]) -> object:
+        return r.get("dest" if r["kind"] == "send" else "src")
+
+    for kind in ("send", "recv", "consume", "final", "coll"):
+        expected = {(r["rank"], r["seq"]) for r in recs if r["kind"] == kind}
+        found = m.find(kind)
+        assert {e.key for e in found} == expected
+        assert [e.index for e in found] == sorted(e.index for e in found)  # arrival order
+    any_any = {(r["rank"], r["seq"]) for r in recs
+               if r["kind"] == "recv" and peer(r) == -1 and r["tag"] == -1}
+    assert {e.key for e in m.find("recv", peer=-1, tag=-1)} == any_any
+    for tag in {r["tag"] for r in recs if r["kind"] == "send"}:
+        sent = {(r["rank"], r["seq"]) for r in recs if r["kind"] == "send" and r["tag"] == tag}
+        assert {e.key for e in m.find("send", tag=tag)} == sent
+    assert list(m.unconsumed_messages()) == [msg for msg in m.messages if msg.consume is None]
+    order = list(m.in_lamport_order())
+    assert sorted(e.index for e in order) == list(range(m.event_count))
+    clocks = [(e.lamport, e.rank) for e in order]
+    assert clocks == sorted(clocks)
+    position = {e.index: i for i, e in enumerate(order)}
+    for msg in m.messages:  # a causal order: a message's send before its consume
+        c = msg.consume
+        assert c is None or position[msg.send.index] < position[c.index]
+    for p in m.processes:  # and each rank's events in seq order
+        assert [e.seq for e in order if e.rank == p.rank] == list(range(p.event_count))
+
+
+def test_an_unknown_kind_is_a_clear_error() -> None:
+    m = load_trace(SAMPLES / "ring.jsonl")
+    with pytest.raises(KeyError, match="no event kind 'sned'"):
+        m.find("sned")
