@@ -82,8 +82,8 @@ Notice = BadRecord | RecordsLost | RankDied | StreamFailed
 class LiveRun:
     """The model of the run a feed delivers; see the module docstring.
 
-    :attr:`analyses` (with :attr:`model`) exists from :class:`RunStarted` on;
-    :attr:`ended` holds the run's end once it has come.
+    :attr:`analyses` (the model is ``analyses.model``) exists from
+    :class:`RunStarted` on; :attr:`ended` holds the run's end once it has come.
     """
 
     def __init__(self) -> None:
@@ -113,11 +113,13 @@ class LiveRun:
         if isinstance(msg, RecordsLost):
             self.central_lost.append(msg)  # said in one line by incomplete()
             return []
+        if isinstance(msg, RunEnded):
+            self.ended = msg
         if self.analyses is None:
             return []
         if isinstance(msg, RecordsArrived):
             self.last_records = time.monotonic()
-            return list(self._feed(msg.records))
+            return self._feed(msg.records)
         if isinstance(msg, RankLeft):
             return self._left(msg)
         if isinstance(msg, RunEnded):
@@ -180,9 +182,6 @@ class LiveRun:
         return self._mark_dead(msg.rank, msg.reason())
 
     def _end(self, msg: RunEnded) -> list[Notice]:
-        a = self.analyses
-        assert a is not None
-        self.ended = msg
         notices: list[Notice] = []
         stopped_by_user = wire.KILLED if msg.interrupted else None
         for end in msg.ranks:
