@@ -49,7 +49,7 @@ enum { K_SEND = MVK_SEND, K_RECV = MVK_RECV, K_CONSUME = MVK_CONSUME, K_WAIT = M
 enum { F_BLOCKING = MVC_BLOCKING, F_SYNC = MVC_SYNC, F_SEND = MVC_SEND, F_CHAN = MVC_CHAN,
        F_BUF = MVC_BUF, F_PAIR = MVC_PAIR };
 /* send()/recv() argument flag (not on the wire): the record continues the open call. */
-enum { A_CONT = 64 };
+enum { A_CONT = MVA_CONT };
 /* How a record's ``call`` is chosen (call_of). */
 enum { CALL_NEW, CALL_CONT, CALL_NONE };
 

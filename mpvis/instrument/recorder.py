@@ -62,9 +62,10 @@ Ranks are ``MPI_COMM_WORLD`` ranks; translating them is the caller's job.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from mpvis.instrument._crecorder import RECORD_SIZE, Recorder
+from mpvis.protocol.codes import MVA_CONT, MVC_BLOCKING, MVC_BUF, MVC_PAIR, MVC_SYNC
 
 __all__ = [
     "BLOCKING", "BUF", "CONT", "PAIR", "RECORD_SIZE", "SYNC", "Drained", "Recorder", "Site",
@@ -74,14 +75,14 @@ __all__ = [
 #: A call site, ``"file:line"``.
 Site = str
 
-#: ``send`` flags.
-BLOCKING = 1
-SYNC = 2
-BUF = 16
-PAIR = 32
+#: ``send`` flags (:mod:`mpvis.protocol.codes`, the compact records' flags).
+BLOCKING: Final = MVC_BLOCKING
+SYNC: Final = MVC_SYNC
+BUF: Final = MVC_BUF
+PAIR: Final = MVC_PAIR
 #: ``send``/``recv`` flag: the record continues its thread's open call (a
 #: Sendrecv's receive half; the second and later requests of a ``Startall``).
-CONT = 64
+CONT: Final = MVA_CONT
 
 #: What ``Recorder.drain`` returns: (records, first new site id, new sites,
 #: first payload's index, payloads); see :func:`mpvis.protocol.compact.compact_body`.

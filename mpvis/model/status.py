@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
+from mpvis.protocol.codes import F_BLOCKING, F_SYNC
 
 RUNNING, SUSPENDED, FINISHED, DEAD, ENDED = "running", "suspended", "finished", "dead", "ended"
 
@@ -40,10 +41,10 @@ def rank_status(store: EventStore, rank: int, *, dead: Mapping[int, str],
         kind = R.EVENT_KINDS[store.c_kind[g]]
         flags = store.c_flags[g]
         blocked = (
-            (kind == R.RECV and flags & 1 and store.c_ref[g] == -1)
+            (kind == R.RECV and flags & F_BLOCKING and store.c_ref[g] == -1)
             or kind in (R.COLL, R.LOCK)
-            or (kind == R.SEND and flags & 1 and store.c_partner[g] == -1
-                and (flags & 2 or _may_block(store, g)))
+            or (kind == R.SEND and flags & F_BLOCKING and store.c_partner[g] == -1
+                and (flags & F_SYNC or _may_block(store, g)))
         )
         if blocked:
             return SUSPENDED, last

@@ -27,7 +27,6 @@ included, may import it).
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Final
@@ -89,6 +88,10 @@ MVC_BUF: Final = 16
 #: send: the send half of a Sendrecv (field ``call``).
 MVC_PAIR: Final = 32
 
+#: Argument flag of the mpi4py recorder's ``send``/``recv`` (not on the wire): the
+#: record continues its thread's open call (a Sendrecv's receive half...).
+MVA_CONT: Final = 64
+
 #: PMPI library record flags (internal to the library).
 MVF_BLOCKING: Final = 1
 MVF_SYNC: Final = 2
@@ -117,6 +120,7 @@ HEADER: Final = Path(__file__).resolve().parent.parent / "instrument" / "pmpi" /
 _GROUPS: Final = (
     ("Record kinds of both C recorders (mpvis.protocol.compact for _crecorder.c).", "MVK_"),
     ("Flags of a COMPACT record (_crecorder.c -> mpvis.protocol.compact).", "MVC_"),
+    ("Argument flags of the mpi4py recorder's send()/recv() (not on the wire).", "MVA_"),
     ("Flags of a PMPI library record (internal to the library).", "MVF_"),
     ("Send modes (field `mode`): MVM_NAMES[code].", "MVM_"),
 )
@@ -155,6 +159,8 @@ def c_header() -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m mpvis.protocol.codes [--write]``: print (or write) the C header."""
+    import argparse  # here: the in-rank library imports this module
+
     ap = argparse.ArgumentParser(prog="python -m mpvis.protocol.codes", description=main.__doc__)
     ap.add_argument("--write", action="store_true", help=f"write {HEADER.name} in place")
     args = ap.parse_args(argv)

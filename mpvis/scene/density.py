@@ -34,6 +34,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mpvis.protocol import records as R
+from mpvis.protocol.codes import F_BLOCKING
 
 if TYPE_CHECKING:
     from mpvis.scene.layout import Layout
@@ -147,7 +148,7 @@ def intervals(layout: Layout) -> tuple[IntArray, IntArray, IntArray]:
         ok = (ref >= 0) & (ref < count)
         cons, rank, ref = cons[ok], rank[ok], ref[ok]
         recv = flat[start[rank] + ref]
-        blocking = (m.c_kind.view()[recv] == _RECV) & ((m.c_flags.view()[recv] & 1) == 1)
+        blocking = (m.c_kind.view()[recv] == _RECV) & ((m.c_flags.view()[recv] & F_BLOCKING) != 0)
         begins.append(recv[blocking])
         ends.append(cons[blocking])
         acts.append(np.full(int(blocking.sum()), BLOCKED, dtype=np.int64))

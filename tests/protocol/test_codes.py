@@ -35,6 +35,8 @@ def test_flags_are_distinct_bits_and_modes_follow_their_names() -> None:
         bits = [v for k, v in vars(codes).items() if k.startswith(prefix)]
         assert all(b > 0 and b & (b - 1) == 0 for b in bits)
         assert len(set(bits)) == len(bits)
+    wire = sum(v for k, v in vars(codes).items() if k.startswith("MVC_"))
+    assert codes.MVA_CONT & wire == 0  # an argument flag is masked off the record
     for i, mode in enumerate(codes.SEND_MODES):
         assert getattr(codes, f"MVM_{mode.upper()}") == i
     assert (codes.F_BLOCKING, codes.F_SYNC) == (1, 2)

@@ -28,6 +28,11 @@ enum {
     MVC_PAIR = 32,
 };
 
+/* Argument flags of the mpi4py recorder's send()/recv() (not on the wire). */
+enum {
+    MVA_CONT = 64,
+};
+
 /* Flags of a PMPI library record (internal to the library). */
 enum {
     MVF_BLOCKING = 1,
