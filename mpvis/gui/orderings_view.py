@@ -33,6 +33,7 @@ from mpvis.analysis.poeg_decompose import Decomposition, decompose
 from mpvis.gui.cones_overlay import BAND_HALF, BAND_PAD
 from mpvis.gui.diagram import DiagramView
 from mpvis.gui.flip_action import FlipController
+from mpvis.gui.keep_run import shown_file
 from mpvis.model.manager import ModelManager
 
 SHADES = ("#6a1b9a", "#00897b")
@@ -191,14 +192,15 @@ class OrderingsController(QtCore.QObject):
     def explore(self, g: int) -> None:
         """Explore the orderings of the subgroup of receive ``g`` (module docstring)."""
         m = self.window.model
-        if m is None or not self.can_explore(g):
+        trace = shown_file(self.window)  # the live run's journal, or the opened trace
+        if m is None or trace is None or not self.can_explore(g):
             return
         header = m.header
         event = m.event_at(g)
         which = f"{event.rank}:{event.seq}"
         workdir = tempfile.mkdtemp(prefix="mpvis-explore-")
         command = [sys.executable, "-m", "mpvis", "explore", "-n", str(m.nprocs),
-                   "--from-record", header["record"], "--trace", str(self.window.source),
+                   "--from-record", header["record"], "--trace", str(trace),
                    "--receive", which, "--json", "--workdir", workdir, "--",
                    *map(str, header["argv"])]
         cwd = header["cwd"] if isinstance(header.get("cwd"), str) else None
