@@ -257,9 +257,9 @@ class OrderingsController(QtCore.QObject):
 
     def _open_beside(self, diff: dict[str, Any]) -> None:
         """The differing run in a second window, to the right of this one."""
-        from mpvis.gui.window import MainWindow  # the window module installs this one
-
-        win = MainWindow()
+        # a window of the class of the one this controller serves (the window
+        # module imports this one, so this one does not import it: no cycle)
+        win = type(self.window)()
         win.setWindowTitle(f"mpvis: order {diff['order']} (differs from the recording)")
         geo = self.window.frameGeometry()
         win.resize(self.window.size())

@@ -32,6 +32,7 @@ from mpvis.collector.collector import Collector
 from mpvis.errors import MpvisError
 from mpvis.protocol import messages as m
 from mpvis.protocol.record_types import Record
+from mpvis.sim.catalog import run
 from mpvis.sim.pacing import DEFAULT_INTERVAL, paced_batches
 
 __all__ = ["DemoStreamError", "StreamOutcome", "stream_scenario"]
@@ -76,8 +77,6 @@ def stream_scenario(  # noqa: PLR0917 (the signature agreed with the GUI)
     the central process refuses the run (a wrong ``token``, a busy window) or
     does not answer within ``welcome_timeout`` seconds.
     """
-    from mpvis.sim.api import run  # api re-exports this module's function
-
     sim = run(name, seed)
     stop = stop_event or threading.Event()
     run_id = run_id or uuid.uuid4().hex

@@ -8,7 +8,7 @@
 archive as they read a JSON Lines file.  An archive is imported once per
 (path, modification time, ``MPVIS_OTF2_RECV``) and kept for the next call
 (``check`` reads the header, then the records).  Errors are
-:class:`~mpvis.tracefile.reader.TraceFileError` without a line number; those
+:class:`~mpvis.tracefile.errors.TraceFileError` without a line number; those
 the model finds name the event as ``rank:seq``.
 """
 
@@ -23,6 +23,7 @@ from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import extract
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.records import RecordError, check_header
+from mpvis.tracefile.errors import TraceFileError
 from mpvis.tracefile.lines import BATCH_LINES
 from mpvis.tracefile.otf2_import import Otf2ImportError, read_otf2
 from mpvis.tracefile.otf2_names import Otf2Missing
@@ -33,8 +34,6 @@ from mpvis.protocol.record_types import Record
 
 
 def _error(path: Path, rule: str, model: ModelManager | None = None) -> Exception:
-    from mpvis.tracefile.reader import TraceFileError
-
     return TraceFileError(path, None, rule, model)
 
 

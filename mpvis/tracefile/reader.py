@@ -16,13 +16,13 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from mpvis.errors import MpvisError
 from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import extract
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.record_types import Record
 from mpvis.protocol.records import RecordError, check_header
 from mpvis.tracefile.compression import TruncatedFile, open_binary_read
+from mpvis.tracefile.errors import TraceFileError  # also importable from here, its old home
 from mpvis.tracefile.lines import (
     MAX_LINE_BYTES,
     TOO_LONG,
@@ -38,24 +38,6 @@ from mpvis.tracefile.parse_worker import ParallelParser, ParsedBatch
 #: Files at least this large are parsed by a second process (see
 #: :mod:`mpvis.tracefile.parse_worker`); below it, starting one costs more than it saves.
 PARALLEL_MIN_BYTES = 8 << 20
-
-
-class TraceFileError(MpvisError):
-    """A trace file breaks a rule of the format.  ``str()`` is the message for a user.
-
-    ``truncated``: the file ends early (a compressed stream cut short, as by
-    an interrupted run); every complete record before the cut is in ``model``.
-    """
-
-    def __init__(self, path: Path, line: int | None, rule: str,
-                 model: ModelManager | None = None, *, truncated: bool = False) -> None:
-        where = f"{path}:{line}" if line is not None else f"{path}"
-        super().__init__(f"{where}: {rule}")
-        self.path = path
-        self.line = line
-        self.rule = rule
-        self.model = model
-        self.truncated = truncated
 
 
 class LoadCancelled(Exception):
