@@ -30,7 +30,7 @@ from PySide6 import QtCore, QtGui
 from mpvis.analysis.cones import Cone, ConeIndex
 from mpvis.gui.diagram import DiagramView
 from mpvis.model.manager import ModelManager
-from mpvis.scene.overlay import Overlay
+from mpvis.scene.overlay import Overlay, cone_mask
 
 PAST_COLOR = "#1565c0"
 FUTURE_COLOR = "#ef6c00"
@@ -198,15 +198,9 @@ class ConeController(QtCore.QObject):
     # ------------------------------------------------------------ drawing
     def _draw(self, m: ModelManager, cone: Cone) -> None:
         d = self.diagram
-        # Vectorised path (reads the model's columns on purpose): one mask over every
-        # event of the diagram per cone, recomputed as a live run grows.
-        ranks = m.c_rank.view()
-        seqs = m.c_seq.view()
-        inside = np.zeros(len(ranks), dtype=bool)
-        inside[self.origin] = True
+        inside = cone_mask(m, cone, self.origin, past=self.show_past, future=self.show_future)
         name = f"{cone.event[0]}:{cone.event[1]}"
         if self.show_past:
-            inside |= cone.past_mask(ranks, seqs)
             front = [(r, f) for r, f in enumerate(cone.frontier) if f is not None]
             d.set_overlay(PAST, self._line(m, front, PAST_COLOR, f"causality cone of {name}"))
             first = [m.gidx(r, 0) if k > 0 else -1 for r, k in enumerate(cone.past)]
@@ -216,7 +210,6 @@ class ConeController(QtCore.QObject):
             d.clear_overlay(PAST)
             self.bands[PAST].set_intervals(np.zeros(0), np.zeros(0))
         if self.show_future:
-            inside |= cone.future_mask(ranks, seqs)
             front = [(r, f) for r, f in enumerate(cone.future_frontier) if f is not None]
             d.set_overlay(FUTURE, self._line(m, front, FUTURE_COLOR, f"future cone of {name}"))
             first = [

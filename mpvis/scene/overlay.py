@@ -18,11 +18,16 @@ Uses it was designed for (see ``docs/gui.md``):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
 
 from mpvis.scene.layout import Layout
+
+if TYPE_CHECKING:
+    from mpvis.analysis.cones import Cone
+    from mpvis.model.manager import ModelManager
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -115,6 +120,22 @@ def dim_mask(overlays: list[Overlay], count: int) -> npt.NDArray[np.bool_] | Non
             d = ~d
         mask = d if mask is None else (mask | d)
     return mask
+
+
+def cone_mask(m: ModelManager, cone: Cone, origin: int, *, past: bool, future: bool
+              ) -> npt.NDArray[np.bool_]:
+    """The events inside the shown cones of ``cone`` (its past and/or its
+    future), and ``origin`` itself, as a boolean mask by global index: one
+    vectorised pass over the model's rank and seq columns, redone as a live run
+    grows."""
+    ranks, seqs = m.c_rank.view(), m.c_seq.view()
+    inside = np.zeros(len(ranks), dtype=bool)
+    inside[origin] = True
+    if past:
+        inside |= cone.past_mask(ranks, seqs)
+    if future:
+        inside |= cone.future_mask(ranks, seqs)
+    return inside
 
 
 def overlay_geometry(ov: Overlay, layout: Layout, logical: bool) -> OverlayGeometry:

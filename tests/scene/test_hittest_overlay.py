@@ -119,3 +119,23 @@ def test_descriptions() -> None:
     assert rows["message partner"] == "0:0"  # rank:seq, the notation of the CLI
     assert rows["vector clock"] == [1, 2, 0]
     assert np.all(np.array(rows["vector clock"]) >= 0)
+
+
+def test_cone_mask_is_the_cones_by_happened_before() -> None:
+    """The oracle: each event tested one by one with the model's happened-before."""
+    from mpvis.analysis.cones import cone_of
+    from mpvis.scene.overlay import cone_mask
+
+    header, recs = simulate("ring", 0)
+    m = ModelManager(header)
+    m.add_batch(recs)
+    m.finish()
+    for origin in (m.event(1, 2), m.event(0, 0), m.event(m.nprocs - 1, m.count(m.nprocs - 1) - 1)):
+        cone = cone_of(m, *origin.key)
+        for past, future in ((True, False), (False, True), (True, True), (False, False)):
+            mask = cone_mask(m, cone, origin.index, past=past, future=future)
+            expected = [e == origin
+                        or (past and e.happened_before(origin))
+                        or (future and origin.happened_before(e))
+                        for e in m.events]
+            assert mask.tolist() == expected
