@@ -18,7 +18,7 @@ Contract:
   lists of the spec's report exactly as ``mpvis check --json`` prints them
   (same pipeline, :class:`~mpvis.analysis.pipeline.Analyses`), computed once.
 * :meth:`Run.to_pandas` / :meth:`Run.to_arrow` give the events and messages
-  tables of :mod:`mpvis.tables` (optional extras ``mpvis[pandas]``,
+  tables of :mod:`mpvis.model.tables` (optional extras ``mpvis[pandas]``,
   ``mpvis[arrow]``).
 
 ``docs/python-api.md`` is a doctested session.
@@ -48,7 +48,7 @@ from mpvis.analysis.race_groups import group_races, program_dir, tolerant
 from mpvis.analysis.report import Report, found_races
 from mpvis.model.entities import Event, Message, Process, Views
 from mpvis.model.manager import ModelManager
-from mpvis.tables import Tables, arrow_tables, pandas_tables
+from mpvis.model.tables import Tables, arrow_tables, pandas_tables
 from mpvis.tracefile.reader import TraceFileError, iter_records, load_trace, read_header
 
 if TYPE_CHECKING:

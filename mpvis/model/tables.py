@@ -75,8 +75,6 @@ def _opt(values: Array, applies: Array) -> Col:
 
 def event_columns(m: ModelManager) -> dict[str, Col]:
     """The events table's columns (see the module docstring)."""
-    # Vectorised path (reads the model's columns on purpose): the tables
-    # are the columns themselves, exported whole to pandas/Arrow.
     n = m.event_count
     rank, seq = _view(m.c_rank, n), _view(m.c_seq, n)
     order = np.lexsort((seq, rank))
@@ -108,7 +106,6 @@ def event_columns(m: ModelManager) -> dict[str, Col]:
 
 def message_columns(m: ModelManager) -> dict[str, Col]:
     """The messages table's columns (see the module docstring)."""
-    # Vectorised path (reads the model's columns on purpose): as above.
     n = m.event_count
     g = np.flatnonzero(_view(m.c_kind, n) == R.KIND_CODE[R.SEND])
     pg = _view(m.c_partner, n)[g]
