@@ -33,7 +33,6 @@ refused); :attr:`RunEnded.rejected` counts them all.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import ssl
 import threading
@@ -285,8 +284,7 @@ class LiveFeed:
 
     def stop(self) -> None:
         """Stop the central process (a run still open ends: :class:`RunEnded` ``stopped``)."""
-        with contextlib.suppress(RuntimeError):
-            self.central.stop()
+        self.central.stop()
 
     # -- the central process's callbacks (its server thread) ------------------
 
