@@ -51,9 +51,9 @@ from mpvis.analysis.deadlock_p2p import describe_p2p
 from mpvis.analysis.deadlock_report import describe_site
 from mpvis.analysis.waitfor import WaitEdge, weak_components
 from mpvis.model.collectives import ALL_TO_ALL, FROM_ROOT, TO_ROOT
-from mpvis.model.ingest import F_BLOCKING
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as R
+from mpvis.protocol.codes import F_BLOCKING
 
 __all__ = [
     "Requirement",

@@ -32,9 +32,10 @@ import numpy as np
 import numpy.typing as npt
 
 from mpvis.protocol import records as R
+from mpvis.protocol.codes import F_BLOCKING, F_SYNC
 from mpvis.protocol.record_types import Record
 
-F_BLOCKING, F_SYNC = 1, 2  # flags = blocking + 2 * sync
+assert F_BLOCKING == 1, "_columns adds the blocking bools as they are"
 
 #: Fields held in columns; anything else in a record goes to the model's extras.
 #: ``call`` (optional, any kind) is a column when it is an integer in ``[0, 2**31)``,
@@ -80,7 +81,7 @@ class Batch:
     """Columns of the accepted prefix ``[0, n)`` of a batch, and the first error.
 
     Every column is a NumPy array of length ``n``: ``code`` (kind code, int8),
-    ``flags`` (blocking + 2 * sync, int8), ``t`` (float64, NaN when absent),
+    ``flags`` (``F_BLOCKING * blocking + F_SYNC * sync``, int8), ``t`` (float64, NaN when absent),
     ``site`` (ids in a :class:`SiteTable`, -1 when absent) and the int64
     columns of :data:`INT_COLUMNS`: ``peer`` is a send's ``dest`` or a
     receive's or consume's ``src``, ``ref`` a consume's ``recv``, ``sseq`` the
@@ -456,7 +457,8 @@ def _columns(groups: list[_Group], n: int, sites: SiteTable) -> Batch:
         if "blocking" in own and ("blocking" in vals or "sync" in vals):
             b = vals.get("blocking") or repeat(False)
             y = (vals.get("sync") if "sync" in own else None) or repeat(False)
-            flags[idx] = list(map(add, b, map(mul, repeat(2), y)))
+            # blocking (a bool) is F_BLOCKING's 1 as it is
+            flags[idx] = list(map(add, b, map(mul, repeat(F_SYNC), y)))
         if "t" in vals:
             tv = vals["t"]
             t[idx] = [math.nan if x is None else x for x in tv] if _NONE in g.types("t") else tv

@@ -30,6 +30,7 @@ import numpy as np
 from mpvis.model.columns import Column
 from mpvis.model.ingest import Batch, SiteTable
 from mpvis.protocol import records as R
+from mpvis.protocol.codes import F_BLOCKING, F_SYNC
 from mpvis.protocol.record_types import Record
 
 Key = tuple[int, int]
@@ -198,9 +199,10 @@ class EventStore:
         flags = int(self.c_flags[g])
         if kind == R.SEND:
             rec.update(dest=int(self.c_peer[g]), tag=int(self.c_tag[g]),
-                       blocking=bool(flags & 1), sync=bool(flags & 2))
+                       blocking=bool(flags & F_BLOCKING), sync=bool(flags & F_SYNC))
         elif kind == R.RECV:
-            rec.update(src=int(self.c_peer[g]), tag=int(self.c_tag[g]), blocking=bool(flags & 1))
+            rec.update(src=int(self.c_peer[g]), tag=int(self.c_tag[g]),
+                       blocking=bool(flags & F_BLOCKING))
         elif kind == R.CONSUME:
             rec.update(recv=int(self.c_ref[g]), src=int(self.c_peer[g]), tag=int(self.c_tag[g]))
             pg = self.c_partner[g]
