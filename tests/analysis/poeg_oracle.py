@@ -6,6 +6,9 @@
 * :func:`trace_order`: a trace's POEG from its records with networkx: the
   section 7 rule (``complete(e) < post(f)``, written out pairwise), message
   edges, and collective entry/exit nodes wired by the spec's dependencies.
+  Posting and completion are records' positions, or with ``calls`` (real
+  traces, whose records all carry ``call``) their calls' numbers, so that the
+  halves of a Sendrecv, one call, are unordered.
 * :func:`enumerate_count`: linear extensions by explicit enumeration;
   :func:`downset_count`: by a plain DP over every downset (no decomposition).
 """
@@ -64,33 +67,61 @@ def _masks(g: nx.DiGraph, visible: list[Any]) -> tuple[list[Any], list[int]]:
     return visible, preds
 
 
-def _spans(recs: list[Record]) -> dict[int, tuple[int, int]]:
+def _spans(recs: list[Record], at: list[int]) -> dict[int, tuple[int, int]]:
+    """Per send and consume (by seq): (the call that posted it, the call after which
+    it surely happened), calls named by ``at[seq]``."""
     inf = 10**9
     out: dict[int, tuple[int, int]] = {}
     for s, rec in enumerate(recs):
         if rec["kind"] == "send":
             if rec["blocking"]:
-                out[s] = (s, s)
+                out[s] = (at[s], at[s])
             else:
                 waits = [w for w in range(s + 1, len(recs))
                          if recs[w]["kind"] == "wait" and rec["req"] in recs[w]["reqs"]]
-                out[s] = (s, waits[0] if waits else inf)
+                out[s] = (at[s], at[waits[0]] if waits else inf)
         elif rec["kind"] == "consume":
             r = rec["recv"]
-            out[s] = (r, r) if recs[r]["blocking"] else (r, s)
+            out[s] = (at[r], at[r]) if recs[r]["blocking"] else (at[r], at[s])
     return out
 
 
-def trace_order(nprocs: int, records: list[Record]) -> tuple[list[Key], list[int]]:
-    """A random trace's POEG (module docstring), nodes in (rank, seq) order."""
+def _senders(per_rank: list[list[Record]]) -> dict[Key, Key]:
+    """The send of each consume: its ``send`` field, else MPI's non-overtaking rule
+    (the C library names none): on each channel (sender, receiver, communicator,
+    tag) the receives, in posting order, take the channel's sends in order."""
+    out: dict[Key, Key] = {}
+    sends: dict[tuple[int, int, int, int], list[Key]] = {}
+    unnamed: dict[tuple[int, int, int, int], list[tuple[int, Key]]] = {}
+    for r, recs in enumerate(per_rank):
+        for s, rec in enumerate(recs):
+            if rec["kind"] == "send":
+                sends.setdefault((r, rec["dest"], rec.get("comm", 0), rec["tag"]), []).append(
+                    (r, s))
+            elif rec["kind"] == "consume" and "send" in rec:
+                out[(r, s)] = (rec["send"][0], rec["send"][1])
+            elif rec["kind"] == "consume":
+                chan = (rec["src"], r, rec.get("comm", 0), rec["tag"])
+                unnamed.setdefault(chan, []).append((rec["recv"], (r, s)))
+    for chan, consumes in unnamed.items():
+        for (_, c), send in zip(sorted(consumes), sends.get(chan, []), strict=False):
+            out[c] = send
+    return out
+
+
+def trace_order(nprocs: int, records: list[Record], *, calls: bool = False
+                ) -> tuple[list[Key], list[int]]:
+    """A trace's POEG (module docstring), nodes in (rank, seq) order."""
     per_rank: list[list[Record]] = [[] for _ in range(nprocs)]
     for rec in sorted(records, key=lambda r: (r["rank"], r["seq"])):
         per_rank[rec["rank"]].append(rec)
     g = nx.DiGraph()
     visible: list[Key] = []
     colls: dict[tuple[int, int], dict[int, Record]] = {}
+    sender = _senders(per_rank)
     for r, recs in enumerate(per_rank):
-        spans = _spans(recs)
+        at = [rec.get("call", -1) if calls else s for s, rec in enumerate(recs)]
+        spans = _spans(recs, at)
         visible += [(r, s) for s in sorted(spans)]
         g.add_nodes_from((r, s) for s in spans)
         for e, (_, ce) in spans.items():
@@ -99,17 +130,17 @@ def trace_order(nprocs: int, records: list[Record]) -> tuple[list[Key], list[int
                     g.add_edge((r, e), (r, f))
         n = 0
         for s, rec in enumerate(recs):
-            if rec["kind"] == "consume" and "send" in rec:
-                g.add_edge(tuple(rec["send"]), (r, s))
+            if rec["kind"] == "consume" and (r, s) in sender:
+                g.add_edge(sender[(r, s)], (r, s))
             if rec["kind"] == "coll":
                 colls.setdefault((rec.get("comm", 0), n), {})[r] = rec
                 n += 1
                 g.add_node(("in", r, s))
                 g.add_node(("out", r, s))
                 for e, (pe, ce) in spans.items():
-                    if ce < s:
+                    if ce < at[s]:
                         g.add_edge((r, e), ("in", r, s))
-                    if pe > s:
+                    if pe > at[s]:
                         g.add_edge(("out", r, s), (r, e))
                 for s0 in range(s):  # program order between the rank's collectives
                     if recs[s0]["kind"] == "coll":
