@@ -96,7 +96,8 @@ class Event:
     @property
     def kind(self) -> str:
         """The record's ``kind`` (``send``, ``recv``, ``consume``, ``coll``...)."""
-        return R.EVENT_KINDS[self.model.store.c_kind[self.index]]
+        kind: str = R.EVENT_KINDS[self.model.store.c_kind[self.index]]
+        return kind
 
     @property
     def key(self) -> Key:
@@ -179,8 +180,8 @@ class Event:
     @property
     def is_wildcard_recv(self) -> bool:
         s = self.model.store
-        return s.c_kind[self.index] == _K_RECV and (
-            s.c_peer[self.index] == -1 or s.c_tag[self.index] == -1)
+        return bool(s.c_kind[self.index] == _K_RECV and (
+            s.c_peer[self.index] == -1 or s.c_tag[self.index] == -1))
 
     @property
     def process(self) -> Process:

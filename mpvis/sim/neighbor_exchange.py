@@ -51,7 +51,7 @@ def neighbor_exchange_trace(nprocs: int, iterations: int, *, with_calls: bool = 
             rec["call"] = call
         rec.update(fields)
         recs.append(rec)
-        return rec["seq"]
+        return int(rec["seq"])
 
     def send(rank: int, call: int, dest: int, tag: int, line: int) -> None:
         s = emit(rank, call, "send", line, dest=dest, tag=tag, blocking=True, sync=False)

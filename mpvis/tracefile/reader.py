@@ -22,7 +22,7 @@ from mpvis.model.manager import ModelManager
 from mpvis.protocol.record_types import Record
 from mpvis.protocol.records import RecordError, check_header
 from mpvis.tracefile.compression import TruncatedFile, open_binary_read
-from mpvis.tracefile.errors import TraceFileError  # also importable from here, its old home
+from mpvis.tracefile.errors import TraceFileError
 from mpvis.tracefile.lines import (
     MAX_LINE_BYTES,
     TOO_LONG,
@@ -34,6 +34,11 @@ from mpvis.tracefile.lines import (
 from mpvis.tracefile.otf2_import import is_otf2
 from mpvis.tracefile.otf2_load import otf2_header, otf2_load, otf2_records
 from mpvis.tracefile.parse_worker import ParallelParser, ParsedBatch
+
+__all__ = [  # TraceFileError: also importable from here, its old home
+    "PARALLEL_MIN_BYTES", "LoadCancelled", "TraceFileError", "iter_records", "load_trace",
+    "read_header",
+]
 
 #: Files at least this large are parsed by a second process (see
 #: :mod:`mpvis.tracefile.parse_worker`); below it, starting one costs more than it saves.
