@@ -125,6 +125,7 @@ def test_bad_references_and_predicates_are_refused() -> None:
         run.predicate("a=0:kind ==")
 
 
+@pytest.mark.slow
 def test_tables_pandas_and_arrow() -> None:
     pytest.importorskip("pandas")
     pytest.importorskip("pyarrow")

@@ -157,6 +157,7 @@ def _with_calls(records: list[Rec], seed: int) -> list[Rec]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 10**9), st.sampled_from([(2, 12), (3, 10), (4, 8), (5, 16)]),
        st.booleans())

@@ -41,6 +41,7 @@ def _connectable(port: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_two_collectors_feed_one_run(central: CentralProcess, recorded: Recorded) -> None:
     host_a = start_collector(central, 8, batch_records=50)
     port_b = _free_port()

@@ -14,6 +14,7 @@ from tests.tracefile.test_hostile import assert_clean, run_cli
 SMALL = sorted(n for n, data in cases().items() if len(data) < 1 << 20)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SMALL)
 def test_render_hostile_file(tmp_path: Path, name: str, qapp: object) -> None:
     path = tmp_path / name

@@ -39,6 +39,7 @@ def _killed(recs: list[dict[str, Any]], rank: int, k: int) -> list[dict[str, Any
     return [x for x in recs if not (x["rank"] == rank and x["seq"] >= k)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(SAMPLES)) for p in FILES])
 def test_every_rank_killed_at_every_point_opens(tmp_path: Path, path: Path) -> None:
     head, recs = _read(path)

@@ -96,6 +96,7 @@ def _messages(stream: bytes) -> list[Message]:
     return out
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(mutated_stream(session_frames()))

@@ -137,6 +137,7 @@ _exact = st.fixed_dictionaries({
 })
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.one_of(_classifier, _exact), max_size=30))
 def test_columns_give_back_every_entry_in_its_key_order(races: list[dict[str, Any]]) -> None:

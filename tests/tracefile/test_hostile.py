@@ -88,6 +88,7 @@ def hostile_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(cases()))
 @pytest.mark.parametrize("command", COMMANDS, ids=[c[0] for c in COMMANDS])
 def test_hostile_file_gives_clean_answer(hostile_dir: Path, name: str,
@@ -141,6 +142,7 @@ def _limited(megabytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "words"), [("one_huge_line.gz", "longer than"),
                                              ("nprocs_million.jsonl", "nprocs")])
 def test_memory_stays_bounded(hostile_dir: Path, name: str, words: str) -> None:

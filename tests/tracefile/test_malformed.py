@@ -2,6 +2,8 @@
 
 Each test runs twice: parsed in the loading process, and parsed by the parser
 process of :mod:`mpvis.tracefile.parse_worker` (the errors must be the same).
+The parser-process runs (a process started per test) are ``slow``: the fast
+suite checks each rule once, in the loading process.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ RECV = {"rank": 1, "seq": 0, "kind": "recv", "src": -1, "tag": -1, "blocking": T
 CONS = {"rank": 1, "seq": 1, "kind": "consume", "recv": 0, "src": 0, "tag": 1, "send": [0, 0]}
 
 
-@pytest.fixture(params=[False, True], ids=["in-process", "parser-process"])
+@pytest.fixture(params=[False, pytest.param(True, marks=pytest.mark.slow)],
+                ids=["in-process", "parser-process"])
 def parallel(request: pytest.FixtureRequest) -> bool:
     return bool(request.param)
 

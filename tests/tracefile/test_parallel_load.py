@@ -46,6 +46,7 @@ def test_same_model_either_way(big_trace: Path) -> None:
     assert here.vector_clock(3, here.count(3) - 1) == there.vector_clock(3, there.count(3) - 1)
 
 
+@pytest.mark.slow
 def test_error_in_a_later_chunk_keeps_every_good_record(big_trace: Path, tmp_path: Path) -> None:
     lines = big_trace.read_bytes().splitlines(keepends=True)
     bad_at = 2 * BATCH_LINES + 100  # 0-based index of the line made bad
@@ -63,6 +64,7 @@ def test_error_in_a_later_chunk_keeps_every_good_record(big_trace: Path, tmp_pat
     assert errors[0] == errors[1]
 
 
+@pytest.mark.slow
 def test_rule_error_names_the_line_in_a_later_chunk(big_trace: Path, tmp_path: Path) -> None:
     lines = big_trace.read_bytes().splitlines(keepends=True)
     bad_at = BATCH_LINES + 5
