@@ -14,6 +14,7 @@ from mpvis.collector.feed import RankLeft, RecordsArrived, RunStarted
 from mpvis.collector.rendezvous import discover, rendezvous_path
 from mpvis.gui.window import MainWindow
 from mpvis.model.manager import ModelManager
+from tests.fixtures import simulated_model
 
 
 def test_an_invisible_window_does_not_advertise_itself(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -487,13 +488,9 @@ def test_clicking_a_race_row_narrows_the_list_to_its_receive(qtbot) -> None:  # 
 
 def test_showing_a_cone_fits_it_in_view(qtbot) -> None:  # type: ignore[no-untyped-def]
     from mpvis.gui import cones_overlay
-    from mpvis.sim.api import simulate
 
     win = _window(qtbot)
-    header, records = simulate("master_worker", 0)
-    m = ModelManager(header)
-    m.add_batch(records)
-    m.finish()
+    m = simulated_model("master_worker")
     win.set_model(m, "master_worker")
     ctl = cones_overlay.install(win)
     win.diagram.zoom_x(0.0, 1e-9)  # looking elsewhere

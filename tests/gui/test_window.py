@@ -13,10 +13,10 @@ from PySide6 import QtCore, QtGui
 from mpvis.collector.feed import RecordsArrived, RunEnded, RunStarted
 from mpvis.gui.race_settings import RaceSettings
 from mpvis.gui.window import MainWindow
-from mpvis.model.manager import ModelManager
 from mpvis.scene.overlay import Overlay
 from mpvis.scene.symbols import CODE
 from mpvis.sim.api import simulate
+from tests.fixtures import simulated_model
 
 pytestmark = pytest.mark.gui
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,14 +48,6 @@ def test_every_sample_trace_opens_and_draws(qtbot) -> None:  # type: ignore[no-u
         assert win.diagram._proc.segment_count() >= 1
 
 
-def _model(name: str, seed: int = 0) -> ModelManager:
-    header, recs = simulate(name, seed)
-    m = ModelManager(header)
-    m.add_batch(recs)
-    m.finish()
-    return m
-
-
 def _click_event(qtbot, win: MainWindow, g: int) -> None:  # type: ignore[no-untyped-def]
     d = win.diagram
     d.select_event(g, center=True)
@@ -72,7 +64,7 @@ def _click_event(qtbot, win: MainWindow, g: int) -> None:  # type: ignore[no-unt
 
 def test_clicking_a_wildcard_receive_lists_its_nonadjacent_races(qtbot) -> None:  # type: ignore[no-untyped-def]
     win = _window(qtbot)
-    m = _model("showcase")
+    m = simulated_model("showcase")
     win.set_model(m)
     lay = win.diagram.layout_
     assert lay is not None
@@ -91,7 +83,7 @@ def test_clicking_a_wildcard_receive_lists_its_nonadjacent_races(qtbot) -> None:
 
 def test_race_popup_and_muting(qtbot) -> None:  # type: ignore[no-untyped-def]
     win = _window(qtbot)
-    m = _model("wildcard_race")
+    m = simulated_model("wildcard_race")
     win.set_model(m)
     shown = [r for r in m.potential_races() if r.verdict in ("legitimate", "unverified")]
     assert shown
@@ -103,7 +95,7 @@ def test_race_popup_and_muting(qtbot) -> None:  # type: ignore[no-untyped-def]
     assert n.current is None or n.current.rank != first.rank
     saved = RaceSettings.load(m.header)
     assert first.rank in saved.muted_ranks  # kept in the per-program file
-    win.set_model(_model("wildcard_race"))  # same program again: muted rank stays quiet
+    win.set_model(simulated_model("wildcard_race"))  # same program again: muted rank stays quiet
     assert all(
         r.rank != first.rank
         for r in ([win.notifier.current] if win.notifier.current else []) + win.notifier.pending
@@ -117,7 +109,7 @@ def test_race_popup_and_muting(qtbot) -> None:  # type: ignore[no-untyped-def]
 
 def test_intended_race_never_pops_again(qtbot) -> None:  # type: ignore[no-untyped-def]
     win = _window(qtbot)
-    win.set_model(_model("wildcard_race"))
+    win.set_model(simulated_model("wildcard_race"))
     n = win.notifier
     before = n.current
     assert before is not None
@@ -160,7 +152,7 @@ def test_live_demo_streams_into_the_window(qtbot) -> None:  # type: ignore[no-un
 
 def test_overlay_api_and_context_menu(qtbot) -> None:  # type: ignore[no-untyped-def]
     win = _window(qtbot)
-    m = _model("ring")
+    m = simulated_model("ring")
     win.set_model(m)
     d = win.diagram
     d.set_overlay(
@@ -184,7 +176,7 @@ def test_exports_write_valid_files(qtbot, tmp_path: Path) -> None:  # type: igno
     from mpvis.gui.export import export_png, export_races, export_svg
 
     win = _window(qtbot)
-    win.set_model(_model("showcase"))
+    win.set_model(simulated_model("showcase"))
     win.diagram.redraw()
     png, svg = tmp_path / "v.png", tmp_path / "v.svg"
     export_png(win.centralWidget(), png)
@@ -207,7 +199,7 @@ def test_exports_write_valid_files(qtbot, tmp_path: Path) -> None:  # type: igno
 
 def test_logical_toggle_and_navigation(qtbot) -> None:  # type: ignore[no-untyped-def]
     win = _window(qtbot)
-    win.set_model(_model("master_worker"))
+    win.set_model(simulated_model("master_worker"))
     d = win.diagram
     qtbot.keyClick(d, QtCore.Qt.Key.Key_L)
     assert d.logical

@@ -15,6 +15,7 @@ from mpvis.scene.overlay import Overlay, dim_mask, overlay_geometry
 from mpvis.scene.race_marks import race_overlay, race_tags, races_csv, races_json
 from mpvis.scene.symbols import CODE
 from mpvis.sim.api import simulate
+from tests.fixtures import simulated_model
 
 HEADER = {"kind": "header", "format": "mpvis-trace", "version": 1, "nprocs": 3}
 SIT16 = [  # the spec's example: situation 16
@@ -126,10 +127,7 @@ def test_cone_mask_is_the_cones_by_happened_before() -> None:
     from mpvis.analysis.cones import cone_of
     from mpvis.scene.overlay import cone_mask
 
-    header, recs = simulate("ring", 0)
-    m = ModelManager(header)
-    m.add_batch(recs)
-    m.finish()
+    m = simulated_model("ring")
     for origin in (m.event(1, 2), m.event(0, 0), m.event(m.nprocs - 1, m.count(m.nprocs - 1) - 1)):
         cone = cone_of(m, *origin.key)
         for past, future in ((True, False), (False, True), (True, True), (False, False)):
