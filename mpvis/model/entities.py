@@ -329,7 +329,7 @@ class Process:
 
 def event_at(m: ModelView, g: int) -> Event:
     """The view of global event ``g``: a :class:`Consume` for a consume, else an :class:`Event`."""
-    if m.store.c_kind[g] == _K_CONSUME:
+    if m.store.c_kind.data[g] == _K_CONSUME:
         return Consume(m, g)
     return Event(m, g)
 
