@@ -121,7 +121,16 @@ def evaluate(race: Race, facts: RecvFacts, final: bool) -> Key | None:
 
 
 class RaceTracker:
-    """Adjacent receive pairs of every rank, kept up to date as records arrive."""
+    """Adjacent receive pairs of every rank, kept up to date as records arrive
+    (the model's races room, with :mod:`mpvis.model.nonadjacent` for the
+    pairs computed on demand).
+
+    It owns the pairs and which pair waits for what; it learns of new
+    receives (:meth:`on_recvs`) and of receives whose consume or message
+    became known (:meth:`touch_recv`) from the record rules, and reads the
+    model only through its :class:`RecvFacts`.  :meth:`flush` (once per batch)
+    and :meth:`finish` re-evaluate; :meth:`take_changes` says what changed.
+    """
 
     def __init__(self, facts: RecvFacts) -> None:
         self.facts = facts
