@@ -15,7 +15,7 @@ from mpvis.scene.overlay import Overlay, dim_mask, overlay_geometry
 from mpvis.scene.race_marks import race_overlay, race_tags, races_csv, races_json
 from mpvis.scene.symbols import CODE
 from mpvis.sim.api import simulate
-from tests.fixtures import simulated_model
+from tests.fixtures import model_of, simulated_model
 
 HEADER = {"kind": "header", "format": "mpvis-trace", "version": 1, "nprocs": 3}
 SIT16 = [  # the spec's example: situation 16
@@ -75,9 +75,7 @@ def test_overlay_geometry_follows_layout_and_hidden_rows() -> None:
 
 
 def test_messages_and_unconsumed() -> None:
-    header, recs = simulate("p2p_deadlock", 0)
-    m = ModelManager(header)
-    m.add_batch(recs)
+    m = model_of(*simulate("p2p_deadlock", 0), finish=False)
     lay = Layout(m)
     lay.update()
     idx = messages.message_index(lay)
