@@ -380,7 +380,9 @@ class Flusher:
     def terminated(self, signum: int) -> None:
         """The process got ``signum`` (SIGTERM: the run is being stopped, e.g. by
         mpiexec whose ``mpvis run`` died): ship everything and say ``BYE crashed``
-        if the collector is there, else spill; then leave with ``128 + signum``."""
+        if the collector is there, else spill; linger :data:`ORPHAN_LINGER` (the
+        peers got the signal too, and MPICH kills them once one rank leaves);
+        then leave with ``128 + signum``."""
         with self._lock:
             if self._terminating:
                 return
@@ -392,9 +394,9 @@ class Flusher:
             time.sleep(0.02)
         if self._sink.gone():
             self._orphaned(f"got signal {signum} and the collector is gone", leave=False)
-            time.sleep(ORPHAN_LINGER)
         else:
             self.close("crashed", f"stopped by signal {signum}")
+        time.sleep(ORPHAN_LINGER)
         self._leave(128 + signum)
 
     def _orphaned(self, why: str, *, leave: bool, locked: bool = False) -> None:

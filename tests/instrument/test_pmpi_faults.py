@@ -112,6 +112,11 @@ def _recover_and_compare(tmp_path: Path, cache: Path, exe: Path, trace: Path) ->
     rec = mpvis_cli("recover", str(trace), "--spill-dir", str(tmp_path / "spill"))
     assert rec.returncode == 0 and "records recovered" in rec.stdout, rec.stdout + rec.stderr
     assert spilled(tmp_path / "spill") <= keys(trace)
+    _compare_with_clean_run(tmp_path, cache, exe, trace)
+
+
+def _compare_with_clean_run(tmp_path: Path, cache: Path, exe: Path, trace: Path) -> None:
+    """Rank by rank, ``trace`` holds the first records of a clean run, no gap."""
     got = _by_rank(records(trace))
     rounds = max(sum(r["kind"] == "send" for r in rs) for rs in got.values()) + 2
     clean_dir = tmp_path / "clean"
@@ -205,3 +210,37 @@ def test_sigkill_of_a_separate_collector_makes_c_ranks_spill_and_leave(
     _check_spills(tmp_path / "spill", 2)
     (trace,) = list(tmp_path.glob("*.jsonl"))
     _recover_and_compare(tmp_path, cache, exe, trace)
+
+
+def test_ctrl_c_makes_c_ranks_ship_everything_and_say_why(
+        tmp_path: Path, cache: Path, mpicc: str) -> None:
+    """SIGINT (Ctrl-C) with the collector alive: the ranks ship every record
+    (as an mpi4py rank's KeyboardInterrupt does) and nothing is spilled; every
+    message a rank consumed has its send in the trace (a rank killed by SIGINT
+    used to lose its last records: "consume ... has no send to match")."""
+    exe = compile_c(mpicc, PINGPONG, tmp_path / "pingpong", "-g")
+    p = subprocess.Popen([sys.executable, "-m", "mpvis", "run", "-n", "2", "--out", "t.jsonl",
+                          "--", str(exe)], cwd=tmp_path, env=_env(tmp_path, cache),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert p.stdout is not None
+        for line in p.stdout:
+            if "RUNNING" in line:
+                break
+        procs = run_processes(p.pid, str(exe))
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=120)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert p.returncode == 130, err
+    assert "no send to match" not in err and "refused" not in err, err
+    assert not list((tmp_path / "spill").glob("spill-*"))
+    recs = records(tmp_path / "t.jsonl")
+    for sender, receiver, tag in ((0, 1, 1), (1, 0, 2)):
+        sent = sum(r["rank"] == sender and r["kind"] == "send" and r["tag"] == tag for r in recs)
+        got = sum(r["rank"] == receiver and r["kind"] == "consume" and r["tag"] == tag
+                  for r in recs)
+        assert 0 < got <= sent, (sender, receiver, got, sent)
+    _wait_gone(procs)
+    _compare_with_clean_run(tmp_path, cache, exe, tmp_path / "t.jsonl")

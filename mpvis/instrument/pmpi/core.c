@@ -30,11 +30,12 @@
  *    rank once one leaves, the peers need the time to spill) and leaves with
  *    status 75, so a killed `mpvis run` leaves no rank behind.
  *    MPVIS_STAY_ON_LOSS=1 spills and lets the program go on untraced instead.
- *  - SIGTERM (mpiexec stopping the job), unless the program installed its own
- *    handler first: the handler only notes the signal; the flusher watches
+ *  - SIGTERM (mpiexec stopping the job) and SIGINT (Ctrl-C), unless the
+ *    program installed its own handler: the handler only notes the signal; the flusher watches
  *    TERM_LOOK (0.5 s) for the connection to close, then spills and lingers
- *    as above if it did, else ships everything and says BYE crashed; the rank
- *    leaves with 128 + 15.
+ *    as above if it did, else ships everything, says BYE crashed and lingers
+ *    too (its peers got the signal as well); the rank leaves with 128 + the
+ *    signal's number.
  */
 #define _GNU_SOURCE
 #include "mvp.h"
@@ -51,7 +52,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/membarrier.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
 #include <unistd.h>
@@ -96,6 +99,11 @@ static pthread_t flusher;
 static _Atomic int stop_flusher;
 static _Atomic int term_signal;         /* SIGTERM noted by on_term, handled by the flusher */
 static int spilled;                     /* the orphan rule ran (under dlock) */
+/* Halting the program's threads before the last drain (halt_producers): a
+ * record not published by then is never published, and its MPI call never
+ * made, so no peer sees a message whose send the trace lacks. */
+static _Atomic int halted, in_append;
+static int membarrier_ok;
 
 /* The mpi4py path's constants (mpvis/instrument/transport.py). */
 #define WATCH_EVERY 0.5                 /* seconds between connection checks */
@@ -386,11 +394,34 @@ int64_t mvp_append(mvp_rec *r, const mvp_x *x) {
 no_extras:;
     uint64_t h = atomic_load_explicit(&head, memory_order_relaxed);
     while (h - atomic_load_explicit(&tail, memory_order_acquire) >= RCAP) drain();
+    /* Asymmetric Dekker with halt_producers: plain accesses here, the full
+     * barrier on the other side (membarrier). */
+    atomic_store_explicit(&in_append, 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);
+    if (MVP_UNLIKELY(atomic_load_explicit(&halted, memory_order_relaxed))) {
+        atomic_store_explicit(&in_append, 0, memory_order_relaxed);
+        mvp_unlock();
+        for (;;) pause();  /* the flusher ends the process */
+    }
     int64_t seq = r->seq = next_seq++;
     ring[h % RCAP] = *r;
     atomic_store_explicit(&head, h + 1, memory_order_release);
+    atomic_store_explicit(&in_append, 0, memory_order_release);
     mvp_unlock();
     return seq;
+}
+
+/* Stop the program's threads at their next record (the flusher, before the
+ * last drain of a rank that leaves): every record published so far is in the
+ * ring, and no later one will be, nor will its MPI call be made. */
+static void halt_producers(void) {
+    atomic_store(&halted, 1);
+    /* A full barrier on every thread of the process: the producer's in_append
+     * store is visible here, or it sees `halted`. */
+    if (!membarrier_ok || syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+    struct timespec ms = {0, 1000000};
+    while (atomic_load(&in_append)) nanosleep(&ms, NULL);
 }
 
 /* -- encoding ----------------------------------------------------------------------- */
@@ -614,6 +645,11 @@ static void nap(double seconds) {
 static void orphaned_locked(const char *why, int leave) {
     if (spilled) return;
     spilled = 1;
+    leave = leave && getenv("MPVIS_STAY_ON_LOSS") == NULL;
+    /* Leaving (or stopped by a signal): no record, no MPI call after the spill.
+     * Not at the rank's own end (its thread is the caller) nor when the
+     * program goes on untraced. */
+    if ((leave || atomic_load(&term_signal)) && !atomic_load(&stop_flusher)) halt_producers();
     lost = 1;
     int fd = sock;
     sock = -1;
@@ -630,7 +666,6 @@ static void orphaned_locked(const char *why, int leave) {
     if (n > 0) snprintf(where, sizeof where, "%lld records spilled to %s", (long long)n, path);
     else if (n == 0) snprintf(where, sizeof where, "nothing to spill");
     else snprintf(where, sizeof where, "the spill file could not be written (%s)", err);
-    leave = leave && getenv("MPVIS_STAY_ON_LOSS") == NULL;
     fprintf(stderr, "mpvis: rank %d: %s; %s%s\n", mvp_rank, why, where,
             leave ? "; leaving (its run is gone)" : "");
     fflush(stderr);
@@ -642,8 +677,8 @@ static void orphaned_locked(const char *why, int leave) {
 
 static void say_bye(const char *status, const char *detail);
 
-/* SIGTERM noted by on_term (run by the flusher, never returns): ship
- * everything and say BYE crashed if the collector is there, else spill and
+/* SIGTERM or SIGINT noted by on_term (run by the flusher, never returns):
+ * ship everything and say BYE crashed if the collector is there, else spill;
  * linger; then leave with 128 + sig (transport.py Flusher.terminated). */
 static void terminated(int sig) {
     pthread_mutex_lock(&dlock);
@@ -666,10 +701,14 @@ static void terminated(int sig) {
             pthread_mutex_unlock(&dlock);
             nap(ORPHAN_LINGER);
         } else {
+            halt_producers();  /* what the BYE ends with is all there is */
             mvp_on = 0;
             atomic_store(&stop_flusher, 1);  /* a failing send now spills, never leaves with 75 */
             snprintf(text, sizeof text, "stopped by signal %d", sig);
             say_bye("crashed", text);
+            /* The peers got the signal too: MPICH kills them once one rank
+             * leaves, so give them the time to ship theirs. */
+            nap(ORPHAN_LINGER);
         }
     }
     _exit(128 + sig);
@@ -717,7 +756,8 @@ static void *flusher_main(void *arg) {
  * the program's thread is blocked inside MPI. */
 static void on_term(int sig) {
     int saved = errno;
-    atomic_store(&term_signal, sig);
+    int none = 0;
+    atomic_compare_exchange_strong(&term_signal, &none, sig);  /* the first one decides */
     if (!atomic_load(&flusher_live)) {
         signal(sig, SIG_DFL);
         raise(sig);
@@ -922,19 +962,26 @@ void mvp_start(int *argc, char ***argv, int provided) {
     pthread_mutex_unlock(&dlock);
     free(b.p);
     mvp_on = 1;
+    membarrier_ok = syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
     atomic_store(&flusher_live, 1);
     pthread_create(&flusher, NULL, flusher_main, NULL);
     atexit(at_exit);
-    /* SIGTERM: ship or spill, then leave (terminated); a program that installs
-     * its own handler (before or after this) keeps it. */
-    struct sigaction old;
-    if (sigaction(SIGTERM, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO)
-        && old.sa_handler == SIG_DFL) {
-        struct sigaction sa = {0};
-        sa.sa_handler = on_term;
-        sigemptyset(&sa.sa_mask);
-        sa.sa_flags = SA_RESTART;
-        sigaction(SIGTERM, &sa, NULL);
+    /* SIGTERM, and SIGINT (Ctrl-C: an mpi4py rank's KeyboardInterrupt ships
+     * its records too): ship or spill, then leave (terminated); a program that
+     * installs its own handler (before or after this) keeps it. */
+    static const int stops[] = {SIGTERM, SIGINT};
+    for (int i = 0; i < 2; i++) {
+        struct sigaction old;
+        if (sigaction(stops[i], NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO)
+            && old.sa_handler == SIG_DFL) {
+            struct sigaction sa = {0};
+            sa.sa_handler = on_term;
+            sigemptyset(&sa.sa_mask);
+            sigaddset(&sa.sa_mask, SIGTERM);
+            sigaddset(&sa.sa_mask, SIGINT);
+            sa.sa_flags = SA_RESTART;
+            sigaction(stops[i], &sa, NULL);
+        }
     }
     catch_fatal(SIGSEGV);
     catch_fatal(SIGBUS);
