@@ -44,6 +44,8 @@ Contract of :meth:`ModelManager.add_batch`:
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from mpvis.model.causal import CausalRelease
@@ -53,7 +55,7 @@ from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import Batch, extract
 from mpvis.model.nonadjacent import nonadjacent_races
 from mpvis.model.observer import ModelChange, ModelObserver
-from mpvis.model.races import Race, RaceTracker, RecvFacts
+from mpvis.model.races import Race, RaceTracker, RecvFacts, receive_state
 from mpvis.model.rules import RecordRules
 from mpvis.model.status import DEAD, ENDED, FINISHED, RUNNING, SUSPENDED, rank_status
 from mpvis.model.store import EventStore
@@ -90,7 +92,7 @@ class ModelManager:
                                              lost_send_of=self._lost_send_of)
         #: The classifier's receive pairs.
         self.races = RaceTracker(RecvFacts(
-            receive=store.receive_state, clock_ready=causal.clock_ready,
+            receive=partial(receive_state, store), clock_ready=causal.clock_ready,
             happened_before=causal.clocks.happened_before, site=store.site_of,
         ))
         #: The spec's context rules and the facts they keep.

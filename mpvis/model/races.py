@@ -21,6 +21,7 @@ import numpy.typing as npt
 
 from mpvis.model import classifier
 from mpvis.model.classifier import ANY, Verdict
+from mpvis.model.store import EventStore
 
 Key = tuple[int, int]
 IntArray = npt.NDArray[Any]
@@ -74,6 +75,21 @@ class Race:
 #: seq of its consume, the consumed message's ``(src, tag)`` and its send's key
 #: (each ``None`` while unknown).
 RecvState = tuple[int, int, int | None, tuple[int, int] | None, Key | None]
+
+
+def receive_state(store: EventStore, rank: int, seq: int) -> RecvState:
+    """What the store knows of receive ``(rank, seq)`` (:data:`RecvState`): the
+    tracker's :attr:`RecvFacts.receive` in the model."""
+    by_rank = store.by_rank[rank]
+    g = by_rank[seq]
+    peer, tag = store.c_peer.data, store.c_tag.data
+    c = store.c_ref.data[g]
+    if c < 0:
+        return peer[g], tag[g], None, None, None
+    cg = by_rank[c]
+    sg = store.c_partner.data[cg]
+    send = None if sg < 0 else (store.c_rank.data[sg], store.c_seq.data[sg])
+    return peer[g], tag[g], c, (peer[cg], tag[cg]), send
 
 
 class RecvFacts:

@@ -35,11 +35,6 @@ from mpvis.protocol.record_types import Record
 
 Key = tuple[int, int]
 
-#: What the classifier needs of one receive: its ``src`` and ``tag``
-#: arguments, the seq of its consume, the consumed message's ``(src, tag)`` and
-#: its send's key (each ``None`` while unknown).
-RecvState = tuple[int, int, int | None, tuple[int, int] | None, Key | None]
-
 K_SEND, K_RECV, K_CONSUME = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.CONSUME))
 
 
@@ -158,19 +153,6 @@ class EventStore:
         """Seq of the consume of receive ``(rank, recv_seq)``, if any yet."""
         ref = int(self.c_ref.data[self.by_rank[rank][recv_seq]])
         return None if ref < 0 else ref
-
-    def receive_state(self, rank: int, seq: int) -> RecvState:
-        """What the classifier needs of receive ``(rank, seq)`` (:data:`RecvState`)."""
-        by_rank = self.by_rank[rank]
-        g = by_rank[seq]
-        peer, tag = self.c_peer.data, self.c_tag.data
-        c = self.c_ref.data[g]
-        if c < 0:
-            return peer[g], tag[g], None, None, None
-        cg = by_rank[c]
-        sg = self.c_partner.data[cg]
-        send = None if sg < 0 else (self.c_rank.data[sg], self.c_seq.data[sg])
-        return peer[g], tag[g], c, (peer[cg], tag[cg]), send
 
     def later_receives(self, rank: int, seq: int) -> list[int]:
         """Seqs of the receives of ``rank`` after ``seq`` on the same communicator."""
