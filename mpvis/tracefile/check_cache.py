@@ -9,9 +9,9 @@ check found from this cache instead.  Contract:
   (``$XDG_CACHE_HOME``; ``MPVIS_CACHE_DIR`` overrides the directory), named by
   a hash of the trace's absolute path and the options;
 * it is used only if it names the trace's current size and modification time,
-  this :data:`FORMAT`, and the same analysis code (a stamp of the model's,
-  the analyses' and the protocol's source files: any change of them
-  invalidates every cache);
+  this :data:`FORMAT`, and the same analysis code (a stamp of the source files
+  of the model, the analyses, the protocol and the trace reader: any change
+  of them invalidates every cache);
 * it is read with ``np.load(allow_pickle=False)`` (no pickle, no code runs);
   a cache that is unreadable, inconsistent or of another format is ignored
   with a note on stderr and written again; writing is atomic (a temporary
@@ -99,7 +99,7 @@ def _code_stamp() -> str:
     whose change may change a report."""
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
-    for sub in ("model", "analysis", "protocol"):
+    for sub in ("model", "analysis", "protocol", "tracefile"):
         for f in sorted((root / sub).glob("*.py")):
             st = f.stat()
             h.update(f"{sub}/{f.name}:{st.st_size}:{st.st_mtime_ns};".encode())
@@ -286,10 +286,13 @@ def load(trace: str | Path, options: dict[str, object]) -> Cached | None:
     (unmarked) and each race's group, or ``None`` (no valid cache: module
     docstring)."""
     path = Path(trace)
-    out = cache_path(path, options)
     try:
-        if path.stat().st_size < min_bytes() or not out.is_file():
-            return None
+        out = cache_path(path, options)
+        if not path.is_file() or path.stat().st_size < min_bytes() or not out.is_file():
+            return None  # no trace (the check itself says so), small, or never cached
+    except OSError:
+        return None
+    try:
         with np.load(out, allow_pickle=False) as z:
             meta = _json(z["meta"])
             if meta != _meta(path, options):

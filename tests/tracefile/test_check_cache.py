@@ -154,3 +154,10 @@ def test_columns_give_back_every_entry_in_its_key_order(races: list[dict[str, An
 def test_entries_of_an_unknown_shape_are_not_cached() -> None:
     with pytest.raises(check_cache._Unknown):
         check_cache._encode([{"method": "classifier", "rank": 0, "new_field": 1}], [0])
+
+
+def test_a_missing_trace_is_the_check_s_error_not_a_cache_note(
+        tmp_path: Path, cache_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _check(capsys, str(tmp_path / "nothing.jsonl"))
+    assert code == 2
+    assert "invalid trace" in err and "cache" not in err
