@@ -6,13 +6,14 @@ the run beyond the event (dead ranks)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mpvis.protocol import records as rec_kinds
 
 if TYPE_CHECKING:
     from mpvis.model.entities import Event
     from mpvis.model.manager import ModelManager
+    from mpvis.protocol.record_types import EventRecord
 
 
 def _arg(v: int, wildcard: str) -> str:
@@ -21,30 +22,29 @@ def _arg(v: int, wildcard: str) -> str:
 
 def summary(m: ModelManager, e: Event) -> str:
     """One line: ``2:5 recv(ANY_SOURCE, 7) @ file.py:12`` (events are ``rank:seq``)."""
-    rec = e.fields
-    kind = rec["kind"]
+    rec = cast("EventRecord", e.fields)  # the model's checked record, typed by its kind
     head = f"{rec['rank']}:{rec['seq']} "
-    if kind == rec_kinds.SEND:
+    if rec["kind"] == rec_kinds.SEND:
         mode = "ssend" if rec.get("sync") else ("send" if rec["blocking"] else "isend")
         body = f"{mode} to {rec['dest']} tag {rec['tag']}"
-    elif kind == rec_kinds.RECV:
+    elif rec["kind"] == rec_kinds.RECV:
         mode = "recv" if rec["blocking"] else "irecv"
         body = f"{mode}({_arg(rec['src'], 'ANY_SOURCE')}, {_arg(rec['tag'], 'ANY_TAG')})"
         if rec["src"] == -1 and rec["tag"] == -1:
             body += " [wildcard: click for its races]"
-    elif kind == rec_kinds.CONSUME:
+    elif rec["kind"] == rec_kinds.CONSUME:
         body = (f"consume of recv {rec['rank']}:{rec['recv']}: message from rank {rec['src']} "
                 f"tag {rec['tag']}")
-    elif kind in (rec_kinds.COLL, rec_kinds.COLL_EXIT):
-        body = f"{'enter' if kind == rec_kinds.COLL else 'exit'} {rec.get('op', '?')}"
-    elif kind in (rec_kinds.LOCK, rec_kinds.LOCKED, rec_kinds.UNLOCK):
-        body = f"{kind} {rec.get('lock', '')}"
-    elif kind == rec_kinds.WAIT:
+    elif rec["kind"] == rec_kinds.COLL or rec["kind"] == rec_kinds.COLL_EXIT:
+        body = f"{'enter' if rec['kind'] == rec_kinds.COLL else 'exit'} {rec.get('op', '?')}"
+    elif rec["kind"] in (rec_kinds.LOCK, rec_kinds.LOCKED, rec_kinds.UNLOCK):
+        body = f"{rec['kind']} {rec.get('lock', '')}"
+    elif rec["kind"] == rec_kinds.WAIT:
         body = f"wait reqs {rec.get('reqs')}"
-    elif kind == rec_kinds.STATE:
+    elif rec["kind"] == rec_kinds.STATE:
         body = "state " + ", ".join(f"{k}={v}" for k, v in rec.get("vars", {}).items())
     else:
-        body = kind
+        body = rec["kind"]
     site = rec.get("site")
     r, s = int(rec["rank"]), int(rec["seq"])
     died = (f"  | rank {r} died here: {m.dead[r]}"
