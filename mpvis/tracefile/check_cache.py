@@ -251,7 +251,13 @@ def _json(arr: npt.NDArray[Any]) -> Any:
     return orjson.loads(arr.tobytes())
 
 
-def _decode(cols: dict[str, list[int]], strings: list[str]) -> list[dict[str, Any]]:
+_STRING_COLUMNS = ("verdict", "consumption", "scope", "site1", "site2")
+#: Rows decoded at a time: the Python ints of a whole column would cost more
+#: than the entries themselves.
+_CHUNK = 1 << 15
+
+
+def _decode(cols: dict[str, npt.NDArray[Any]], strings: list[str]) -> list[dict[str, Any]]:
     """The race entries, each a dict in the report's key order."""
 
     def s(i: int) -> str | None:
@@ -262,23 +268,41 @@ def _decode(cols: dict[str, list[int]], strings: list[str]) -> list[dict[str, An
 
     out: list[dict[str, Any]] = []
     append = out.append
-    rows = zip(*(cols[c] for c in _COLUMNS[:-1]), strict=True)
-    for (method, rank, r1, r2, m1r, m1s, m2r, m2s, situation, verdict, comm, consumption,
-         scope, site1, site2, confirmed) in rows:
-        if method == 1:
-            append({"method": "exact", "rank": rank, "recvs": [r1],
-                    "messages": [[m1r, m1s], [m2r, m2s]], "verdict": s(verdict)})
-            continue
-        e = {"method": "classifier", "scope": s(scope), "rank": rank, "recvs": [r1, v(r2)],
-             "situation": v(situation),
-             "messages": [None if m1r == _NONE else [m1r, m1s],
-                          None if m2r == _NONE else [m2r, m2s]],
-             "verdict": s(verdict), "comm": v(comm), "consumption": s(consumption),
-             "sites": [s(site1), s(site2)]}
-        if confirmed >= 0:
-            e["confirmed"] = bool(confirmed)
-        append(e)
+    n = len(cols["method"])
+    for lo in range(0, n, _CHUNK):
+        rows = zip(*(cols[c][lo:lo + _CHUNK].tolist() for c in _COLUMNS[:-1]), strict=True)
+        for (method, rank, r1, r2, m1r, m1s, m2r, m2s, situation, verdict, comm,
+             consumption, scope, site1, site2, confirmed) in rows:
+            if method == 1:
+                append({"method": "exact", "rank": rank, "recvs": [r1],
+                        "messages": [[m1r, m1s], [m2r, m2s]], "verdict": s(verdict)})
+                continue
+            e = {"method": "classifier", "scope": s(scope), "rank": rank,
+                 "recvs": [r1, v(r2)], "situation": v(situation),
+                 "messages": [None if m1r == _NONE else [m1r, m1s],
+                              None if m2r == _NONE else [m2r, m2s]],
+                 "verdict": s(verdict), "comm": v(comm), "consumption": s(consumption),
+                 "sites": [s(site1), s(site2)]}
+            if confirmed >= 0:
+                e["confirmed"] = bool(confirmed)
+            append(e)
     return out
+
+
+def _consistent(cols: dict[str, npt.NDArray[Any]], strings: object, ngroups: int) -> bool:
+    """Whether the columns have one length, integer types, and indices in range."""
+    n = len(cols["method"])
+    if not isinstance(strings, list) or not all(isinstance(x, str) for x in strings):
+        return False
+    if any(a.ndim != 1 or len(a) != n or a.dtype.kind != "i" for a in cols.values()):
+        return False
+    if n == 0:
+        return True
+    groups = cols["group"]
+    return bool(groups.min() >= 0 and groups.max() < ngroups
+                and all(cols[c].min() >= -1 and cols[c].max() < len(strings)
+                        for c in _STRING_COLUMNS)
+                and np.isin(cols["method"], (0, 1)).all())
 
 
 def load(trace: str | Path, options: dict[str, object]) -> Cached | None:
@@ -301,13 +325,9 @@ def load(trace: str | Path, options: dict[str, object]) -> Cached | None:
             rest = _json(z["rest"])
             keys = _json(z["keys"])
             groups = _json(z["groups"])
-            cols = {c: z[f"race_{c}"].tolist() for c in _COLUMNS}
-        n = len(cols["method"])
-        if (any(len(c) != n for c in cols.values()) or not isinstance(strings, list)
-                or not isinstance(rest, dict) or not isinstance(groups, list)
-                or not all(isinstance(x, str) for x in strings)
-                or min(cols["group"], default=0) < 0
-                or max(cols["group"], default=-1) >= len(groups)):
+            cols = {c: z[f"race_{c}"] for c in _COLUMNS}
+        if (not isinstance(rest, dict) or not isinstance(groups, list)
+                or not _consistent(cols, strings, len(groups))):
             raise ValueError("inconsistent columns")
         races = _decode(cols, strings)
         report = {k: races if k == "races" else rest[k] for k in keys}
@@ -315,7 +335,7 @@ def load(trace: str | Path, options: dict[str, object]) -> Cached | None:
             zipfile.BadZipFile) as exc:  # any damage: ignore the cache, never trust it
         _note(f"ignoring the damaged check cache {out} ({type(exc).__name__}: {exc})")
         return None
-    return report, groups, cols["group"]
+    return report, groups, cols["group"].tolist()
 
 
 def apply_marks(races: list[dict[str, Any]], groups: list[dict[str, Any]],

@@ -79,7 +79,8 @@ def test_a_changed_trace_is_checked_again(
     assert _check(capsys, str(trace), "--json") == after != before
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "pickle", "wrong_columns"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "pickle", "wrong_columns",
+                                    "bad_index"])
 def test_a_damaged_cache_is_ignored_with_a_note_and_rewritten(
         tmp_path: Path, cache_env: Path, capsys: pytest.CaptureFixture[str],
         damage: str) -> None:
@@ -96,6 +97,8 @@ def test_a_damaged_cache_is_ignored_with_a_note_and_rewritten(
             arrays: dict[str, Any] = dict(z)
         if damage == "pickle":
             arrays["race_rank"] = np.array([object()] * len(arrays["race_rank"]), dtype=object)
+        elif damage == "bad_index":
+            arrays["race_verdict"] = arrays["race_verdict"] + 1000
         else:
             arrays["race_group"] = arrays["race_group"][:-1]
         with open(path, "wb") as f:
@@ -145,8 +148,7 @@ def test_columns_give_back_every_entry_in_its_key_order(races: list[dict[str, An
              "exact": check_cache._EXACT_KEYS}
     races = [{k: e[k] for k in order[e["method"]] if k in e} for e in races]  # report order
     cols, strings = check_cache._encode(races, [0] * len(races))
-    got = check_cache._decode({c: cols[f"race_{c}"].tolist() for c in check_cache._COLUMNS},
-                              strings)
+    got = check_cache._decode({c: cols[f"race_{c}"] for c in check_cache._COLUMNS}, strings)
     assert got == races
     assert [list(e) for e in got] == [list(e) for e in races]
 
