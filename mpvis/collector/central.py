@@ -97,10 +97,6 @@ MAX_UNAUTHENTICATED = 32
 LOGGED_INCIDENTS = 5
 
 
-class _RefusedError(Exception):
-    """A peer is refused: REFUSED is sent with this reason, then the connection closes."""
-
-
 @dataclass
 class _Collector:
     """What the central process remembers of a collector across its reconnections."""
@@ -304,7 +300,7 @@ class CentralProcess:
                 await writer.drain()
         except TimeoutError:
             self._incident(peer, "no HELLO in time")
-        except _RefusedError as exc:
+        except m.RefusedError as exc:
             self._incident(peer, f"refused: {exc}")
             writer.write(encode_frame(MsgType.REFUSED, {"reason": str(exc)}))
         except ProtocolError as exc:
@@ -328,24 +324,24 @@ class CentralProcess:
         self, msg: Message, writer: asyncio.StreamWriter, peer: str
     ) -> tuple[_Run, _Collector]:
         if msg.type != MsgType.HELLO:
-            raise _RefusedError(f"expected HELLO, got {msg.type.name}")
+            raise m.RefusedError(f"expected HELLO, got {msg.type.name}")
         body = m.check_hello(msg.body)
         if not token_matches(self.token, body.get("token")):
-            raise _RefusedError("wrong token")
+            raise m.RefusedError("wrong token")
         if body["role"] != m.ROLE_COLLECTOR:
-            raise _RefusedError("only collectors connect to the central process")
+            raise m.RefusedError("only collectors connect to the central process")
         run_id: str = body["run"]
         run = self._runs.get(run_id)
         if run is None:
             if self._active is not None and not self._active.finished:
-                raise _RefusedError(f"busy with run {self._active.run_id}")
+                raise m.RefusedError(f"busy with run {self._active.run_id}")
             if self.journal_path is not None and self._runs:
-                raise _RefusedError("this central process records a single run")
+                raise m.RefusedError("this central process records a single run")
             run = self._runs[run_id] = _Run(run_id)
             self._active = run
             log.info("run %s: first collector from %s", run_id, peer)
         elif run.finished:
-            raise _RefusedError(f"run {run_id} has ended")
+            raise m.RefusedError(f"run {run_id} has ended")
         cid: str = body["collector"]
         coll = run.collectors.get(cid)
         if coll is None:

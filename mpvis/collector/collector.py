@@ -70,10 +70,6 @@ LOGGED_REFUSALS = 5
 SETTLE = 0.1
 
 
-class _RefusedError(Exception):
-    """A rank is refused with this reason."""
-
-
 class Collector:
     """One machine's collector for one run (see the module docstring).
 
@@ -365,7 +361,7 @@ class Collector:
                     break
         except TimeoutError:
             self._refusal("a rank connection sent no HELLO in time")
-        except _RefusedError as exc:
+        except m.RefusedError as exc:
             self._refusal(f"refused a rank connection: {exc}")
             writer.write(encode_frame(MsgType.REFUSED, {"reason": str(exc)}))
         except ProtocolError as exc:
@@ -400,12 +396,12 @@ class Collector:
 
     def _rank_hello(self, msg: Message) -> int:
         if msg.type != MsgType.HELLO:
-            raise _RefusedError(f"expected HELLO, got {msg.type.name}")
+            raise m.RefusedError(f"expected HELLO, got {msg.type.name}")
         body = m.check_hello(msg.body)
         if not token_matches(self.rank_token, body.get("token")):
-            raise _RefusedError("wrong token")
+            raise m.RefusedError("wrong token")
         if body["role"] != m.ROLE_RANK:
-            raise _RefusedError("only ranks connect to a collector")
+            raise m.RefusedError("only ranks connect to a collector")
         rank: int = body["rank"]
         return rank
 

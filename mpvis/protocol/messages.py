@@ -46,12 +46,14 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from mpvis.errors import MpvisError
 from mpvis.protocol.framing import ProtocolError
 
 __all__ = [
     "END_STATUSES",
     "ROLE_COLLECTOR",
     "ROLE_RANK",
+    "RefusedError",
     "bye_body",
     "check_bye",
     "check_envelope",
@@ -70,6 +72,11 @@ KILLED: Final = "killed"
 END_STATUSES: Final = (FINAL, CRASHED, KILLED)
 
 Body = dict[str, Any]
+
+
+class RefusedError(MpvisError):
+    """A peer is refused at its HELLO (wrong token or role, a busy or ended run):
+    the receiving end sends REFUSED with this reason, then closes the connection."""
 
 
 def hello_rank(rank: int, token: str | None, *, pid: int, host: str) -> Body:
