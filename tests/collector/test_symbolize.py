@@ -66,3 +66,25 @@ def test_raw_sites_in_a_crash_detail_are_named() -> None:
     text = "MPI_Abort(errorcode=7) at @1000:1234:main+0x34:/x/prog then @0:1:?+0x0:/y/z"
     assert sym.in_text(text) == "MPI_Abort(errorcode=7) at main+0x34 then z+0x1"
     assert sym.in_text("no site") == "no site"
+
+
+def test_a_spilled_record_names_its_raw_site(program: Path) -> None:
+    """A compiled rank's spill file carries raw site names (pmpi/spill.c):
+    ``name_record`` names them as ``name_sites`` names ids, and leaves others."""
+    if shutil.which("addr2line") is None or shutil.which("nm") is None:
+        pytest.skip("no binutils")
+    sym = SiteSymbolizer()
+    pc = _address_in_main(program)
+    raw = f"@0:{pc:x}:main+0x8:{program}"
+    by_id = [{"kind": "send", "site": 1}]
+    sym.name_sites(0, [[1, raw]], by_id)
+    spilled = {"kind": "send", "site": raw}
+    sym.name_record(spilled)
+    assert spilled == by_id[0]
+    final = {"kind": "final", "requests": [{"site": raw, "req": 3}, {"site": None}]}
+    sym.name_record(final)
+    assert final == {"kind": "final", "requests": [{"site": by_id[0]["site"], "req": 3},
+                                                   {"site": None}]}
+    named = {"kind": "recv", "site": "prog.c:4"}
+    sym.name_record(named)
+    assert named == {"kind": "recv", "site": "prog.c:4"}
