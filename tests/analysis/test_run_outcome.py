@@ -6,12 +6,12 @@ from collections import Counter
 
 from mpvis.analysis.run_outcome import Outcome, differences, trace_outcome
 from mpvis.model.manager import ModelManager
+from mpvis.protocol.records import make_header
+from tests.fixtures import model_of
 
 
 def _model(value: int, dest: int) -> ModelManager:
-    header = {"kind": "header", "format": "mpvis-trace", "version": 1, "nprocs": 3}
-    m = ModelManager(header)
-    m.add_batch([
+    return model_of(make_header(3), [
         {"rank": 0, "seq": 0, "kind": "send", "dest": dest, "tag": 4, "blocking": True,
          "sync": False, "size": 8},
         {"rank": 0, "seq": 1, "kind": "state", "vars": {"x": value, "phase": "end"}},
@@ -21,8 +21,6 @@ def _model(value: int, dest: int) -> ModelManager:
          "send": [0, 0]},
         {"rank": dest, "seq": 2, "kind": "final"},
     ])
-    m.finish()
-    return m
 
 
 def test_trace_outcome_collects_messages_state_and_finished_ranks() -> None:

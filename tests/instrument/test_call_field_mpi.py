@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from mpvis.protocol.record_types import Record
+from tests.fixtures import model_of
 from tests.instrument.test_trace_mpi import EXAMPLES, run_inline, run_traced, validate
 
 pytestmark = pytest.mark.mpi
@@ -147,15 +148,12 @@ def test_orderings_of_an_mpi4py_trace_pair_sendrecv_by_call(tmp_path: Path) -> N
     """Figure 10's program traced: the POEG pairs the halves by ``call`` (no site
     needed) and counts the paper's 6,268 orderings at 2 iterations on 3 ranks."""
     from mpvis.analysis.poeg import poeg_of
-    from mpvis.model.manager import ModelManager
 
     program = EXAMPLES / "neighbor_exchange.py"
     proc, lines = run_traced(program, 3, tmp_path, "2")
     assert proc.returncode == 0, proc.stderr
     header, events = validate(lines, program)
-    model = ModelManager(header)
-    model.add_batch(events)
-    model.finish()
+    model = model_of(header, events)
     assert poeg_of(model).pairing == ("call", "call", "call")
     trace = tmp_path / "fig10.jsonl"
     trace.write_text("".join(json.dumps(r) + "\n" for r in lines))
