@@ -84,6 +84,8 @@ class _Event(TypedDict):
     comm: NotRequired[int]
     #: The per-rank number of the MPI call the record belongs to.
     call: NotRequired[int]
+    #: The function of the call site (compiled programs: named by the collector).
+    func: NotRequired[str]
 
 
 class SendRecord(_Event):
