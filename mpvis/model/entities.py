@@ -135,6 +135,26 @@ class Event:
         return s.c_kind[self.index] in (_K_SEND, _K_RECV) and bool(s.c_flags[self.index] & 1)
 
     @property
+    def sync(self) -> bool:
+        """A synchronous send (False for any other kind)."""
+        s = self.model.store
+        return s.c_kind[self.index] == _K_SEND and bool(s.c_flags[self.index] & 2)
+
+    @property
+    def request(self) -> int | None:
+        """The request of a nonblocking send or receive, else None."""
+        s = self.model.store
+        req = int(s.c_req[self.index])
+        return req if req != -1 and s.c_kind[self.index] in (_K_SEND, _K_RECV) else None
+
+    @property
+    def size(self) -> int | None:
+        """A send's ``size`` in bytes, when recorded, else None."""
+        s = self.model.store
+        v = int(s.c_size[self.index])
+        return v if v >= 0 and s.c_kind[self.index] == _K_SEND else None
+
+    @property
     def fields(self) -> Record:
         """Every field, as in the trace record."""
         return self.model.store.record_at(self.index)

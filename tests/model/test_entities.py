@@ -32,6 +32,11 @@ def test_views_agree_with_the_records(path: Path) -> None:
         assert e == m.event(*e.key) == m.event_at(e.index)
         assert isinstance(e, Consume) == (rec["kind"] == "consume")
         assert (e.kind, e.site, e.comm) == (rec["kind"], rec.get("site"), rec.get("comm", 0))
+        p2p = e.kind in ("send", "recv")
+        assert e.blocking == (p2p and bool(rec.get("blocking")))
+        assert e.sync == (e.kind == "send" and bool(rec.get("sync")))
+        assert e.request == (rec.get("req") if p2p else None)
+        assert e.size == (rec.get("size") if e.kind == "send" else None)
         if e.kind in ("send", "recv", "consume"):
             assert e.tag == rec["tag"]
             assert e.peer == rec["dest" if e.kind == "send" else "src"]
