@@ -69,6 +69,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+import orjson
+
 from mpvis.instrument.recorder import Drained, Recorder
 from mpvis.protocol.compact import CompactDecoder, compact_body
 from mpvis.protocol.framing import MsgType, encode_frame_parts
@@ -262,11 +264,12 @@ class SocketSink:
         meta = {"kind": SPILL_KIND, "version": 1, "rank": self._rank, "reason": reason}
         # Written in pieces, each flushed: if mpiexec kills this rank midway (a peer
         # left first), the lines written are kept; a reader drops a cut last line.
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(meta) + "\n")
+        # orjson, as the journal writes: a NaN or infinite state value becomes null
+        # (json.dumps wrote NaN, which no trace reader accepts: the spill was refused).
+        with open(path, "wb") as fh:
+            fh.write(orjson.dumps(meta) + b"\n")
             for i in range(0, len(records), SPILL_PIECE):
-                fh.write("".join(json.dumps(r, separators=(",", ":")) + "\n"
-                                 for r in records[i:i + SPILL_PIECE]))
+                fh.write(b"".join(orjson.dumps(r) + b"\n" for r in records[i:i + SPILL_PIECE]))
                 fh.flush()
         return path, len(records)
 

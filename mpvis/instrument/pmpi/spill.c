@@ -90,8 +90,7 @@ static void jstr(jbuf *b, const uint8_t *s, size_t n) {
 
 static void jdouble(jbuf *b, double d) {
     char t[40];
-    if (isnan(d)) { jputs(b, "NaN"); return; }   /* as Python's json writes them */
-    if (isinf(d)) { jputs(b, d > 0 ? "Infinity" : "-Infinity"); return; }
+    if (!isfinite(d)) { jputs(b, "null"); return; }  /* as the journal (orjson) writes them */
     snprintf(t, sizeof t, "%.17g", d);
     jputs(b, t);
     if (!strpbrk(t, ".e")) jputs(b, ".0");  /* stays a float for a JSON reader */
