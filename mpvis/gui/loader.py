@@ -1,17 +1,28 @@
-"""Loading a trace file off the GUI thread, with progress and cancel.
+"""Loading a trace file without blocking the window, with progress and cancel.
 
-The model (in :class:`~mpvis.analysis.pipeline.Analyses`, built without
-analyzers so that it shows sooner), its real-time
-:class:`~mpvis.scene.layout.Layout` and the frame index
-(:class:`~mpvis.scene.frame.FrameIndex`) are built in a worker thread; the
-window receives them ready to draw (``loaded``).  The same thread then
-computes the logical clocks, an event-by-event pass, and emits
-``logical_ready``: the real-time view is usable meanwhile (the layout's
-``logical_pending`` keeps the GUI thread away from them).  Last, the deadlock
-monitor and the exact race detector (Cypher and Leu) run over the built model
-in one pass (:meth:`~mpvis.analysis.pipeline.Analyses.add_afterwards`) and
-``exact_ready`` is emitted (the window then shows deadlocks and exact races):
-the trace is browsable meanwhile.
+A JSON Lines trace is **shown while it loads** (issue 16: a first frame within
+seconds, whatever the size).  The worker thread reads the header and emits
+``started(analyses)``: an :class:`~mpvis.analysis.pipeline.Analyses` whose
+model is empty (built without analyzers, so that it shows sooner), which the
+window shows at once.  The worker then only reads: the trace is parsed (in a
+second process for large files, :func:`~mpvis.tracefile.reader.parsed_batches`)
+into batches of columns, queued.  The GUI thread adds them to the model a
+time slice at a time (:data:`FEED_MS`, then it returns to the event loop), as
+it does with a live run's records: the model is only ever touched by one
+thread while it grows, and the diagram redraws what is in after each slice.
+Once every batch is in and the model finished (``loaded(analyses, None,
+None)``), the worker emits ``logical_ready`` (the Lamport clocks come with
+the model), then runs the deadlock monitor and the exact race detector (Cypher
+and Leu) over the built model in one pass
+(:meth:`~mpvis.analysis.pipeline.Analyses.add_afterwards`) and emits
+``exact_ready``: the window then shows deadlocks and exact races, the trace
+browsable meanwhile.
+
+An OTF2 archive is loaded whole in the worker thread instead, with its
+real-time :class:`~mpvis.scene.layout.Layout` and frame index
+(:class:`~mpvis.scene.frame.FrameIndex`): ``loaded`` carries them, and the
+worker lays out the logical clocks after it (the layout's ``logical_pending``
+keeps the GUI thread away from them meanwhile).
 
 Every phase is announced (``phase(name)``: :data:`PHASES`) and reports its
 progress in per mille where it can (``progressed``; ``(0, 0)`` for a phase
@@ -20,7 +31,10 @@ that cannot tell), so a long load never looks like an empty window.
 
 from __future__ import annotations
 
+import gc
+import queue
 import threading
+from collections import deque
 from pathlib import Path
 
 from PySide6 import QtCore
@@ -29,7 +43,30 @@ from mpvis.analysis.pipeline import Analyses
 from mpvis.scene.frame import FrameIndex
 from mpvis.scene.layout import Layout
 from mpvis.scene.messages import message_index
-from mpvis.tracefile.reader import LoadCancelled, TraceFileError, load_trace, read_header
+from mpvis.tracefile.otf2_import import is_otf2
+from mpvis.tracefile.parse_worker import ParsedBatch
+from mpvis.tracefile.reader import (
+    LoadCancelled,
+    TraceFileError,
+    add_parsed,
+    finish_model,
+    header_size,
+    load_trace,
+    parsed_batches,
+    read_header,
+    split_parsed,
+    unreadable,
+)
+
+#: Milliseconds of model building per turn of the GUI thread while a trace loads ...
+FEED_MS = 40
+#: ... in steps of at most this many events (a parsed batch is about 16k: a
+#: step of that size took 60 ms on the 2-core machine, too long for one frame).
+FEED_STEP = 2048
+#: Parsed batches waiting for the GUI thread at most (each about 16k events).
+QUEUED_BATCHES = 4
+#: What the worker queues: a parsed batch, the end (``None``), or why reading stopped.
+_Item = ParsedBatch | BaseException | None
 
 
 def lay_out(analyses: Analyses) -> tuple[Layout, FrameIndex]:
@@ -55,9 +92,13 @@ PHASES = (
 class TraceLoader(QtCore.QThread):
     """Loads ``path``; emits ``progressed(done, total)``, then ``loaded`` or ``failed``.
 
+    ``started(analyses)`` (a JSON Lines trace: its model, empty, growing in the
+    GUI thread from then on, see the module docstring);
     ``loaded(analyses, layout, index)`` / ``failed(message, analyses or None,
-    layout, index)``; then ``logical_ready()`` once the logical clocks are in,
-    and ``exact_ready()`` once the exact races are (after ``loaded`` only).
+    layout, index)`` (``layout``/``index`` are ``None`` after ``started``: the
+    window lays the model out as it grows); then ``logical_ready()`` once the
+    logical clocks are in, and ``exact_ready()`` once the exact races are
+    (after ``loaded`` only).
     """
 
     progressed = QtCore.Signal(int, int)
@@ -66,6 +107,7 @@ class TraceLoader(QtCore.QThread):
     logical_ready = QtCore.Signal()
     exact_ready = QtCore.Signal()
     phase = QtCore.Signal(str)  # one of PHASES
+    started = QtCore.Signal(object)  # Analyses, its model empty: shown while it grows
 
     def __init__(self, path: str | Path, parent: QtCore.QObject | None = None) -> None:
         super().__init__(parent)
@@ -73,11 +115,25 @@ class TraceLoader(QtCore.QThread):
         self.cancel = threading.Event()
         #: seconds spent in the model (read + analyses) and in the real-time layout
         self.timings: dict[str, float] = {}
+        self._queue: queue.Queue[_Item] = queue.Queue(QUEUED_BATCHES)
+        self._fed = threading.Event()  # the GUI thread has added every batch (or failed)
+        self._error: TraceFileError | None = None
+        self._analyses: Analyses | None = None
+        self._seen = 0
+        self._parts: deque[ParsedBatch] = deque()  # pieces of the batch being added
+        self._gc_was_enabled = True
+        self._feeder = QtCore.QTimer(self)  # lives in the GUI thread, like this object
+        self._feeder.setInterval(0)
+        self._feeder.timeout.connect(self._feed)
+        self.started.connect(self._start_feeding)
 
     def run(self) -> None:
+        self.phase.emit(PHASES[0])
+        if not is_otf2(self.path):
+            self._run_growing()
+            return
         clock = QtCore.QElapsedTimer()
         clock.start()
-        self.phase.emit(PHASES[0])
         try:
             # No analyzer attached: the parser ships columns only and the model is
             # built at its own pace; the deadlock monitor and the exact detector
@@ -115,6 +171,118 @@ class TraceLoader(QtCore.QThread):
             analyses.add_afterwards(progress=self._progress)
             self.timings["exact"] = clock.elapsed() / 1e3
             self.exact_ready.emit()
+
+    # -------------------------------------------------- shown while it loads
+    def _run_growing(self) -> None:
+        """Worker thread: parse and queue the batches, then run the analyses once
+        the GUI thread has built the model (see the module docstring)."""
+        clock = QtCore.QElapsedTimer()
+        clock.start()
+        try:
+            analyses = Analyses.for_header(read_header(self.path), exact=False, deadlocks=False)
+            self._seen = header_size(self.path)
+        except TraceFileError as exc:
+            self.failed.emit(str(exc), None, None, None)
+            return
+        except (OSError, ValueError) as exc:
+            self.failed.emit(f"{self.path}: {exc}", None, None, None)
+            return
+        self._analyses = analyses
+        self.started.emit(analyses)
+        try:
+            with parsed_batches(self.path, analyses.model) as batches:
+                for pb in batches:
+                    if not self._put(pb):
+                        return
+        except (OSError, EOFError) as exc:
+            self._put(exc)
+        except ValueError as exc:  # from the parser process: its reason, as a load error
+            self._put(exc)
+        self._put(None)
+        while not self._fed.wait(0.05):
+            if self.cancel.is_set():
+                return
+        self.timings["model"] = clock.restart() / 1e3
+        if self.cancel.is_set():
+            return
+        if self._error is not None:
+            partial = analyses if analyses.model.event_count else None
+            if partial is not None:
+                partial.add_afterwards(exact=False)
+            self.failed.emit(str(self._error), partial, None, None)
+            self.logical_ready.emit()
+            return
+        self.phase.emit(PHASES[1])
+        self.loaded.emit(analyses, None, None)
+        self.phase.emit(PHASES[2])
+        self.logical_ready.emit()
+        self.phase.emit(PHASES[3])
+        analyses.add_afterwards(progress=self._progress)
+        self.timings["exact"] = clock.elapsed() / 1e3
+        self.exact_ready.emit()
+
+    def _put(self, item: _Item) -> bool:
+        """Queue ``item`` for the GUI thread; ``False`` if the load was cancelled."""
+        while not self.cancel.is_set():
+            try:
+                self._queue.put(item, timeout=0.05)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _start_feeding(self) -> None:
+        """GUI thread, after ``started``: the model grows from the event loop on.
+        The cyclic garbage collector waits meanwhile (millions of small acyclic
+        objects, as :func:`~mpvis.tracefile.reader.load_trace` does)."""
+        self._gc_was_enabled = gc.isenabled()
+        gc.disable()
+        self._feeder.start()
+
+    def _feed(self) -> None:
+        """GUI thread: add queued batches to the model for up to :data:`FEED_MS`."""
+        a = self._analyses
+        assert a is not None
+        clock = QtCore.QElapsedTimer()
+        clock.start()
+        total = self.path.stat().st_size if self._seen else 0
+        try:
+            while clock.elapsed() < FEED_MS:
+                if self.cancel.is_set():
+                    self._done()
+                    return
+                if self._parts:
+                    item: _Item = self._parts.popleft()
+                else:
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        return
+                    if isinstance(item, ParsedBatch):
+                        self._parts.extend(split_parsed(item, FEED_STEP))
+                        continue
+                if item is None:
+                    finish_model(a.model, self.path)
+                    self._done()
+                    return
+                if isinstance(item, BaseException):
+                    if isinstance(item, ValueError):
+                        raise TraceFileError(self.path, None, str(item), a.model)
+                    raise unreadable(self.path, item, a.model)
+                add_parsed(a.model, self.path, item)
+                self._seen += item.nbytes
+                self.progressed.emit(int(1000 * min(self._seen, total) // max(total, 1)), 1000)
+        except TraceFileError as exc:
+            self._error = exc
+            self._done()
+
+    def _done(self) -> None:
+        """GUI thread: the model is built (or the load failed or was cancelled)."""
+        self._feeder.stop()
+        if self._gc_was_enabled:
+            gc.enable()
+        gc.freeze()
+        self._fed.set()
 
     def _logical(self, layout: Layout) -> None:
         if layout.logical_pending:

@@ -10,6 +10,7 @@ drains the changes and repaints once (:mod:`mpvis.gui.live` for why).
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
@@ -71,6 +72,9 @@ IDLE_MS = 3000
 _ANY_RECV = SYMBOL_CODE["recv_any"]
 #: Overview refreshes at most this often while a run streams in.
 OVERVIEW_MS = 1000
+#: A trace shown while it loads is laid out and redrawn at most this often (its
+#: model grows in the GUI thread: time spent redrawing is not spent loading).
+LOADING_REDRAW_S = 1.0
 _AREAS = {
     "left": QtCore.Qt.DockWidgetArea.LeftDockWidgetArea,
     "right": QtCore.Qt.DockWidgetArea.RightDockWidgetArea,
@@ -114,6 +118,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.live_run: LiveRun | None = None
         self.changes: deque[ModelChange] = deque()
         self.loader: TraceLoader | None = None
+        self._load_drawn = 0.0  # when a trace shown while it loads was last redrawn
         self.progress: QtWidgets.QProgressDialog | None = None
         self._last_overview = QtCore.QElapsedTimer()
         self._last_overview.start()
@@ -275,6 +280,7 @@ class MainWindow(QtWidgets.QMainWindow):
         loader.phase.connect(lambda name: self._load_phase(loader, name))
         self.deadlock_panel.reset()
         self.status_label.setText(f"loading {Path(path).name}…")
+        loader.started.connect(lambda a: self._started(loader, a))
         loader.loaded.connect(lambda a, lay, ix: self._loaded(loader, a, lay, ix, None))
         loader.failed.connect(lambda msg, a, lay, ix: self._loaded(loader, a, lay, ix, msg))
         loader.logical_ready.connect(lambda: self._logical_ready(loader))
@@ -301,6 +307,16 @@ class MainWindow(QtWidgets.QMainWindow):
             self.statusBar().showMessage(
                 f"{loader.path.name}: {self._phase}… {100 * done // total}%")
 
+    def _started(self, loader: TraceLoader, analyses: Analyses) -> None:
+        """The trace's model exists, empty: show it now, it grows as it loads."""
+        if loader is not self.loader:
+            return
+        if self.progress is not None:
+            self.progress.reset()
+            self.progress = None
+        self.set_model(analyses.model, str(loader.path), analyses=analyses)
+        self._load_drawn = 0.0  # the first events are drawn as soon as they are in
+
     def _loaded(
         self,
         loader: TraceLoader,
@@ -316,7 +332,11 @@ class MainWindow(QtWidgets.QMainWindow):
             return
         self.loader = None
         if analyses is not None:
-            self.set_model(analyses.model, str(loader.path), layout, analyses=analyses, index=index)
+            if analyses.model is not self.model:
+                self.set_model(analyses.model, str(loader.path), layout, analyses=analyses,
+                               index=index)
+            else:  # shown since ``started``: lay out its last events now
+                self.drain()
             if analyses.model.nprocs >= FOLD_MIN_RANKS:  # rows of similar ranks, click expands
                 self.folder.fold_similar()
             self._note_deadlocks()
@@ -389,6 +409,10 @@ class MainWindow(QtWidgets.QMainWindow):
         if not self.changes and not fed:
             self._check_idle()
             return
+        if self.loader is not None and self.model is not None:  # shown while it loads
+            if time.monotonic() - self._load_drawn < LOADING_REDRAW_S:
+                return  # its changes wait for the next redraw
+            self._load_drawn = time.monotonic()
         added: list[int] = []
         finished = False
         while self.changes:

@@ -9,12 +9,16 @@ caller may still show them.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import gc
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
+
+import numpy as np
 
 from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import extract
@@ -36,8 +40,9 @@ from mpvis.tracefile.otf2_load import otf2_header, otf2_load, otf2_records
 from mpvis.tracefile.parse_worker import ParallelParser, ParsedBatch
 
 __all__ = [  # TraceFileError: also importable from here, its old home
-    "PARALLEL_MIN_BYTES", "LoadCancelled", "TraceFileError", "iter_records", "load_trace",
-    "read_header",
+    "PARALLEL_MIN_BYTES", "LoadCancelled", "TraceFileError", "add_parsed", "finish_model",
+    "header_size", "iter_records", "load_trace", "parsed_batches", "read_header",
+    "split_parsed", "unreadable",
 ]
 
 #: Files at least this large are parsed by a second process (see
@@ -100,7 +105,7 @@ def iter_records(path: str | Path) -> Iterator[tuple[int, Record]]:
                     raise TraceFileError(p, chunk.bad_line, chunk.rule or "")
                 line += len(lines)
         except (OSError, EOFError) as exc:
-            raise _unreadable(p, exc) from None
+            raise unreadable(p, exc) from None
 
 
 def load_trace(
@@ -128,29 +133,85 @@ def load_trace(
         return otf2_load(p, model, progress, finish=finish)
     header = read_header(p)
     m = model or ModelManager(header)
-    if parallel is None:
-        parallel = (os.cpu_count() or 1) > 1 and p.stat().st_size >= PARALLEL_MIN_BYTES
     # The model holds millions of small acyclic objects: the cyclic garbage
     # collector would rescan them again and again while they are built.
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        if parallel:
-            with ParallelParser(p, m.nprocs, m.site_table, validate=m.validate,
-                                with_records=bool(m.analyzers)) as parser:
-                _load_into(m, p, parser, progress, cancel)
-        else:
-            _load_into(m, p, _parse_here(m, p), progress, cancel)
+        with parsed_batches(p, m, parallel) as batches:
+            _load_into(m, p, batches, progress, cancel)
         if finish:
-            try:
-                m.finish()
-            except ModelInputError as exc:
-                raise TraceFileError(p, _find_line(p, exc.rank, exc.seq), str(exc), m) from None
+            finish_model(m, p)
     finally:
         if was_enabled:
             gc.enable()
         gc.freeze()
     return m
+
+
+@contextlib.contextmanager
+def parsed_batches(path: Path, m: ModelManager, parallel: bool | None = None
+                   ) -> Iterator[Iterable[ParsedBatch]]:
+    """The batches of the trace ``path`` (not OTF2) parsed for ``m``, each to be
+    given to :func:`add_parsed` in order (what :func:`load_trace` does; a
+    caller may do it in another thread, as the window does to show a trace
+    while it loads).  ``parallel``: as in :func:`load_trace`.  Iterating may
+    raise ``OSError`` or ``EOFError`` (:func:`unreadable` names them)."""
+    if parallel is None:
+        parallel = (os.cpu_count() or 1) > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES
+    if parallel:
+        with ParallelParser(path, m.nprocs, m.site_table, validate=m.validate,
+                            with_records=bool(m.analyzers)) as parser:
+            yield parser
+    else:
+        yield _parse_here(m, path)
+
+
+def add_parsed(m: ModelManager, p: Path, pb: ParsedBatch) -> None:
+    """Add one batch of :func:`parsed_batches` to ``m``; a rule broken raises
+    :class:`TraceFileError` naming the line (the good records before it are in ``m``)."""
+    try:
+        m.add_columns(pb.cols, pb.records)
+    except ModelInputError as exc:
+        i = exc.index
+        bad = pb.nums[i] if i is not None and i < len(pb.nums) else pb.bad_line
+        raise TraceFileError(p, bad, str(exc), m) from None
+    if pb.bad_line is not None:
+        raise TraceFileError(p, pb.bad_line, pb.rule or "", m)
+
+
+def split_parsed(pb: ParsedBatch, size: int) -> list[ParsedBatch]:
+    """``pb`` in consecutive pieces of at most ``size`` records (the error, bad
+    line and rule go with the last), to add to a model in shorter steps."""
+    cols = pb.cols
+    if cols.n <= size:
+        return [pb]
+    arrays = [f.name for f in dataclasses.fields(cols)
+              if isinstance(getattr(cols, f.name), np.ndarray)]
+    out = []
+    for a in range(0, cols.n, size):
+        b = min(a + size, cols.n)
+        last = b == cols.n
+        part = dataclasses.replace(
+            cols, n=b - a, **{name: getattr(cols, name)[a:b] for name in arrays},
+            extras={i - a: v for i, v in cols.extras.items() if a <= i < b or (last and i >= b)},
+            error=cols.error if last else None,
+            error_rank=cols.error_rank if last else None,
+            error_seq=cols.error_seq if last else None)
+        nbytes = pb.nbytes * b // cols.n - pb.nbytes * a // cols.n
+        out.append(ParsedBatch(
+            part, pb.nums[a:] if last else pb.nums[a:b], nbytes,
+            None if pb.records is None else (pb.records[a:] if last else pb.records[a:b]),
+            pb.bad_line if last else None, pb.rule if last else None))
+    return out
+
+
+def finish_model(m: ModelManager, p: Path) -> None:
+    """``m.finish()`` for the trace ``p``: an error names its line (:class:`TraceFileError`)."""
+    try:
+        m.finish()
+    except ModelInputError as exc:
+        raise TraceFileError(p, _find_line(p, exc.rank, exc.seq), str(exc), m) from None
 
 
 def _parse_here(m: ModelManager, p: Path) -> Iterator[ParsedBatch]:
@@ -174,24 +235,22 @@ def _load_into(
     cancel: threading.Event | None,
 ) -> None:
     total = p.stat().st_size
-    seen = len(_header_line(p))
+    seen = header_size(p)
     try:
         for pb in batches:
             if cancel is not None and cancel.is_set():
                 raise LoadCancelled(str(p))
-            try:
-                m.add_columns(pb.cols, pb.records)
-            except ModelInputError as exc:
-                i = exc.index
-                bad = pb.nums[i] if i is not None and i < len(pb.nums) else pb.bad_line
-                raise TraceFileError(p, bad, str(exc), m) from None
-            if pb.bad_line is not None:
-                raise TraceFileError(p, pb.bad_line, pb.rule or "", m)
+            add_parsed(m, p, pb)
             seen += pb.nbytes
             if progress is not None:
                 progress(min(seen, total), total)
     except (OSError, EOFError) as exc:
-        raise _unreadable(p, exc, m) from None
+        raise unreadable(p, exc, m) from None
+
+
+def header_size(p: Path) -> int:
+    """Bytes of the header line of ``p`` (progress counts from there)."""
+    return len(_header_line(p))
 
 
 def _header_line(p: Path) -> bytes:
@@ -200,11 +259,13 @@ def _header_line(p: Path) -> bytes:
         try:
             return read_line(fh)
         except (OSError, EOFError) as exc:
-            raise _unreadable(p, exc, line=1) from None
+            raise unreadable(p, exc, line=1) from None
 
 
-def _unreadable(p: Path, exc: BaseException, m: ModelManager | None = None,
-                line: int | None = None) -> TraceFileError:
+def unreadable(p: Path, exc: BaseException, m: ModelManager | None = None,
+               line: int | None = None) -> TraceFileError:
+    """The error for a trace ``p`` that could not be read on (``OSError``/``EOFError``
+    ``exc``); ``m``: the model holding the records read before."""
     text = str(exc)
     truncated = isinstance(exc, (TruncatedFile, EOFError)) or "truncated" in text
     if not text.startswith("cannot read"):
