@@ -19,10 +19,11 @@ classes; code that moves records along (framing, journals, batches) keeps
 :data:`Record`, which a TypedDict is not assignable to (a ``dict[str, Any]``
 accepts any key, a TypedDict only its own).
 
-Types only: this module imports nothing of mpvis.
+Types only: this module imports nothing of mpvis.  It does without ``from
+__future__ import annotations`` so that each class's ``__required_keys__`` and
+``__optional_keys__`` are right at run time (a test checks every sample trace
+against them).
 """
-
-from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
