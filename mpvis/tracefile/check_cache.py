@@ -126,7 +126,7 @@ def _ints(values: Sequence[object], *, none: bool = True) -> npt.NDArray[np.int3
     types = set(map(type, values))
     if not types <= ({int, type(None)} if none else {int}):
         raise _Unknown
-    real = [int(v) for v in values if v is not None]  # type: ignore[call-overload]
+    real = [int(v) for v in values if v is not None]  # type: ignore[call-overload]  # ints: checked
     if real and not (min(real) > _NONE and max(real) < 2**31):
         raise _Unknown
     if len(real) != len(values):
@@ -137,10 +137,10 @@ def _ints(values: Sequence[object], *, none: bool = True) -> npt.NDArray[np.int3
 
 def _pairs(values: Sequence[object], *, inner_none: bool) -> tuple[list[object], list[object]]:
     """The two items of each value (a list of two), :class:`_Unknown` otherwise."""
-    if set(map(type, values)) - {list} or set(map(len, values)) - {2}:  # type: ignore[arg-type]
+    if set(map(type, values)) - {list} or set(map(len, values)) - {2}:  # type: ignore[arg-type]  # lists, or _Unknown
         raise _Unknown
-    firsts = [v[0] for v in values]  # type: ignore[index]
-    seconds = [v[1] for v in values]  # type: ignore[index]
+    firsts = [v[0] for v in values]  # type: ignore[index]  # pairs: checked above
+    seconds = [v[1] for v in values]  # type: ignore[index]  # pairs: checked above
     if not inner_none and (None in firsts or None in seconds):
         raise _Unknown
     return firsts, seconds
@@ -165,8 +165,8 @@ def _encode(races: Sequence[dict[str, Any]], group_of: Sequence[int]
             raise _Unknown
         for v in dict.fromkeys(values):
             if v not in strings:
-                strings[v] = len(strings) - 1  # type: ignore[index]
-        return np.array([strings[v] for v in values], dtype=np.int32)  # type: ignore[index]
+                strings[v] = len(strings) - 1  # type: ignore[index]  # str or None: checked
+        return np.array([strings[v] for v in values], dtype=np.int32)  # type: ignore[index]  # as above
 
     recvs = [e["recvs"] for e in races]
     if [len(r) for r in recvs] != [1 if x else 2 for x in exact]:
