@@ -259,32 +259,38 @@ _CHUNK = 1 << 15
 
 def _decode(cols: dict[str, npt.NDArray[Any]], strings: list[str]) -> list[dict[str, Any]]:
     """The race entries, each a dict in the report's key order."""
+    table = np.array([None, *strings], dtype=object)  # string id + 1 -> str or None
 
-    def s(i: int) -> str | None:
-        return None if i < 0 else strings[i]
-
-    def v(x: int) -> int | None:
-        return None if x == _NONE else x
+    def part(c: str, lo: int) -> list[Any]:
+        """Rows ``lo:lo + _CHUNK`` of column ``c`` as Python values (None where absent)."""
+        a = cols[c][lo:lo + _CHUNK]
+        if c in _STRING_COLUMNS:
+            return list(table[a.astype(np.int64) + 1])
+        if c in ("recv2", "situation", "comm"):
+            obj = a.astype(object)
+            obj[a == _NONE] = None
+            return list(obj)
+        return list(a.tolist())
 
     out: list[dict[str, Any]] = []
     append = out.append
     n = len(cols["method"])
     for lo in range(0, n, _CHUNK):
-        rows = zip(*(cols[c][lo:lo + _CHUNK].tolist() for c in _COLUMNS[:-1]), strict=True)
+        rows = zip(*(part(c, lo) for c in _COLUMNS[:-1]), strict=True)
         for (method, rank, r1, r2, m1r, m1s, m2r, m2s, situation, verdict, comm,
              consumption, scope, site1, site2, confirmed) in rows:
             if method == 1:
                 append({"method": "exact", "rank": rank, "recvs": [r1],
-                        "messages": [[m1r, m1s], [m2r, m2s]], "verdict": s(verdict)})
+                        "messages": [[m1r, m1s], [m2r, m2s]], "verdict": verdict})
                 continue
-            e = {"method": "classifier", "scope": s(scope), "rank": rank,
-                 "recvs": [r1, v(r2)], "situation": v(situation),
+            e = {"method": "classifier", "scope": scope, "rank": rank, "recvs": [r1, r2],
+                 "situation": situation,
                  "messages": [None if m1r == _NONE else [m1r, m1s],
                               None if m2r == _NONE else [m2r, m2s]],
-                 "verdict": s(verdict), "comm": v(comm), "consumption": s(consumption),
-                 "sites": [s(site1), s(site2)]}
+                 "verdict": verdict, "comm": comm, "consumption": consumption,
+                 "sites": [site1, site2]}
             if confirmed >= 0:
-                e["confirmed"] = bool(confirmed)
+                e["confirmed"] = confirmed == 1
             append(e)
     return out
 
