@@ -7,7 +7,7 @@ This script runs the collector and a central process in this process, as
 do: with ``--wire compact`` (the default) each sender records its events with
 the trace library's C recorder and ships them as ``COMPACT`` frames through
 its socket sink (``mpvis.instrument.transport.SocketSink``, batches of 1000),
-which the collector expands; with ``--wire records`` it sends record dicts
+which the collector forwards and the central process expands; with ``--wire records`` it sends record dicts
 (``mpvis.collector.client.RankClient``).  The events are a ring: each
 iteration a send to the next rank, a blocking receive from the previous one
 and its consume, naming that rank's send.
