@@ -38,6 +38,10 @@ Key = tuple[int, int]
 K_SEND, K_RECV, K_CONSUME = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.CONSUME))
 
 
+#: Distinct extras dicts an :class:`EventStore` shares between records.
+SHARED_EXTRAS = 4096
+
+
 class EventStore:
     """Every event of one run in growable typed columns, and queries over them."""
 
@@ -54,8 +58,10 @@ class EventStore:
         #: Lamport clock of each causally processed event (-1 until processed):
         #: consistent with happened-before, for the diagram's logical layout.
         self.c_lamport = Column("i")
-        #: Fields no column holds, by global index.
+        #: Fields no column holds, by global index (equal dicts may be one object:
+        #: never change one in place).
         self.extras: dict[int, dict[str, Any]] = {}
+        self._shared: dict[tuple[Any, ...], dict[str, Any]] = {}
         self.site_table = SiteTable()
         #: Call sites by id (``c_site``).
         self.sites: list[str] = self.site_table.names
@@ -83,9 +89,10 @@ class EventStore:
             col.extend_array(arr[:k])
         self.c_partner.data.extend(repeat(-1, k))
         self.c_lamport.data.extend(repeat(-1, k))
+        share = self._shared_extra
         for i, extra in cols.extras.items():
             if i < k:
-                self.extras[start + i] = extra
+                self.extras[start + i] = share(extra)
         ranks = cols.rank[:k]
         order = np.argsort(ranks, kind="stable")
         sr = ranks[order]
@@ -97,6 +104,26 @@ class EventStore:
             self.by_rank[int(sr[lo])].frombytes(gids[lo:hi].tobytes())
         touched: list[int] = sr[lo_list].tolist()
         return touched
+
+    def _shared_extra(self, extra: dict[str, Any]) -> dict[str, Any]:
+        """``extra``, or an equal extras dict already held (same keys, values and
+        value types): a C trace gives every record a ``func``, most the same, so
+        each distinct one is held once.  Extras dicts are never changed in place
+        (they may be shared); at most :data:`SHARED_EXTRAS` are remembered."""
+        vals = tuple(extra.values())
+        types = tuple(map(type, vals))
+        if float in types:  # -0.0 == 0.0 and NaN != NaN: not shared
+            return extra
+        key = (tuple(extra), types, vals)
+        try:
+            held = self._shared.get(key)
+        except TypeError:  # a list or dict value: not shared
+            return extra
+        if held is not None:
+            return held
+        if len(self._shared) < SHARED_EXTRAS:
+            self._shared[key] = extra
+        return extra
 
     def truncate(self, g: int) -> list[int]:
         """Drop the events from global index ``g`` on; returns how many events
