@@ -135,6 +135,9 @@ class WaitRecord(_Event):
     kind: Literal["wait"]
     reqs: list[int]
     cancelled: NotRequired[list[int]]
+    #: MPI_Waitany/Testany (PMPI library): the position of the completed request
+    #: in the call's array (what a replay must reproduce).
+    index: NotRequired[int]
 
 
 class WaitingRecord(_Event):
@@ -160,6 +163,8 @@ class CollRecord(_Event):
     bytes: NotRequired[int]
     #: World ranks of a derived communicator, in communicator order.
     group: NotRequired[list[int]]
+    #: A nonblocking collective (MPI_Ibcast...): entered and left at the posting call.
+    nonblocking: NotRequired[bool]
 
 
 class CollExitRecord(_Event):

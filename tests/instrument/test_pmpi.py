@@ -22,6 +22,7 @@ import pytest
 from mpvis.cli.native import build_library, find_mpicc
 from mpvis.collector.mpiexec import find_mpiexec
 from mpvis.collector.symbolize import SiteSymbolizer
+from tests.fixtures import shape_error
 
 HERE = Path(__file__).resolve().parent
 MPIEXEC = find_mpiexec()
@@ -66,8 +67,11 @@ def run(
 
 
 def records(path: Path) -> list[dict[str, Any]]:
+    """The trace's events, each checked to fit its kind's typed class (record_types)."""
     lines = path.read_text().splitlines()
-    return [json.loads(line) for line in lines[1:]]
+    recs = [json.loads(line) for line in lines[1:]]
+    assert [e for r in recs if (e := shape_error(r)) is not None][:3] == []
+    return recs
 
 
 def check_json(path: Path) -> tuple[int, dict[str, Any]]:

@@ -23,6 +23,7 @@ import pytest
 from mpvis.protocol.chansend import resolve_sends
 from mpvis.protocol.record_types import Record
 from mpvis.protocol.records import check_header, check_record
+from tests.fixtures import shape_error
 
 pytestmark = pytest.mark.mpi
 
@@ -88,6 +89,7 @@ def validate(
     n = header["nprocs"]
     for r in events:
         check_record(r, nprocs=n)
+        assert shape_error(r) is None, r  # fits its typed class (record_types)
     by_rank: dict[int, list[Record]] = {}
     for r in events:
         by_rank.setdefault(r["rank"], []).append(r)

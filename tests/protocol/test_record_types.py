@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import typing
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,48 +13,26 @@ from mpvis.protocol import record_types as T
 from mpvis.protocol.records import EVENT_KINDS
 from mpvis.sim.api import scenario_names, simulate
 from mpvis.tracefile.reader import iter_records, read_header
+from tests.fixtures import RECORD_CLASSES, shape_error
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 FILES = sorted(p for p in SAMPLES.rglob("*.jsonl*") if p.suffix in (".jsonl", ".gz", ".zst"))
 
 
-def _classes() -> dict[str, Any]:  # TypedDict classes (their keys attributes)
-    """Each record kind's class, from the union's members' ``kind`` literals."""
-    out: dict[str, Any] = {}
-    for cls in typing.get_args(T.EventRecord):
-        for kind in typing.get_args(typing.get_type_hints(cls)["kind"]):
-            out[kind] = cls
-    return out
-
-
-CLASSES = _classes()
-
-
-def _mismatch(rec: dict[str, object]) -> str | None:
-    cls = CLASSES[str(rec["kind"])]
-    required: frozenset[str] = cls.__required_keys__
-    known = required | cls.__optional_keys__
-    if missing := required - rec.keys():
-        return f"{rec['kind']} lacks {sorted(missing)}"
-    if extra := rec.keys() - known:
-        return f"{rec['kind']} has undeclared {sorted(extra)}"
-    return None
-
-
 def test_every_kind_has_one_class() -> None:
-    assert set(CLASSES) == set(EVENT_KINDS)
+    assert set(RECORD_CLASSES) == set(EVENT_KINDS)
 
 
 @pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(SAMPLES)) for p in FILES])
 def test_sample_trace_records_fit_their_class(path: Path) -> None:
     header = read_header(path)
     assert set(header) <= set(typing.get_type_hints(T.HeaderRecord)), path
-    bad = [(n, m) for n, rec in iter_records(path) if (m := _mismatch(rec)) is not None]
+    bad = [(n, m) for n, rec in iter_records(path) if (m := shape_error(rec)) is not None]
     assert bad[:3] == []
 
 
 @pytest.mark.parametrize("name", scenario_names())
 def test_simulated_records_fit_their_class(name: str) -> None:
     _, records = simulate(name, 0)
-    bad = [m for rec in records if (m := _mismatch(rec)) is not None]
+    bad = [m for rec in records if (m := shape_error(rec)) is not None]
     assert bad[:3] == []
