@@ -19,6 +19,7 @@ from mpvis.cli.main import main
 from mpvis.tracefile.otf2_export import Otf2ExportError, write_otf2
 from mpvis.tracefile.otf2_import import Otf2ImportError, read_otf2
 from mpvis.tracefile.reader import TraceFileError, iter_records, load_trace, read_header
+from tests.fixtures import shape_error
 from tests.tracefile.otf2_scorep import FINAL, recv, send, write_scorep
 
 otf2 = pytest.importorskip("otf2")
@@ -28,7 +29,10 @@ ALL_SAMPLES = sorted(SAMPLES.glob("*.jsonl")) + sorted(SAMPLES.glob("situations/
 
 
 def records(path: Path) -> list[dict[str, Any]]:
-    return sorted((r for _, r in iter_records(path)), key=lambda r: (r["rank"], r["seq"]))
+    """The events, each checked to fit its kind's typed class (record_types)."""
+    recs = sorted((r for _, r in iter_records(path)), key=lambda r: (r["rank"], r["seq"]))
+    assert [e for r in recs if (e := shape_error(r)) is not None][:3] == []
+    return recs
 
 
 def export(trace: Path, out: Path, *, attributes: bool = True) -> Path:
