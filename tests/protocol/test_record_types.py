@@ -1,19 +1,22 @@
 """The typed records (mpvis.protocol.record_types) describe what mpvis really writes:
-every record of every sample trace, and of every simulated scenario, has its
-kind's required fields and no field its kind's class does not declare."""
+every record of every sample trace, of every simulated scenario and rebuilt from
+the model has its kind's required fields and no field its kind's class does not
+declare (the traced runs' records are checked in tests/instrument)."""
 
 from __future__ import annotations
 
 import typing
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+from mpvis.model.record_batch import rebuild_records
 from mpvis.protocol import record_types as T
 from mpvis.protocol.records import EVENT_KINDS
 from mpvis.sim.api import scenario_names, simulate
 from mpvis.tracefile.reader import iter_records, read_header
-from tests.fixtures import RECORD_CLASSES, shape_error
+from tests.fixtures import RECORD_CLASSES, shape_error, simulated_model
 
 SAMPLES = Path(__file__).resolve().parents[2] / "sample_traces"
 FILES = sorted(p for p in SAMPLES.rglob("*.jsonl*") if p.suffix in (".jsonl", ".gz", ".zst"))
@@ -36,3 +39,12 @@ def test_simulated_records_fit_their_class(name: str) -> None:
     _, records = simulate(name, 0)
     bad = [m for rec in records if (m := shape_error(rec)) is not None]
     assert bad[:3] == []
+
+
+@pytest.mark.parametrize("name", scenario_names())
+def test_records_rebuilt_from_the_model_fit_their_class(name: str) -> None:
+    # what analyzers and the details panel get back from the model's columns
+    m = simulated_model(name)
+    recs = rebuild_records(m, np.arange(m.event_count), comm_always=True)
+    assert len(recs) == m.event_count
+    assert [e for r in recs if (e := shape_error(r)) is not None][:3] == []
