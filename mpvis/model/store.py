@@ -40,6 +40,7 @@ K_SEND, K_RECV, K_CONSUME = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.CONSUME)
 
 #: Distinct extras dicts an :class:`EventStore` shares between records.
 SHARED_EXTRAS = 4096
+_SHAREABLE = frozenset({str, type(None)})
 
 
 class EventStore:
@@ -106,19 +107,15 @@ class EventStore:
         return touched
 
     def _shared_extra(self, extra: dict[str, Any]) -> dict[str, Any]:
-        """``extra``, or an equal extras dict already held (same keys, values and
-        value types): a C trace gives every record a ``func``, most the same, so
-        each distinct one is held once.  Extras dicts are never changed in place
-        (they may be shared); at most :data:`SHARED_EXTRAS` are remembered."""
-        vals = tuple(extra.values())
-        types = tuple(map(type, vals))
-        if float in types:  # -0.0 == 0.0 and NaN != NaN: not shared
+        """``extra``, or an equal extras dict already held, when its values are all
+        strings or ``None`` (equal then means the same types too): a C trace gives
+        every record a ``func``, most the same, so each distinct one is held once.
+        Extras dicts are never changed in place (they may be shared); at most
+        :data:`SHARED_EXTRAS` are remembered."""
+        if not _SHAREABLE.issuperset(map(type, extra.values())):
             return extra
-        key = (tuple(extra), types, vals)
-        try:
-            held = self._shared.get(key)
-        except TypeError:  # a list or dict value: not shared
-            return extra
+        key = tuple(extra.items())
+        held = self._shared.get(key)
         if held is not None:
             return held
         if len(self._shared) < SHARED_EXTRAS:
