@@ -72,9 +72,11 @@ IDLE_MS = 3000
 _ANY_RECV = SYMBOL_CODE["recv_any"]
 #: Overview refreshes at most this often while a run streams in.
 OVERVIEW_MS = 1000
-#: A trace shown while it loads is laid out and redrawn at most this often (its
-#: model grows in the GUI thread: time spent redrawing is not spent loading).
+#: A trace shown while it loads is laid out and redrawn at most this often, and
+#: the redraws take at most a fifth of the time (its model grows in the GUI
+#: thread: time spent redrawing is not spent loading).
 LOADING_REDRAW_S = 1.0
+LOADING_REDRAW_SHARE = 0.2
 _AREAS = {
     "left": QtCore.Qt.DockWidgetArea.LeftDockWidgetArea,
     "right": QtCore.Qt.DockWidgetArea.RightDockWidgetArea,
@@ -118,7 +120,7 @@ class MainWindow(QtWidgets.QMainWindow):
         self.live_run: LiveRun | None = None
         self.changes: deque[ModelChange] = deque()
         self.loader: TraceLoader | None = None
-        self._load_drawn = 0.0  # when a trace shown while it loads was last redrawn
+        self._load_drawn = 0.0  # when a trace shown while it loads is redrawn next
         self.progress: QtWidgets.QProgressDialog | None = None
         self._last_overview = QtCore.QElapsedTimer()
         self._last_overview.start()
@@ -409,10 +411,11 @@ class MainWindow(QtWidgets.QMainWindow):
         if not self.changes and not fed:
             self._check_idle()
             return
-        if self.loader is not None and self.model is not None:  # shown while it loads
-            if time.monotonic() - self._load_drawn < LOADING_REDRAW_S:
+        loading = self.loader is not None and self.model is not None  # shown while it loads
+        if loading:
+            if time.monotonic() < self._load_drawn:
                 return  # its changes wait for the next redraw
-            self._load_drawn = time.monotonic()
+            began = time.monotonic()
         added: list[int] = []
         finished = False
         while self.changes:
@@ -435,6 +438,9 @@ class MainWindow(QtWidgets.QMainWindow):
                 self.overview.refresh()
                 self._last_overview.restart()
         self._update_title()
+        if loading:  # the next redraw: in a second, or later if this one was long
+            cost = time.monotonic() - began
+            self._load_drawn = began + max(LOADING_REDRAW_S, cost / LOADING_REDRAW_SHARE)
 
     def _check_idle(self) -> None:
         """A live run idle for :data:`IDLE_MS`: ask the deadlock monitor once (``final=False``)."""
