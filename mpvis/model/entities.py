@@ -30,6 +30,7 @@ import numpy.typing as npt
 from mpvis.model.status import EAGER_BYTES
 from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
+from mpvis.protocol.codes import F_BLOCKING, F_SYNC
 from mpvis.protocol.record_types import Record
 
 __all__ = ["EAGER_BYTES", "Consume", "Event", "Message", "ModelView", "Process", "Views",
@@ -132,13 +133,14 @@ class Event:
     def blocking(self) -> bool:
         """A blocking send or receive (False for any other kind)."""
         s = self.model.store
-        return s.c_kind[self.index] in (_K_SEND, _K_RECV) and bool(s.c_flags[self.index] & 1)
+        g = self.index
+        return s.c_kind[g] in (_K_SEND, _K_RECV) and bool(s.c_flags[g] & F_BLOCKING)
 
     @property
     def sync(self) -> bool:
         """A synchronous send (False for any other kind)."""
         s = self.model.store
-        return s.c_kind[self.index] == _K_SEND and bool(s.c_flags[self.index] & 2)
+        return s.c_kind[self.index] == _K_SEND and bool(s.c_flags[self.index] & F_SYNC)
 
     @property
     def request(self) -> int | None:
