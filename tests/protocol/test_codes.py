@@ -77,3 +77,13 @@ def test_the_c_recorders_take_their_codes_from_the_header() -> None:
         for body in re.findall(r"enum\s*\{([^}]*)\}", text):
             if re.search(r"\b(K|F|MVK|MVF|MVC|MVM)_[A-Z_]+\s*=\s*\d", body):
                 raise AssertionError(f"{src.name} numbers its own codes: {body.strip()}")
+
+
+def test_python_tests_flags_by_name() -> None:
+    # a flag bit is tested through its name (codes.F_BLOCKING, MVC_SYNC...), not a number
+    root = Path(codes.__file__).resolve().parent.parent
+    pattern = re.compile(r"flags[^&\n]{0,20}&\s*\d")
+    found = [f"{p.relative_to(root)}:{n}" for p in sorted(root.rglob("*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if pattern.search(line)]
+    assert found == []
