@@ -17,7 +17,9 @@ check found from this cache instead.  Contract:
   with a note on stderr and written again; writing is atomic (a temporary
   file renamed) and a failed write is a note, never an error;
 * traces smaller than :data:`MIN_BYTES` (``MPVIS_CACHE_MIN_BYTES``) are not
-  cached: they check in about a second.
+  cached: they check in about a second; the caches of the directory take at
+  most :data:`MAX_BYTES` (the least recently written go first); a 1M-event
+  trace's takes about 1.5 MB (compressed ``.npz``).
 
 What is stored: the race entries as columns (``int32``/``int8``, strings as
 indices into one string table; the report contract's fields, in the report's
@@ -44,12 +46,15 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-__all__ = ["FORMAT", "MIN_BYTES", "Cached", "cache_path", "load", "save"]
+__all__ = ["FORMAT", "MAX_BYTES", "MIN_BYTES", "Cached", "cache_path", "load", "save"]
 
 #: Version of the cache's content; a cache of another version is ignored.
 FORMAT = 1
 #: Traces smaller than this many bytes are not cached.
 MIN_BYTES = 4 << 20
+#: The caches of a directory take at most this many bytes together: the least
+#: recently written ones are deleted first.
+MAX_BYTES = 1 << 30
 
 Report = dict[str, Any]
 Cached = tuple[Report, list[dict[str, Any]], list[int]]
@@ -233,8 +238,9 @@ def save(trace: str | Path, options: dict[str, object], report: Report,
         fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez(f, allow_pickle=False, **arrays)
+                np.savez_compressed(f, allow_pickle=False, **arrays)
             os.replace(tmp, out)
+            _prune(out.parent, keep=out)
         finally:
             if os.path.exists(tmp):
                 os.unlink(tmp)
@@ -242,6 +248,25 @@ def save(trace: str | Path, options: dict[str, object], report: Report,
         _note(f"could not write the check cache {out}: {exc}")
         return False
     return True
+
+
+def _prune(directory: Path, keep: Path) -> None:
+    """Delete the least recently written caches while they take more than
+    :data:`MAX_BYTES` together (never ``keep``, the one just written)."""
+    files = []
+    for f in directory.glob("*.npz"):
+        try:
+            st = f.stat()
+        except OSError:
+            continue
+        files.append((st.st_mtime_ns, st.st_size, f))
+    total = sum(size for _, size, _ in files)
+    for _, size, f in sorted(files):
+        if total <= MAX_BYTES:
+            break
+        if f != keep:
+            f.unlink(missing_ok=True)
+            total -= size
 
 
 # ------------------------------------------------------------------ reading

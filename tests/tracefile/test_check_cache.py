@@ -164,3 +164,16 @@ def test_a_missing_trace_is_the_check_s_error_not_a_cache_note(
     code, _, err = _check(capsys, str(tmp_path / "nothing.jsonl"))
     assert code == 2
     assert "invalid trace" in err and "cache" not in err
+
+
+def test_the_least_recently_written_caches_go_first(
+        tmp_path: Path, cache_env: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    first, second = _trace(tmp_path), tmp_path / "farm2.jsonl"
+    second.write_bytes(first.read_bytes())
+    _check(capsys, str(first), "--json")
+    (old,) = cache_env.glob("*.npz")
+    monkeypatch.setattr(check_cache, "MAX_BYTES", old.stat().st_size + 1)
+    _check(capsys, str(second), "--json")
+    (kept,) = cache_env.glob("*.npz")
+    assert kept != old  # the one just written stays
