@@ -8,7 +8,8 @@ tag of a collective, the consume of a message never consumed) is null.
 ``events``: one row per event, by rank then seq: ``rank``, ``seq``, ``kind``
 and ``site`` (categorical / dictionary), ``t``, ``comm``, ``peer`` (a send's
 ``dest``, a receive's or consume's ``src``; -1 = any), ``tag``, ``blocking``
-(sends and receives), ``sync`` (sends), ``req``, ``size``, and
+(sends and receives), ``sync`` (sends), ``req``, ``size``, ``call`` (the MPI
+call that made the event, when the trace says), and
 ``partner_rank``/``partner_seq`` (the consume of a send, the send of a consume).
 
 ``messages``: one row per send, consumed or not, in arrival order, with the
@@ -87,7 +88,7 @@ def event_columns(m: ModelManager) -> dict[str, Col]:
     is_send = kind == R.KIND_CODE[R.SEND]
     p2p = is_send | (kind == R.KIND_CODE[R.RECV])
     has_peer = p2p | (kind == R.KIND_CODE[R.CONSUME])
-    req, size = col(m.c_req), col(m.c_size)
+    req, size, call = col(m.c_req), col(m.c_size), col(m.c_call)
     safe = np.where(partner >= 0, partner, 0)
     return {
         "rank": Col(rank[order]), "seq": Col(seq[order]),
@@ -99,6 +100,7 @@ def event_columns(m: ModelManager) -> dict[str, Col]:
         "blocking": _opt((flags & F_BLOCKING).astype(bool), p2p),
         "sync": _opt((flags & F_SYNC).astype(bool), is_send),
         "req": _opt(req, p2p & (req != -1)), "size": _opt(size, size >= 0),
+        "call": _opt(call, call >= 0),
         "partner_rank": _opt(rank[safe], partner >= 0),
         "partner_seq": _opt(seq[safe], partner >= 0),
     }
