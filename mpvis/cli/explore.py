@@ -48,7 +48,7 @@ from mpvis.analysis.delivery_orders import (
 from mpvis.analysis.run_outcome import Outcome, differences
 from mpvis.cli.errors import UserError
 from mpvis.cli.explore_runs import RunResult, record_run, replay_run
-from mpvis.cli.replay import _program_after_dashdash
+from mpvis.cli.program_args import after_dashdash, take_program
 from mpvis.instrument.record_file import ReplayRecordError, read_record
 from mpvis.tracefile.reader import TraceFileError, load_trace
 
@@ -92,7 +92,7 @@ def register(sub: Any) -> None:
                    help="only the subgroup of this racing receive")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=run, program=[])
-    _program_after_dashdash(p)
+    take_program(p, after_dashdash)
 
 
 @dataclass

@@ -29,12 +29,12 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from mpvis.cli.errors import UserError
 from mpvis.cli.native import is_native_program
+from mpvis.cli.program_args import after_dashdash, take_program
 from mpvis.cli.record_options import LAUNCH_MODULE, record_summary, run_unstreamed
 from mpvis.instrument.record_file import RankRecord, ReplayRecordError, read_record
 from mpvis.instrument.replay import Flip, find_flip, find_order, parse_anys, parse_order, plan_for
@@ -77,26 +77,7 @@ def register(sub: Any) -> None:
     p.add_argument("--mpiexec", help="mpiexec to use")
     p.add_argument("--stats", action="store_true", help="print the record's figures and stop")
     p.set_defaults(func=replay, program=[])
-    _program_after_dashdash(p)
-
-
-def _program_after_dashdash(p: argparse.ArgumentParser) -> None:
-    """Everything after ``--`` is the program, whatever it looks like (argparse alone would
-    read the program's own options)."""
-    parse_known = p.parse_known_args
-
-    def split(
-        args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        argv = list(args or [])
-        cut = argv.index("--") if "--" in argv else len(argv)
-        ns, extra = parse_known(argv[:cut], namespace)
-        if extra:
-            p.error(f"unrecognized arguments: {' '.join(extra)}")
-        ns.program = argv[cut + 1 :]
-        return ns, []
-
-    p.parse_known_args = split  # type: ignore[method-assign,assignment]  # argparse has no hook for a trailing program
+    take_program(p, after_dashdash)  # argparse alone would read the program's own options
 
 
 def replay(args: argparse.Namespace) -> int:

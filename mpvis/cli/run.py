@@ -31,7 +31,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +44,7 @@ from mpvis.cli.preflight import (
     no_mpi_call,
     preflight,
 )
+from mpvis.cli.program_args import take_program
 from mpvis.cli.token_args import add_token_options, token_from
 from mpvis.collector.auth import format_address, is_loopback, new_token, parse_address
 from mpvis.collector.collector import Collector
@@ -155,27 +155,13 @@ def register(sub: Any) -> None:
     )
     record_options.add_record_options(p)
     p.set_defaults(func=run, mpiexec_options=[], program=[])
-    _accept_mpiexec_options(p)
+    take_program(p, _split_for_mpiexec)
 
 
-def _accept_mpiexec_options(p: argparse.ArgumentParser) -> None:
+def _split_for_mpiexec(argv: list[str]) -> tuple[list[str], dict[str, list[str]]]:
     """Let options mpvis does not know through to mpiexec (argparse alone rejects them)."""
-    parse_known = p.parse_known_args
-
-    def split_known(
-        args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
-    ) -> tuple[argparse.Namespace, list[str]]:
-        try:
-            ours, passthrough, program = split_run_args(list(args or []))
-        except ValueError as exc:
-            p.error(str(exc))
-        ns, extra = parse_known(ours, namespace)
-        if extra:
-            p.error(f"unrecognized arguments: {' '.join(extra)}")
-        ns.mpiexec_options, ns.program = passthrough, program
-        return ns, []
-
-    p.parse_known_args = split_known  # type: ignore[method-assign,assignment]  # argparse has no hook for a trailing program
+    ours, passthrough, program = split_run_args(argv)
+    return ours, {"mpiexec_options": passthrough, "program": program}
 
 
 def split_run_args(argv: list[str]) -> tuple[list[str], list[str], list[str]]:
