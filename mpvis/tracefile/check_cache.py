@@ -131,12 +131,14 @@ def _ints(values: Sequence[object], *, none: bool = True) -> npt.NDArray[np.int3
     types = set(map(type, values))
     if not types <= ({int, type(None)} if none else {int}):
         raise _Unknown
-    real = [int(v) for v in values if v is not None]  # type: ignore[call-overload]  # ints: checked
-    if real and not (min(real) > _NONE and max(real) < 2**31):
-        raise _Unknown
-    if len(real) != len(values):
+    absent = None
+    if type(None) in types:
+        absent = np.array([v is None for v in values], dtype=bool)
         values = [_NONE if v is None else v for v in values]
-    a = np.array(values, dtype=np.int64)
+    a = np.array(values, dtype=np.int64)  # OverflowError beyond 64 bits: not cached
+    real = a if absent is None else a[~absent]
+    if real.size and not (real.min() > _NONE and real.max() < 2**31):
+        raise _Unknown
     return a.astype(np.int32)
 
 
