@@ -14,6 +14,7 @@ import pytest
 
 from mpvis.cli.run import split_run_args
 from mpvis.collector.mpiexec import find_mpiexec
+from tests.cli.test_no_orphans import alive, run_processes
 
 pytestmark = [
     pytest.mark.mpi,
@@ -119,14 +120,15 @@ def test_ctrl_c_stops_the_ranks_and_keeps_the_trace(tmp_path: Path) -> None:
         not journal.exists() or len(journal.read_text().splitlines()) < 3
     ):
         time.sleep(0.1)
+    procs = run_processes(p.pid, str(tmp_path))  # this run's, not another test's hang.py
+    assert len(procs) >= 3  # mpiexec and two ranks at least
     p.send_signal(signal.SIGINT)
     out, _ = p.communicate(timeout=60)
     assert p.returncode == 130
     lines = trace(journal)
     assert sorted(r["rank"] for r in lines[1:]) == [0, 1]
     assert "Deadlocks: 1" in out
-    ps = subprocess.run(["ps", "-eo", "args"], check=True, capture_output=True, text=True).stdout
-    assert str(tmp_path / "hang.py") not in ps and " hang.py" not in ps
+    assert not alive(procs), procs
 
 
 def test_a_running_window_gets_the_stream(tmp_path: Path) -> None:
