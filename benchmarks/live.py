@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from overhead import ring_recorder  # benchmarks/overhead.py, next to this file
 
 from mpvis.collector.central import CentralProcess
 from mpvis.collector.collector import Collector
@@ -55,17 +56,7 @@ from mpvis.protocol.records import make_header
 
 def _frames(rank: int, nprocs: int, n: int, batch: int) -> list[tuple[bytes, dict[str, Any]]]:
     """``rank``'s ``n`` records (and its final) as COMPACT frames and their bodies."""
-    from mpvis.instrument.recorder import BLOCKING, Recorder
-
-    rec = Recorder(rank, ("/nowhere/",))
-    prev = (rank - 1) % nprocs
-    for i in range(n // 3):
-        rec.send(0, (rank + 1) % nprocs, 1, BLOCKING)
-        r = rec.recv(0, prev, 1, True)
-        rec.consume(0, r, prev, 1, 3 * i)
-    while rec.seq < n:
-        rec.send(0, (rank + 1) % nprocs, 2, BLOCKING)
-    rec.final()
+    rec = ring_recorder(rank, nprocs, n)
     out = []
     number = 0
     while rec.pending():

@@ -7,7 +7,8 @@ This script runs the collector and a central process in this process, as
 do: with ``--wire compact`` (the default) each sender records its events with
 the trace library's C recorder and ships them as ``COMPACT`` frames through
 its socket sink (``mpvis.instrument.transport.SocketSink``, batches of 1000),
-which the collector forwards and the central process expands; with ``--wire records`` it sends record dicts
+which the collector forwards and the central process expands; with
+``--wire records`` it sends record dicts
 (``mpvis.collector.client.RankClient``).  The events are a ring: each
 iteration a send to the next rank, a blocking receive from the previous one
 and its consume, naming that rank's send.
@@ -27,11 +28,15 @@ import multiprocessing as mp
 import tempfile
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from mpvis.collector.central import CentralProcess
 from mpvis.collector.client import RankClient
 from mpvis.collector.collector import Collector
 from mpvis.protocol.records import make_header
+
+if TYPE_CHECKING:
+    from mpvis.instrument.recorder import Recorder
 
 
 def sender(  # noqa: PLR0917 - a multiprocessing target takes positional args
@@ -74,12 +79,11 @@ def sender(  # noqa: PLR0917 - a multiprocessing target takes positional args
     client.bye()
 
 
-def sender_compact(  # noqa: PLR0917 - a multiprocessing target takes positional args
-    address: tuple[str, int], token: str, rank: int, nprocs: int, n: int, batch: int, go: object
-) -> None:
-    """One fake rank on the real path: ``n`` events in C records, shipped as COMPACT frames."""
+def ring_recorder(rank: int, nprocs: int, n: int) -> Recorder:
+    """A C recorder holding ``rank``'s ``n`` events of the ring (and its final):
+    each iteration a send to the next rank, a blocking receive from the previous
+    one and its consume, then sends up to ``n`` (also used by ``live.py``)."""
     from mpvis.instrument.recorder import BLOCKING, Recorder
-    from mpvis.instrument.transport import SocketSink
 
     rec = Recorder(rank, ("/nowhere/",))
     prev = (rank - 1) % nprocs
@@ -90,6 +94,16 @@ def sender_compact(  # noqa: PLR0917 - a multiprocessing target takes positional
     while rec.seq < n:
         rec.send(0, (rank + 1) % nprocs, 2, BLOCKING)
     rec.final()
+    return rec
+
+
+def sender_compact(  # noqa: PLR0917 - a multiprocessing target takes positional args
+    address: tuple[str, int], token: str, rank: int, nprocs: int, n: int, batch: int, go: object
+) -> None:
+    """One fake rank on the real path: ``n`` events in C records, shipped as COMPACT frames."""
+    from mpvis.instrument.transport import SocketSink
+
+    rec = ring_recorder(rank, nprocs, n)
     sink = SocketSink(f"{address[0]}:{address[1]}", token, rank)
     go.wait()  # type: ignore[attr-defined]
     while rec.pending():
