@@ -6,7 +6,9 @@ random orders and on random traces; the decomposition against its definition.
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Callable
 from itertools import combinations
 
 import pytest
@@ -135,21 +137,24 @@ def test_random_traces_against_oracle(seed: int) -> None:
     assert list(poeg.nodes) == keys
     assert list(poeg.preds) == preds
     if len(keys) <= 9:
-        d = decompose(poeg)
-        assert d.orderings == enumerate_count(preds)
-        for part in d.ranks:
-            _nodes, local = rank_order(poeg, part.rank)
-            assert part.orderings == enumerate_count(local)
-            total = 1
-            for g in part.subgroups:
-                total *= g.orderings
-            assert total == part.orderings
-            # every subgroup boundary separates: all earlier events before all later ones
-            seen: list[int] = []
-            for g in part.subgroups:
-                for v in g.nodes:
-                    assert all(poeg.before(u, v) for u in seen)
-                seen += g.nodes
+        check_counts(poeg, preds, enumerate_count)
+
+
+def check_counts(poeg: Poeg, preds: list[int], count: Callable[[list[int]], int]) -> None:
+    """:func:`decompose`'s counts are the oracle ``count``'s (of the whole order
+    ``preds`` and of each rank's), each rank's is the product of its subgroups',
+    and every subgroup boundary separates: all earlier events before all later ones."""
+    d = decompose(poeg)
+    assert d.orderings == count(preds)
+    for part in d.ranks:
+        _nodes, local = rank_order(poeg, part.rank)
+        assert part.orderings == count(local)
+        assert math.prod(g.orderings for g in part.subgroups) == part.orderings
+        seen: list[int] = []
+        for g in part.subgroups:
+            for v in g.nodes:
+                assert all(poeg.before(u, v) for u in seen)
+            seen += g.nodes
 
 
 def test_nonblocking_receive_floats_until_its_wait() -> None:

@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from mpvis.analysis.poeg import poeg_of
-from mpvis.analysis.poeg_decompose import decompose, rank_order
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.record_types import Record
 from tests.analysis.poeg_oracle import downset_count, trace_order
+from tests.analysis.test_poeg import check_counts
 from tests.instrument.test_trace_mpi import EXAMPLES, MPIEXEC, run_traced, validate
 
 pytestmark = [pytest.mark.mpi, pytest.mark.slow]
@@ -39,15 +39,7 @@ def _check_against_oracle(lines: list[Record]) -> None:
     keys, preds = trace_order(header["nprocs"], records, calls=True)
     assert list(poeg.nodes) == keys
     assert list(poeg.preds) == preds
-    d = decompose(poeg)
-    assert d.orderings == downset_count(preds)
-    for part in d.ranks:
-        _nodes, local = rank_order(poeg, part.rank)
-        assert part.orderings == downset_count(local)
-        product = 1
-        for g in part.subgroups:
-            product *= g.orderings
-        assert product == part.orderings
+    check_counts(poeg, preds, downset_count)
 
 
 @pytest.mark.parametrize(
