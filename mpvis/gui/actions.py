@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from PySide6 import QtGui, QtWidgets
 
 from mpvis.gui.export import export_png, export_races, export_svg
 from mpvis.gui.export_trace import add_trace_exports
 from mpvis.gui.goto_box import GotoBox
 from mpvis.gui.keep_run import add_run_actions
+from mpvis.gui.window_api import WindowApi
 from mpvis.scene.vocabulary import glossary_html
-
-if TYPE_CHECKING:
-    from mpvis.gui.window import MainWindow
 
 TRACE_FILTER = "Traces (*.jsonl *.jsonl.gz *.jsonl.zst *.json *.otf2);;All files (*)"
 
 
 def _action(
-    win: MainWindow,
+    win: WindowApi,
     menu: QtWidgets.QMenu,
     text: str,
     slot: object,
@@ -36,7 +32,7 @@ def _action(
     return act
 
 
-def build_menus(win: MainWindow) -> None:
+def build_menus(win: WindowApi) -> None:
     """Create the menu bar and toolbar of ``win`` (actions stored on it as ``act_*``)."""
     bar = win.menuBar()
     f = bar.addMenu("&File")
@@ -96,7 +92,7 @@ HELP = (
 )
 
 
-def show_glossary(win: MainWindow) -> QtWidgets.QDialog:
+def show_glossary(win: WindowApi) -> QtWidgets.QDialog:
     """Help > Glossary: the words of :mod:`mpvis.scene.vocabulary`, non-modal."""
     dlg = getattr(win, "glossary", None)
     if not isinstance(dlg, QtWidgets.QDialog):
@@ -112,19 +108,19 @@ def show_glossary(win: MainWindow) -> QtWidgets.QDialog:
     return dlg
 
 
-def _follow(win: MainWindow, on: bool) -> None:
+def _follow(win: WindowApi, on: bool) -> None:
     win.diagram.follow = on
     if on:
         win.diagram.data_changed()
 
 
-def _open(win: MainWindow) -> None:
+def _open(win: WindowApi) -> None:
     path, _ = QtWidgets.QFileDialog.getOpenFileName(win, "Open trace", "", TRACE_FILTER)
     if path:
         win.open_trace(path)
 
 
-def _export_view(win: MainWindow, kind: str) -> None:
+def _export_view(win: WindowApi, kind: str) -> None:
     path, _ = QtWidgets.QFileDialog.getSaveFileName(
         win, "Export view", f"diagram.{kind}", f"{kind.upper()} (*.{kind})"
     )
@@ -135,7 +131,7 @@ def _export_view(win: MainWindow, kind: str) -> None:
         win.statusBar().showMessage(f"wrote {path}", 8000)
 
 
-def _export_races(win: MainWindow, kind: str) -> None:
+def _export_races(win: WindowApi, kind: str) -> None:
     path, _ = QtWidgets.QFileDialog.getSaveFileName(
         win, "Export races", f"races.{kind}", f"{kind.upper()} (*.{kind})"
     )
@@ -144,7 +140,7 @@ def _export_races(win: MainWindow, kind: str) -> None:
         win.statusBar().showMessage(f"wrote {path}", 8000)
 
 
-def _zoom_ranks(win: MainWindow) -> None:
+def _zoom_ranks(win: WindowApi) -> None:
     text, ok = QtWidgets.QInputDialog.getText(win, "Zoom to ranks", "Rows (e.g. 4-7):")
     if ok and text.strip():
         a, _, b = text.partition("-")
@@ -155,7 +151,7 @@ def _zoom_ranks(win: MainWindow) -> None:
         win.diagram.zoom_to_ranks(min(lo, hi), max(lo, hi))
 
 
-def _processes(win: MainWindow) -> None:
+def _processes(win: WindowApi) -> None:
     lay = win.diagram.layout_
     if lay is None:
         return

@@ -14,15 +14,12 @@ ringed, the wait-for edges between them, the cycle in red) and scrolls to it;
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6 import QtCore, QtWidgets
 
 from mpvis.analysis.deadlock_report import Deadlock, to_dot
+from mpvis.gui.window_api import WindowApi
 from mpvis.scene.deadlock_marks import OVERLAY_NAMES, deadlock_overlays
-
-if TYPE_CHECKING:
-    from mpvis.gui.window import MainWindow
 
 _COLUMNS = ("kind", "ranks", "check", "reason")
 
@@ -30,7 +27,7 @@ _COLUMNS = ("kind", "ranks", "check", "reason")
 class DeadlockPanel(QtWidgets.QWidget):
     """A table of deadlocks above an export button; follows ``window.analyses``."""
 
-    def __init__(self, window: MainWindow) -> None:
+    def __init__(self, window: WindowApi) -> None:
         super().__init__()
         self.window_ = window
         self.deadlocks: list[Deadlock] = []
@@ -156,6 +153,6 @@ class DeadlockPanel(QtWidgets.QWidget):
             self.window_.statusBar().showMessage(f"wrote {path}", 8000)
 
 
-def make_deadlock_panel(window: MainWindow) -> QtWidgets.QWidget:
+def make_deadlock_panel(window: WindowApi) -> QtWidgets.QWidget:
     """Factory for :func:`mpvis.gui.panels.register_panel` / ``window.add_panel``."""
     return DeadlockPanel(window)

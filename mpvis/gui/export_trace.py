@@ -8,17 +8,14 @@ deadlocks, marked in the Perfetto file).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6 import QtGui, QtWidgets
 
 from mpvis.analysis.report import build_report
+from mpvis.gui.window_api import WindowApi
 from mpvis.tracefile.export import export_model
 from mpvis.tracefile.otf2_export import Otf2ExportError
 from mpvis.tracefile.otf2_names import Otf2Missing
-
-if TYPE_CHECKING:
-    from mpvis.gui.window import MainWindow
 
 #: format -> (menu text, default file name, file dialog filter)
 CHOICES = {
@@ -28,7 +25,7 @@ CHOICES = {
 }
 
 
-def add_trace_exports(win: MainWindow, menu: QtWidgets.QMenu) -> None:
+def add_trace_exports(win: WindowApi, menu: QtWidgets.QMenu) -> None:
     """Add the actions to ``menu`` (stored on the window as ``act_export_<format>``)."""
     for fmt, (text, _name, _filter) in CHOICES.items():
         act = QtGui.QAction(text, win)
@@ -37,14 +34,14 @@ def add_trace_exports(win: MainWindow, menu: QtWidgets.QMenu) -> None:
         setattr(win, f"act_export_{fmt}", act)
 
 
-def _ask(win: MainWindow, fmt: str) -> None:
+def _ask(win: WindowApi, fmt: str) -> None:
     _text, name, filt = CHOICES[fmt]
     path, _ = QtWidgets.QFileDialog.getSaveFileName(win, "Export trace", name, filt)
     if path:
         export_shown_trace(win, fmt, path)
 
 
-def export_shown_trace(win: MainWindow, fmt: str, path: str | Path) -> list[Path]:
+def export_shown_trace(win: WindowApi, fmt: str, path: str | Path) -> list[Path]:
     """Write the window's trace as ``fmt``; says on the status bar what was written,
     or in a message box why nothing was (no trace, the otf2 package missing...)."""
     m = win.model

@@ -7,14 +7,10 @@ zooms to the rank's row.  A text naming nothing says why in the status bar.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from PySide6 import QtGui, QtWidgets
 
+from mpvis.gui.window_api import WindowApi
 from mpvis.scene.goto import GotoError, resolve
-
-if TYPE_CHECKING:
-    from mpvis.gui.window import MainWindow
 
 PLACEHOLDER = "go to: rank:seq, rank N, or file.py:line  (Ctrl+G)"
 
@@ -22,7 +18,7 @@ PLACEHOLDER = "go to: rank:seq, rank N, or file.py:line  (Ctrl+G)"
 class GotoBox(QtWidgets.QLineEdit):
     """A line edit that sends the window to what its text names."""
 
-    def __init__(self, win: MainWindow) -> None:
+    def __init__(self, win: WindowApi) -> None:
         super().__init__(win)
         self.win = win
         self.setPlaceholderText(PLACEHOLDER)

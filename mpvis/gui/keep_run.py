@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from PySide6 import QtGui, QtWidgets
 
-if TYPE_CHECKING:
-    from mpvis.gui.window import MainWindow
+from mpvis.gui.window_api import WindowApi
 
 __all__ = [
     "add_run_actions", "confirm_close", "relay_deadlocks", "save_trace_as", "unsaved_run",
@@ -32,7 +30,7 @@ __all__ = [
 SAVE_FILTER = "Traces (*.jsonl);;All files (*)"
 
 
-def shown_file(win: MainWindow) -> Path | None:
+def shown_file(win: WindowApi) -> Path | None:
     """The file holding the shown run: the live journal, or the opened trace."""
     if win.journal is not None:
         return win.journal
@@ -41,13 +39,13 @@ def shown_file(win: MainWindow) -> Path | None:
     return None
 
 
-def unsaved_run(win: MainWindow) -> bool:
+def unsaved_run(win: WindowApi) -> bool:
     """Is a live run shown whose journal was not saved since it last grew?"""
     return (win.journal is not None and win.model is not None and win.model.event_count > 0
             and win.saved_events != win.model.event_count)
 
 
-def save_trace_as(win: MainWindow, path: str | Path) -> bool:
+def save_trace_as(win: WindowApi, path: str | Path) -> bool:
     """Copy the shown run to ``path``; say in the status bar what happened."""
     src = shown_file(win)
     if src is None:
@@ -63,12 +61,12 @@ def save_trace_as(win: MainWindow, path: str | Path) -> bool:
     return True
 
 
-def _ask_save(win: MainWindow) -> bool:
+def _ask_save(win: WindowApi) -> bool:
     path, _ = QtWidgets.QFileDialog.getSaveFileName(win, "Save trace as", "run.jsonl", SAVE_FILTER)
     return bool(path) and save_trace_as(win, path)
 
 
-def confirm_close(win: MainWindow) -> bool:
+def confirm_close(win: WindowApi) -> bool:
     """May the window close now?  With a live run not saved: no, and a
     non-modal question appears (*Save…*, *Discard*, *Cancel*); *Save…* (once
     saved) and *Discard* then close the window.  Non-modal, so that nothing
@@ -93,14 +91,14 @@ def confirm_close(win: MainWindow) -> bool:
     return False
 
 
-def _answered(win: MainWindow, choice: QtWidgets.QMessageBox.StandardButton) -> None:
+def _answered(win: WindowApi, choice: QtWidgets.QMessageBox.StandardButton) -> None:
     buttons = QtWidgets.QMessageBox.StandardButton
     if choice == buttons.Discard or (choice == buttons.Save and _ask_save(win)):
         win.close_confirmed = True
         win.close()
 
 
-def stop_run(win: MainWindow) -> bool:
+def stop_run(win: WindowApi) -> bool:
     """File > Stop the run: ask the live run's launcher to stop its program."""
     live = win.live
     m = win.model
@@ -112,7 +110,7 @@ def stop_run(win: MainWindow) -> bool:
     return True
 
 
-def relay_deadlocks(win: MainWindow, told: set[str]) -> None:
+def relay_deadlocks(win: WindowApi, told: set[str]) -> None:
     """Send each new deadlock of the live run to its launcher's terminal once
     (``told``: the reasons sent so far)."""
     a, live, m = win.analyses, win.live, win.model
@@ -126,7 +124,7 @@ def relay_deadlocks(win: MainWindow, told: set[str]) -> None:
                 f"{', '.join(map(str, d.ranks))}): {d.reason}")
 
 
-def add_run_actions(win: MainWindow, menu: QtWidgets.QMenu) -> None:
+def add_run_actions(win: WindowApi, menu: QtWidgets.QMenu) -> None:
     """File menu entries: Save trace as…, Stop the run."""
     save = QtGui.QAction("&Save trace as…", win)
     save.setShortcut(QtGui.QKeySequence("Ctrl+S"))

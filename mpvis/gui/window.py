@@ -44,6 +44,7 @@ from mpvis.gui.race_panel import RacePanel
 from mpvis.gui.race_popup import RaceNotifier
 from mpvis.gui.race_settings import RaceSettings
 from mpvis.gui.rank_folding import FOLD_MIN_RANKS, RankFolder
+from mpvis.gui.window_api import WindowApi
 from mpvis.model.manager import ModelManager
 from mpvis.model.observer import ModelChange
 from mpvis.model.races import Race
@@ -93,12 +94,14 @@ class _Observer:
         self.queue.append(change)
 
 
-class MainWindow(QtWidgets.QMainWindow):
-    """The mpvis window; see the module docstring."""
+class MainWindow(WindowApi):
+    """The mpvis window; see the module docstring.
 
-    model_replaced = QtCore.Signal(object)  # ModelManager or None
-    #: the deadlock monitor's list may have changed (window.analyses.deadlock.deadlocks)
-    deadlocks_changed = QtCore.Signal()
+    Its parts (menus, exports, Go to box, run keeping, deadlock panel) see it as
+    a :class:`~mpvis.gui.window_api.WindowApi`, which also defines the signals
+    ``model_replaced`` (ModelManager or None) and ``deadlocks_changed``.
+    """
+
     model_updated = QtCore.Signal(object)  # ModelChange
     event_selected = QtCore.Signal(int)
 
