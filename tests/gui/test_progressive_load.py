@@ -9,28 +9,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mpvis.gui.window import MainWindow
 from mpvis.protocol.records import make_header
 from mpvis.sim.synthetic import generate_records
 from mpvis.tracefile.reader import load_trace
 from mpvis.tracefile.writer import write_trace
+from tests.gui.windows import shown_window
 
 pytestmark = pytest.mark.slow
-
-
-def _window(qtbot) -> MainWindow:  # type: ignore[no-untyped-def]
-    win = MainWindow()
-    qtbot.addWidget(win)
-    win.resize(1200, 800)
-    win.show()
-    return win
 
 
 def test_a_trace_is_drawn_while_it_loads_and_ends_as_load_trace_builds_it(  # type: ignore[no-untyped-def]
         qtbot, tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     write_trace(path, make_header(8, program="synthetic.py"), generate_records(60_000, 8, seed=3))
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     win.open_trace(path)
     loader = win.loader
     assert loader is not None
@@ -61,7 +53,7 @@ def test_a_bad_line_is_reported_with_the_events_before_it_shown(  # type: ignore
     lines = path.read_text().splitlines()
     lines.insert(9000, '{"rank": 0, "kind": "send"}')  # no seq: line 9001 breaks a rule
     path.write_text("\n".join(lines) + "\n")
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     messages: list[str] = []
     win.open_trace(path)
     loader = win.loader

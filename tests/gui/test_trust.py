@@ -15,6 +15,7 @@ from mpvis.collector.rendezvous import discover, rendezvous_path
 from mpvis.gui.window import MainWindow
 from mpvis.model.manager import ModelManager
 from tests.fixtures import simulated_model
+from tests.gui.windows import shown_window
 
 
 def test_an_invisible_window_does_not_advertise_itself(qtbot) -> None:  # type: ignore[no-untyped-def]
@@ -34,14 +35,6 @@ ROOT = Path(__file__).resolve().parents[2]
 FARM = ROOT / "sample_traces" / "master_worker.jsonl"
 
 
-def _window(qtbot) -> MainWindow:  # type: ignore[no-untyped-def]
-    win = MainWindow()
-    qtbot.addWidget(win)
-    win.resize(1200, 800)
-    win.show()
-    return win
-
-
 def _open(qtbot, win: MainWindow, path: Path, exact: bool = True) -> None:  # type: ignore[no-untyped-def]
     win.open_trace(path)
     qtbot.waitUntil(lambda: win.loader is None and win.model is not None, timeout=30000)
@@ -52,7 +45,7 @@ def _open(qtbot, win: MainWindow, path: Path, exact: bool = True) -> None:  # ty
 
 
 def test_race_list_groups_by_site_pair_like_check(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     _open(qtbot, win, FARM)
     panel = win.races
     panel.method.setCurrentText("classifier")
@@ -82,7 +75,7 @@ def _view_contains(win: MainWindow, gs: list[int]) -> bool:
 def test_one_click_on_a_wildcard_receive_explains_its_races(qtbot) -> None:  # type: ignore[no-untyped-def]
     from mpvis.model.races import Race
 
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     _open(qtbot, win, FARM)
     m = win.model
     assert m is not None
@@ -109,7 +102,7 @@ def test_one_click_on_a_wildcard_receive_explains_its_races(qtbot) -> None:  # t
 
 
 def test_selecting_a_deadlock_fits_every_blocked_rank(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     _open(qtbot, win, ROOT / "sample_traces" / "deadlock_three_cycle.jsonl", exact=False)
     m = win.model
     assert m is not None
@@ -128,7 +121,7 @@ def test_race_popup_escape_dismiss_all_placement_and_exports(qtbot, tmp_path: Pa
     from mpvis.model.manager import ModelManager
     from mpvis.sim.api import simulate
 
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     header, recs = simulate("wildcard_race", 0)
     m = ModelManager(header)
     win.set_model(m, "live")
@@ -180,7 +173,7 @@ def test_label_step_is_the_smallest_power_of_two_that_fits(rows: float, pixels: 
 
 
 def test_64_ranks_get_readable_labels_and_a_real_time_axis(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     win.resize(1200, 700)
     win.set_model(_synthetic(64, 6000), "synthetic")
     d = win.diagram
@@ -207,7 +200,7 @@ def test_64_ranks_get_readable_labels_and_a_real_time_axis(qtbot) -> None:  # ty
 def test_live_view_is_labelled_real_time(qtbot) -> None:  # type: ignore[no-untyped-def]
     from mpvis.sim.api import simulate
 
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     header, recs = simulate("ring", 0)
     win.inbox.append(RunStarted(header, Path("journal.jsonl")))
     win.drain()
@@ -231,7 +224,7 @@ def _wheel(d: object, ctrl: bool) -> None:
 
 
 def test_wheel_zooms_time_only_and_ctrl_wheel_the_ranks(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     win.set_model(_synthetic(16, 2000), "synthetic")
     d = win.diagram
     d.fit_all()
@@ -248,7 +241,7 @@ def test_wheel_zooms_time_only_and_ctrl_wheel_the_ranks(qtbot) -> None:  # type:
 def test_shift_drag_zooms_into_the_box(qtbot) -> None:  # type: ignore[no-untyped-def]
     from PySide6 import QtCore, QtGui, QtWidgets
 
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     win.set_model(_synthetic(16, 2000), "synthetic")
     d = win.diagram
     d.fit_all()
@@ -278,7 +271,7 @@ def test_shift_drag_zooms_into_the_box(qtbot) -> None:  # type: ignore[no-untype
 def test_go_to_an_event_a_rank_and_a_site(qtbot) -> None:  # type: ignore[no-untyped-def]
     from mpvis.gui.goto_box import GotoBox
 
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     _open(qtbot, win, FARM)
     m = win.model
     assert m is not None and isinstance(win.goto, GotoBox)
@@ -309,7 +302,7 @@ def test_loading_announces_every_phase_and_its_progress(qtbot, tmp_path: Path) -
 
     path = tmp_path / "big.jsonl"
     write_trace(path, make_header(16, program="synthetic.py"), generate_records(120_000, 16))
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     phases: list[str] = []
     progress: list[tuple[int, int]] = []
     labels: list[str] = []
@@ -327,7 +320,7 @@ def test_loading_announces_every_phase_and_its_progress(qtbot, tmp_path: Path) -
 
 
 def test_opening_another_trace_resets_the_deadlock_panel(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     _open(qtbot, win, ROOT / "sample_traces" / "deadlock_three_cycle.jsonl", exact=False)
     panel = win.deadlock_panel
     qtbot.waitUntil(lambda: bool(panel.deadlocks), timeout=20000)
@@ -342,7 +335,7 @@ def test_races_speak_plainly(qtbot) -> None:  # type: ignore[no-untyped-def]
     from mpvis.gui.actions import show_glossary
     from mpvis.model.races import Race
 
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     _open(qtbot, win, FARM)
     panel = win.races
     panel.method.setCurrentText("classifier")
@@ -374,7 +367,7 @@ def _live_run(qtbot, tmp_path: Path) -> MainWindow:  # type: ignore[no-untyped-d
     header, recs = simulate("ring", 0)
     journal = tmp_path / "journal.jsonl"
     write_trace(journal, header, recs)
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     win.inbox.append(RunStarted(header, journal))
     win.inbox.append(RecordsArrived(recs))
     win.drain()
@@ -434,7 +427,7 @@ def test_a_second_window_says_it_does_not_receive_runs(tmp_path: Path) -> None:
 
 
 def test_wait_for_edges_have_arrowheads(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     _open(qtbot, win, ROOT / "sample_traces" / "deadlock_three_cycle.jsonl", exact=False)
     panel = win.deadlock_panel
     qtbot.waitUntil(lambda: bool(panel.deadlocks), timeout=20000)
@@ -450,7 +443,7 @@ def test_a_dead_ranks_reason_is_shown(qtbot) -> None:  # type: ignore[no-untyped
     from mpvis.scene.describe import details, summary
     from mpvis.sim.api import simulate
 
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     header, recs = simulate("ring", 0)
     win.inbox.append(RunStarted(header, Path("journal.jsonl")))
     mine = [r for r in recs if r["rank"] != 2 or r["seq"] < 3]
@@ -468,7 +461,7 @@ def test_a_dead_ranks_reason_is_shown(qtbot) -> None:  # type: ignore[no-untyped
 def test_clicking_a_race_row_narrows_the_list_to_its_receive(qtbot) -> None:  # type: ignore[no-untyped-def]
     from mpvis.model.races import Race
 
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     _open(qtbot, win, FARM)
     panel = win.races
     panel.method.setCurrentText("classifier")
@@ -489,7 +482,7 @@ def test_clicking_a_race_row_narrows_the_list_to_its_receive(qtbot) -> None:  # 
 def test_showing_a_cone_fits_it_in_view(qtbot) -> None:  # type: ignore[no-untyped-def]
     from mpvis.gui import cones_overlay
 
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     m = simulated_model("master_worker")
     win.set_model(m, "master_worker")
     ctl = cones_overlay.install(win)

@@ -17,18 +17,11 @@ from mpvis.scene.overlay import Overlay
 from mpvis.scene.symbols import CODE
 from mpvis.sim.api import simulate
 from tests.fixtures import simulated_model
+from tests.gui.windows import shown_window
 
 pytestmark = pytest.mark.gui
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = sorted((ROOT / "sample_traces").glob("*.jsonl"))
-
-
-def _window(qtbot) -> MainWindow:  # type: ignore[no-untyped-def]
-    win = MainWindow()
-    qtbot.addWidget(win)
-    win.resize(1200, 800)
-    win.show()
-    return win
 
 
 def _open(qtbot, win: MainWindow, path: Path) -> None:  # type: ignore[no-untyped-def]
@@ -39,7 +32,7 @@ def _open(qtbot, win: MainWindow, path: Path) -> None:  # type: ignore[no-untype
 
 @pytest.mark.skipif(not SAMPLES, reason="no sample traces")
 def test_every_sample_trace_opens_and_draws(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     for path in SAMPLES:
         _open(qtbot, win, path)
         m = win.model
@@ -63,7 +56,7 @@ def _click_event(qtbot, win: MainWindow, g: int) -> None:  # type: ignore[no-unt
 
 
 def test_clicking_a_wildcard_receive_lists_its_nonadjacent_races(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     m = simulated_model("showcase")
     win.set_model(m)
     lay = win.diagram.layout_
@@ -82,7 +75,7 @@ def test_clicking_a_wildcard_receive_lists_its_nonadjacent_races(qtbot) -> None:
 
 
 def test_race_popup_and_muting(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     m = simulated_model("wildcard_race")
     win.set_model(m)
     shown = [r for r in m.potential_races() if r.verdict in ("legitimate", "unverified")]
@@ -108,7 +101,7 @@ def test_race_popup_and_muting(qtbot) -> None:  # type: ignore[no-untyped-def]
 
 
 def test_intended_race_never_pops_again(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     win.set_model(simulated_model("wildcard_race"))
     n = win.notifier
     before = n.current
@@ -119,7 +112,7 @@ def test_intended_race_never_pops_again(qtbot) -> None:  # type: ignore[no-untyp
 
 
 def test_live_records_grow_the_diagram(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     header, recs = simulate("ring", 0)
     win.inbox.append(RunStarted(header, Path("journal.jsonl")))
     counts = []
@@ -151,7 +144,7 @@ def test_live_demo_streams_into_the_window(qtbot) -> None:  # type: ignore[no-un
 
 
 def test_overlay_api_and_context_menu(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     m = simulated_model("ring")
     win.set_model(m)
     d = win.diagram
@@ -175,7 +168,7 @@ def test_overlay_api_and_context_menu(qtbot) -> None:  # type: ignore[no-untyped
 def test_exports_write_valid_files(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     from mpvis.gui.export import export_png, export_races, export_svg
 
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     win.set_model(simulated_model("showcase"))
     win.diagram.redraw()
     png, svg = tmp_path / "v.png", tmp_path / "v.svg"
@@ -198,7 +191,7 @@ def test_exports_write_valid_files(qtbot, tmp_path: Path) -> None:  # type: igno
 
 
 def test_logical_toggle_and_navigation(qtbot) -> None:  # type: ignore[no-untyped-def]
-    win = _window(qtbot)
+    win = shown_window(qtbot)
     win.set_model(simulated_model("master_worker"))
     d = win.diagram
     qtbot.keyClick(d, QtCore.Qt.Key.Key_L)
