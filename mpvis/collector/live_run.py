@@ -32,7 +32,8 @@ it in one line: ``mpvis run`` prints it and exits 4, the window shows it.
 (with the last line of its detail: a traceback's), unless it is suspended in a
 blocking call, where a stopped run leaves it to show where it waited.  At the
 run's end every rank the end states as not ``final`` is marked dead too,
-except the ranks the user stopped (an interrupted run).
+except, in an interrupted run, the ranks the user stopped and those suspended in
+a blocking call (whatever their library said as the stop signal reached them).
 """
 
 from __future__ import annotations
@@ -187,7 +188,10 @@ class LiveRun:
         for end in msg.ranks:
             if end.status not in (wire.FINAL, stopped_by_user) and end.rank not in self.cut:
                 reason = RankLeft(end.rank, end.status, end.detail).reason()
-                notices += self._mark_dead(end.rank, reason, check_suspended=False)
+                # A stopped run leaves a rank blocked in a call where it waited,
+                # also when its library said "crashed: stopped by signal" on the
+                # way out (the C library ships its records on SIGINT/SIGTERM).
+                notices += self._mark_dead(end.rank, reason, check_suspended=msg.interrupted)
         return notices + self.finish()
 
     def finish(self) -> list[Notice]:

@@ -28,8 +28,10 @@ def rank_status(store: EventStore, rank: int, *, dead: Mapping[int, str],
     """A rank's status and, when suspended or dead, the seq where it stopped.
 
     Suspended: the last event is a blocking receive with no consume, a
-    collective entry, a lock request, or a blocking send nobody consumed that
-    is synchronous or may not have returned (:data:`EAGER_BYTES`)."""
+    collective entry, a lock request, a ``waiting`` (the rank entered a wait,
+    or polls, on requests whose completion it has not recorded), or a blocking
+    send nobody consumed that is synchronous or may not have returned
+    (:data:`EAGER_BYTES`)."""
     events = store.by_rank[rank]
     last = len(events) - 1
     if rank in dead:
@@ -42,7 +44,7 @@ def rank_status(store: EventStore, rank: int, *, dead: Mapping[int, str],
         flags = store.c_flags[g]
         blocked = (
             (kind == R.RECV and flags & F_BLOCKING and store.c_ref[g] == -1)
-            or kind in (R.COLL, R.LOCK)
+            or kind in (R.COLL, R.LOCK, R.WAITING)
             or (kind == R.SEND and flags & F_BLOCKING and store.c_partner[g] == -1
                 and (flags & F_SYNC or _may_block(store, g)))
         )
