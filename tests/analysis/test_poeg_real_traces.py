@@ -5,7 +5,9 @@ Programs that played no part in building the POEG code are run under real
 whose records all carry ``call``).  Each trace's POEG (:func:`poeg_of`) must
 equal the oracle's (``tests/analysis/poeg_oracle.py``: networkx, calls read
 from the records), and its counts, the whole run's and each rank's, must be
-those of a plain DP over every downset (no decomposition).
+those of a plain DP over every downset (no decomposition).  Figure 10's
+program, traced on 3 to 6 ranks for 1 to 3 iterations, counts as the graph
+built from the paper's pseudo-code.
 """
 
 from __future__ import annotations
@@ -18,9 +20,10 @@ from pathlib import Path
 import pytest
 
 from mpvis.analysis.poeg import poeg_of
+from mpvis.analysis.poeg_decompose import decompose
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.record_types import Record
-from tests.analysis.poeg_oracle import downset_count, trace_order
+from tests.analysis.poeg_oracle import downset_count, fig10_order, trace_order
 from tests.analysis.test_poeg import check_counts
 from tests.instrument.test_trace_mpi import EXAMPLES, MPIEXEC, run_traced, validate
 
@@ -59,6 +62,24 @@ def test_mpi4py_traces(tmp_path: Path, program: str, nprocs: int, args: tuple[st
     assert proc.returncode == 0, proc.stderr
     validate(lines, path, causal_times=False)
     _check_against_oracle(lines)
+
+
+@pytest.mark.parametrize("nprocs", [3, 4, 5, 6])
+@pytest.mark.parametrize("iterations", [1, 2, 3])
+def test_figure_10_traced_matches_the_papers_graph(tmp_path: Path, nprocs: int,
+                                                   iterations: int) -> None:
+    """Figure 10's program traced for real: its count is that of the graph built
+    from the paper's pseudo-code (no trace, no model), 3 to 6 ranks, 1 to 3 iterations."""
+    path = EXAMPLES / "neighbor_exchange.py"
+    proc, lines = run_traced(path, nprocs, tmp_path, str(iterations))
+    assert proc.returncode == 0, proc.stderr
+    model = ModelManager(lines[0])
+    model.add_batch(lines[1:])
+    model.finish()
+    poeg = poeg_of(model)
+    _, preds = fig10_order(nprocs, iterations)
+    assert len(poeg.nodes) == len(preds)
+    assert decompose(poeg).orderings == downset_count(preds)
 
 
 @pytest.mark.parametrize(
