@@ -105,6 +105,7 @@ _SEND, _RECV, _CONSUME, _WAIT, _COLL = (
 #: Requirement kinds in the table's ``kind`` column.
 KINDS = ("send", "recv", "collective")
 _K_SEND, _K_RECV, _K_COLL = range(3)
+_NEED_SEQ = 5  # the row column that holds NEVER: 64-bit
 
 
 class _AllEntered:
@@ -190,8 +191,8 @@ def requirements(m: ModelManager) -> Requirements:
              if sum(counts) else np.zeros(0, dtype=np.int64))
     rstart = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(counts, out=rstart[1:])
-    rank_rm = np.repeat(np.arange(n, dtype=np.int64), counts)
-    seq_rm = np.arange(len(order), dtype=np.int64) - rstart[rank_rm]
+    rank_rm = np.repeat(np.arange(n, dtype=np.int32), counts)
+    seq_rm = (np.arange(len(order), dtype=np.int64) - rstart[rank_rm]).astype(np.int32)
     # Vectorised path (reads the model's columns on purpose): the
     # potential-deadlock pass is array arithmetic over every event of the run.
     kinds_g = m.c_kind.view()
@@ -218,16 +219,18 @@ def requirements(m: ModelManager) -> Requirements:
         return need_r, need_s
 
     def add(cols: tuple[Any, ...], kind: int) -> None:
-        """Rows (rank, at, gen, sub, need rank, need seq, cause) of one ``kind``."""
-        arrays = tuple(np.asarray(c, np.int64) for c in cols)
-        rows.append((*arrays, np.full(len(arrays[0]), kind, np.int64)))
+        """Rows (rank, at, gen, sub, need rank, need seq, cause) of one ``kind``,
+        32-bit but the needed seq (:data:`NEVER`)."""
+        arrays = tuple(np.asarray(c, np.int64 if i == _NEED_SEQ else np.int32)
+                       for i, c in enumerate(cols))
+        rows.append((*arrays, np.full(len(arrays[0]), kind, np.int8)))
 
     is_send = kind_rm == _SEND
     blocking = (flags_rm & F_BLOCKING) != 0
     # blocking sends: the rank's next event (after a Sendrecv's consume) waits
     idx = np.flatnonzero(is_send & blocking & ~buf_rm)
     r, s = rank_rm[idx], seq_rm[idx]
-    at = s + 1
+    at = s.astype(np.int64) + 1  # NEVER for a Sendrecv whose receive is never consumed
     # a send with a ``call`` whose next event is a blocking receive of the same call
     # (or of none): a Sendrecv, its send completes with the receive
     send_call = call_g[order[idx]].astype(np.int64)
@@ -344,13 +347,13 @@ def _table(counts: list[int], rows: list[tuple[npt.NDArray[Any], ...]],
     """Sort the rows by (rank, position, generating record, order in it) and
     index them by checkpoint."""
     n = len(counts)
-    cols = [np.concatenate(c) if c else np.zeros(0, np.int64) for c in zip(*rows, strict=True)] \
-        if rows else [np.zeros(0, np.int64)] * 8
+    cols = [np.concatenate(c) for c in zip(*rows, strict=True)] if rows \
+        else [np.zeros(0, np.int64)] * 8
     rank, at, gen, sub, nr, ns, cause, kind = cols
     o = np.lexsort((sub, gen, at, rank))
     rank, at, gen, nr, ns, cause, kind = (x[o] for x in (rank, at, gen, nr, ns, cause, kind))
     width = max(counts, default=0) + 2
-    row_key = rank * width + at
+    row_key = rank.astype(np.int64) * width + at
     c_rank = np.asarray(coll_at[0], np.int64)
     c_key = c_rank * width + np.asarray(coll_at[1], np.int64)
     cp_key = np.union1d(row_key, c_key)
