@@ -19,6 +19,15 @@ if os.environ.get("CI"):
     settings.load_profile("ci")
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_check_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """``mpvis check`` run by tests (in process or as a child) caches what it
+    found in a directory of the test session, never in the user's
+    ``~/.cache/mpvis/checks`` (``mpvis.tracefile.check_cache``)."""
+    if "MPVIS_CACHE_DIR" not in os.environ:
+        os.environ["MPVIS_CACHE_DIR"] = str(tmp_path_factory.mktemp("check-cache"))
+
+
 #: Qt (the optional ``gui`` extra) is installed.  Without it (the Qt-free job of
 #: scripts/test.sh, docs/qt-optional.md) the window's tests are not collected
 #: and every test marked ``gui`` is skipped.
