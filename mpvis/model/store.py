@@ -40,7 +40,6 @@ K_SEND, K_RECV, K_CONSUME = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.CONSUME)
 
 #: Distinct extras dicts an :class:`EventStore` shares between records.
 SHARED_EXTRAS = 4096
-_SHAREABLE = frozenset({str, type(None)})
 
 
 class EventStore:
@@ -62,7 +61,7 @@ class EventStore:
         #: Fields no column holds, by global index (equal dicts may be one object:
         #: never change one in place).
         self.extras: dict[int, dict[str, Any]] = {}
-        self._shared: dict[tuple[Any, ...], dict[str, Any]] = {}
+        self._shared: dict[tuple[str, str], dict[str, Any]] = {}
         self.site_table = SiteTable()
         #: Call sites by id (``c_site``).
         self.sites: list[str] = self.site_table.names
@@ -107,14 +106,16 @@ class EventStore:
         return touched
 
     def _shared_extra(self, extra: dict[str, Any]) -> dict[str, Any]:
-        """``extra``, or an equal extras dict already held, when its values are all
-        strings or ``None`` (equal then means the same types too): a C trace gives
-        every record a ``func``, most the same, so each distinct one is held once.
-        Extras dicts are never changed in place (they may be shared); at most
-        :data:`SHARED_EXTRAS` are remembered."""
-        if not _SHAREABLE.issuperset(map(type, extra.values())):
+        """``extra``, or an equal extras dict already held, when it is one string
+        field: a C trace gives every record a ``func``, most the same, so each
+        distinct one is held once.  Extras dicts are never changed in place (they
+        may be shared); at most :data:`SHARED_EXTRAS` are remembered."""
+        if len(extra) != 1:
             return extra
-        key = tuple(extra.items())
+        ((name, value),) = extra.items()
+        if type(value) is not str:
+            return extra
+        key = (name, value)
         held = self._shared.get(key)
         if held is not None:
             return held
