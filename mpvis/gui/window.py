@@ -337,14 +337,16 @@ class MainWindow(WindowApi):
             return
         self.loader = None
         if analyses is not None:
-            if analyses.model is not self.model:
+            shown = analyses.model is self.model  # shown since ``started``
+            if not shown:
                 self.set_model(analyses.model, str(loader.path), layout, analyses=analyses,
                                index=index)
-            else:  # shown since ``started``: lay out its last events now
+            else:  # lay out its last events now
                 self.drain()
             if analyses.model.nprocs >= FOLD_MIN_RANKS:  # rows of similar ranks, click expands
                 self.folder.fold_similar()
-            self._note_deadlocks()
+            if not shown or error is not None:  # else drained with the model's end
+                self._note_deadlocks()
         if error is not None:
             self.show_message(
                 error if analyses is None else f"{error}\nThe events before the error are shown.",
@@ -441,9 +443,16 @@ class MainWindow(WindowApi):
                 self.overview.refresh()
                 self._last_overview.restart()
         self._update_title()
-        if loading:  # the next redraw: in a second, or later if this one was long
-            cost = time.monotonic() - began
-            self._load_drawn = began + max(LOADING_REDRAW_S, cost / LOADING_REDRAW_SHARE)
+        if loading:  # the next redraw: in a second, or later if this one is long
+            self._load_drawn = began + LOADING_REDRAW_S
+            # after the diagram's redraw, scheduled the same way just before
+            QtCore.QTimer.singleShot(0, lambda: self._loading_redrawn(began))
+
+    def _loading_redrawn(self, began: float) -> None:
+        """A trace shown while it loads was laid out and redrawn since ``began``:
+        the next redraw waits so that redraws take at most their share of the time."""
+        cost = time.monotonic() - began
+        self._load_drawn = began + max(LOADING_REDRAW_S, cost / LOADING_REDRAW_SHARE)
 
     def _check_idle(self) -> None:
         """A live run idle for :data:`IDLE_MS`: ask the deadlock monitor once (``final=False``)."""

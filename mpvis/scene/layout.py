@@ -58,6 +58,9 @@ class Layout:
         self.logical_pending = False
         self.rows = np.arange(n, dtype=np.float64)
         self._y_cache: FloatArray | None = None
+        # bounds(logical) of the events laid out so far: a pass over every x, asked
+        # for by every paint (the graphics items' bounding rectangles)
+        self._bounds: dict[bool, tuple[float, float]] = {}
 
     # -------------------------------------------------------------- access
     @property
@@ -126,6 +129,7 @@ class Layout:
             self._logical.frombytes(np.full(stop - start, np.nan).tobytes())
             self.count = stop
             self._y_cache = None
+            self._bounds.clear()
         if logical and not self.logical_pending:
             self._extend_logical()
         return start, stop
@@ -177,10 +181,17 @@ class Layout:
         lam = self.model.c_lamport.view()[: self.count].astype(np.float64)
         lam[lam < 0] = np.nan
         np.frombuffer(self._logical, dtype=np.float64)[: self.count] = lam
+        self._bounds.pop(True, None)
 
     # ------------------------------------------------------------ extents
     def bounds(self, logical: bool) -> tuple[float, float]:
         """``(xmin, xmax)`` of the laid-out events (``(0, 1)`` when none)."""
+        got = self._bounds.get(logical)
+        if got is None:
+            got = self._bounds[logical] = self._compute_bounds(logical)
+        return got
+
+    def _compute_bounds(self, logical: bool) -> tuple[float, float]:
         x = self.x(logical)[: self.count]
         x = x[~np.isnan(x)]
         if not len(x):
