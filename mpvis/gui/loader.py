@@ -126,6 +126,11 @@ class TraceLoader(QtCore.QThread):
         self._feeder.setInterval(0)
         self._feeder.timeout.connect(self._feed)
         self.started.connect(self._start_feeding)
+        app = QtCore.QCoreApplication.instance()
+        if app is not None:
+            app.aboutToQuit.connect(self.stop)
+        if parent is not None:  # before the parent deletes this QThread
+            parent.destroyed.connect(self.stop)
 
     def run(self) -> None:
         self.phase.emit(PHASES[0])
@@ -168,9 +173,7 @@ class TraceLoader(QtCore.QThread):
         self.timings["logical"] = clock.restart() / 1e3
         if not self.cancel.is_set():
             self.phase.emit(PHASES[3])
-            analyses.add_afterwards(progress=self._progress)
-            self.timings["exact"] = clock.elapsed() / 1e3
-            self.exact_ready.emit()
+            self._afterwards(analyses, clock)
 
     # -------------------------------------------------- shown while it loads
     def _run_growing(self) -> None:
@@ -217,9 +220,24 @@ class TraceLoader(QtCore.QThread):
         self.phase.emit(PHASES[2])
         self.logical_ready.emit()
         self.phase.emit(PHASES[3])
-        analyses.add_afterwards(progress=self._progress)
+        self._afterwards(analyses, clock)
+
+    def _afterwards(self, analyses: Analyses, clock: QtCore.QElapsedTimer) -> None:
+        """The exact pass and the deadlock monitor, then ``exact_ready`` (not when
+        cancelled: the pass stops at its next progress report)."""
+        try:
+            analyses.add_afterwards(progress=self._progress)
+        except LoadCancelled:
+            return
         self.timings["exact"] = clock.elapsed() / 1e3
         self.exact_ready.emit()
+
+    def stop(self) -> None:
+        """Cancel the load and wait until the worker has stopped (the window is
+        closing, the application quits): a thread still running when its
+        QThread is destroyed would abort the program."""
+        self.cancel.set()
+        self.wait()
 
     def _put(self, item: _Item) -> bool:
         """Queue ``item`` for the GUI thread; ``False`` if the load was cancelled."""
@@ -293,4 +311,6 @@ class TraceLoader(QtCore.QThread):
         self.logical_ready.emit()
 
     def _progress(self, done: int, total: int) -> None:
+        if self.cancel.is_set():  # stops the exact pass (the reader checks by itself)
+            raise LoadCancelled(str(self.path))
         self.progressed.emit(int(1000 * done // max(total, 1)), 1000)  # per mille: fits an int
