@@ -351,7 +351,8 @@ class CentralProcess:
         coll.writer = writer
         journal = run.journal.path if run.journal else self._journal_path(run)
         writer.write(encode_frame(
-            MsgType.STATUS, {"welcome": True, "acked": coll.acked, "journal": str(journal)}))
+            MsgType.STATUS, {"welcome": True, "acked": coll.acked, "journal": str(journal),
+                             "compact": True}))
         log.info("run %s: collector %s connected from %s", run_id, cid, peer)
         return run, coll
 

@@ -558,7 +558,14 @@ class Collector:
                 self.halt_requested.set()
             if isinstance(msg.body.get("notice"), str):
                 self.notices.append(msg.body["notice"])
-            if msg.body.get("welcome"):
+            if msg.body.get("welcome") and not msg.body.get("compact"):
+                # An older central process ignores forwarded COMPACT batches: stop
+                # with a reason rather than lose them.
+                self.refused = ("the central process is an older mpvis, which cannot take "
+                                "COMPACT batches: run the same mpvis version on every host")
+                log.error("collector: %s", self.refused)
+                self.stopped_by_central.set()
+            elif msg.body.get("welcome"):
                 self.welcomed.set()
             if msg.body.get("stop"):
                 self.stopped_by_central.set()

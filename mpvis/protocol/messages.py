@@ -24,7 +24,9 @@ each message's map holds, for the two links of MPVisualizer's section 2:
          "ends": [bye bodies],     # optional: ranks that ended (after their records)
          "end": {...}}             # optional: the run is over (the last envelope)
 
-    The central process answers ``STATUS {"welcome": true}`` or
+    The central process answers ``STATUS {"welcome": true, "compact": true}``
+    (``compact``: it expands forwarded ``COMPACT`` batches; a collector stops,
+    with that reason, at a welcome without it, from an older mpvis) or
     ``REFUSED {"reason"}`` to the hello, ``ACK {"batch": n}`` once every
     envelope up to ``n`` is journaled, and ``STATUS {"stop": true}`` when the
     run has ended (its journal closed).  ``welcome`` and ``stop`` may carry

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,30 @@ def test_the_journal_of_a_run_is_written_in_arrival_order(
     expected = _expected(0, [batch])
     assert [list(json.loads(t)) for t in text] == [list(e) for e in expected]
     assert [json.loads(t) for t in text] == expected
+
+
+def test_a_collector_stops_with_a_reason_at_an_older_central_process() -> None:
+    """A welcome without ``compact`` comes from a central process that would
+    ignore forwarded COMPACT batches: the collector says so instead of losing them."""
+    server = socket.create_server(("127.0.0.1", 0))
+    welcomed = threading.Event()
+
+    def old_central() -> None:
+        conn, _ = server.accept()
+        conn.recv(65536)  # its HELLO
+        conn.sendall(encode_frame(MsgType.STATUS, {"welcome": True, "acked": -1}))
+        welcomed.wait(10)
+        conn.close()
+
+    thread = threading.Thread(target=old_central, daemon=True)
+    thread.start()
+    col = Collector(server.getsockname(), "tok", "run-1", header=make_header(1)).start()
+    try:
+        assert not col.wait_welcome(10)
+        assert col.refused is not None and "same mpvis version" in col.refused
+        assert col.stopped_by_central.is_set()
+    finally:
+        welcomed.set()
+        col.stop()
+        thread.join(10)
+        server.close()
