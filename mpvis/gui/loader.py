@@ -196,7 +196,7 @@ class TraceLoader(QtCore.QThread):
             with parsed_batches(self.path, analyses.model) as batches:
                 for pb in batches:
                     if not self._put(pb):
-                        return
+                        break  # cancelled, or the GUI thread stopped at an error
         except (OSError, EOFError) as exc:
             self._put(exc)
         except ValueError as exc:  # from the parser process: its reason, as a load error
@@ -240,8 +240,9 @@ class TraceLoader(QtCore.QThread):
         self.wait()
 
     def _put(self, item: _Item) -> bool:
-        """Queue ``item`` for the GUI thread; ``False`` if the load was cancelled."""
-        while not self.cancel.is_set():
+        """Queue ``item`` for the GUI thread; ``False`` if the load was cancelled or
+        the GUI thread stopped taking batches (a rule broken: nothing more to add)."""
+        while not (self.cancel.is_set() or self._fed.is_set()):
             try:
                 self._queue.put(item, timeout=0.05)
                 return True
