@@ -64,6 +64,9 @@ def reference(batch: list[Any], nprocs: int, sites: SiteTable, validate: bool
         own = KIND_FIELDS.get(d["kind"], COMMON_FIELDS)
         if type(d.get("req", 0)) is not int:  # a blocking operation's odd req: an extra
             own = own - {"req"}
+        call = d.get("call")
+        if type(call) is int and 0 <= call <= INT32_MAX:  # any kind; else an extra
+            own = own | {"call"}
 
         def col(f: str, default: Any, d: dict[str, Any] = d, own: set[str] = own) -> Any:
             return d.get(f, default) if f in own else default
@@ -76,6 +79,7 @@ def reference(batch: list[Any], nprocs: int, sites: SiteTable, validate: bool
             "peer": col("src", -1) if dest is None else dest,
             "tag": col("tag", -1), "req": col("req", -1), "ref": col("recv", -1),
             "sseq": -1 if send is None else send[1], "size": col("size", -1),
+            "call": col("call", -1),
             "flags": col("blocking", False) + 2 * col("sync", False),
         }
         big = [c for c in INT32_COLUMNS if row[c] > INT32_MAX]
@@ -156,6 +160,8 @@ small = st.integers(0, 5)
 common = {"t": st.one_of(st.floats(0, 10), st.integers(0, 10), st.none()),
           "site": st.sampled_from(["a.py:1", "a.py:2", "b.py:7", "old.py:1"]),
           "comm": st.integers(0, 2),
+          "call": st.one_of(st.integers(0, 9), st.sampled_from([-1, 2**31 - 1, 2**31, 2**64,
+                                                                "3", None, True, 1.0])),
           "note": st.one_of(st.integers(), st.text(max_size=3), st.lists(small, max_size=2))}
 
 
