@@ -185,17 +185,21 @@ def test_sigkill_of_a_separate_collector_makes_c_ranks_spill_and_leave(
     env = dict(_env(tmp_path, cache), MPVIS_TOKEN=central.token, MPVIS_RUN="C1",
                MPVIS_COLLECTOR=f"127.0.0.1:{port}")
     host, cport = central.address
-    coll = subprocess.Popen([sys.executable, "-m", "mpvis", "collector", "--central",
-                             f"{host}:{cport}", "--run", "C1", "--port", str(port)],
-                            env=env, stderr=subprocess.PIPE, text=True)
+    log = tmp_path / "collector.err"  # kept whole: says why if the ranks never reach it
+    with open(log, "w") as err:
+        coll = subprocess.Popen([sys.executable, "-m", "mpvis", "collector", "--central",
+                                 f"{host}:{cport}", "--run", "C1", "--port", str(port)],
+                                env=env, stderr=err, text=True)
     ranks = None
     try:
-        assert coll.stderr is not None
-        assert "collector on" in coll.stderr.readline()
+        deadline = time.monotonic() + 60
+        while "collector on" not in log.read_text() and coll.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.05)
         ranks = launch(rank_command(MPIEXEC, 2, [], lib, [str(exe)]), env)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(
-                len(p.read_text().splitlines()) > 1000 for p in tmp_path.glob("*.jsonl")):
+        while not any(len(p.read_text().splitlines()) > 1000 for p in tmp_path.glob("*.jsonl")):
+            assert time.monotonic() < deadline and coll.poll() is None, log.read_text()
             time.sleep(0.1)
         procs = run_processes(ranks.pid, str(exe))
         coll.send_signal(signal.SIGKILL)
