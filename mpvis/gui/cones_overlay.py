@@ -24,10 +24,10 @@ import time
 from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
 from mpvis.analysis.cones import Cone, ConeIndex
+from mpvis.gui.bands import RankBands
 from mpvis.gui.diagram import DiagramView
 from mpvis.model.manager import ModelManager
 from mpvis.scene.overlay import Overlay, cone_mask
@@ -35,74 +35,32 @@ from mpvis.scene.overlay import Overlay, cone_mask
 PAST_COLOR = "#1565c0"
 FUTURE_COLOR = "#ef6c00"
 PAST, FUTURE, DIM = "cone.past", "cone.future", "cone.dim"
-#: half the height of a band, in rows
-BAND_HALF = 0.28
-#: horizontal margin of a band around its end events, in pixels
-BAND_PAD = 7.0
-
-
-class ConeBands(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no type hints
-    """One band per rank over ``first[r] .. last[r]`` (global indices, -1: none).
-
-    Geometry comes from ``diagram.layout_`` at paint time; one ``drawRects``.
-    """
+class ConeBands(RankBands):
+    """One band per rank over ``first[r] .. last[r]`` (global indices, -1: none);
+    one ``drawRects``."""
 
     def __init__(self, diagram: DiagramView, color: str) -> None:
-        super().__init__()
-        self.diagram = diagram
+        super().__init__(diagram)
         fill = QtGui.QColor(color)
         fill.setAlpha(45)
         self._brush = QtGui.QBrush(fill)
-        self._first = np.zeros(0, dtype=np.int64)
-        self._last = np.zeros(0, dtype=np.int64)
 
     def set_intervals(self, first: np.ndarray, last: np.ndarray) -> None:
-        self.prepareGeometryChange()
-        self._first = np.asarray(first, dtype=np.int64)
-        self._last = np.asarray(last, dtype=np.int64)
-        self.update()
-
-    def layout_changed(self) -> None:
-        self.prepareGeometryChange()
-        self.update()
+        self.set_bands(np.arange(len(first)), first, last)
 
     def rects(self) -> np.ndarray:
         """The bands as ``(k, 4)`` rows ``x0, y0, x1, y1`` in data coordinates."""
-        lay = self.diagram.layout_
-        if lay is None or not len(self._first):
-            return np.zeros((0, 4))
-        x = lay.x(self.diagram.logical)
-        n = min(lay.count, len(x))
-        ok = (self._first >= 0) & (self._last >= 0) & (self._last < n) & (self._first < n)
-        ranks = np.flatnonzero(ok)
-        rows = lay.rows[ranks]
-        x0, x1 = x[self._first[ranks]], x[self._last[ranks]]
-        keep = (rows >= 0) & ~np.isnan(x0) & ~np.isnan(x1)
-        rows, x0, x1 = rows[keep], x0[keep], x1[keep]
-        return np.column_stack([x0, rows - BAND_HALF, x1, rows + BAND_HALF])
-
-    def boundingRect(self) -> QtCore.QRectF:
-        lay = self.diagram.layout_
-        if lay is None or not lay.count:
-            return QtCore.QRectF()
-        x0, x1 = lay.bounds(self.diagram.logical)
-        return QtCore.QRectF(x0 - 1, -1, max(x1 - x0, 1e-9) + 2, lay.nprocs + 2)
+        return self.bands()[0]
 
     def paint(self, painter: QtGui.QPainter, *args: Any) -> None:
         r = self.rects()
         if not len(r):
             return
-        tr = painter.transform()
+        rects = self.on_screen(painter, r)
         painter.save()
         painter.resetTransform()
         painter.setPen(QtCore.Qt.PenStyle.NoPen)
         painter.setBrush(self._brush)
-        rects = []
-        for x0, y0, x1, y1 in r:
-            a = tr.map(QtCore.QPointF(x0, y0))
-            b = tr.map(QtCore.QPointF(x1, y1))
-            rect = QtCore.QRectF(a, b).normalized()
-            rects.append(rect.adjusted(-BAND_PAD, 0, BAND_PAD, 0))
         painter.drawRects(rects)
         painter.restore()
 

@@ -24,13 +24,12 @@ import tempfile
 from typing import Any
 
 import numpy as np
-import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.analysis.linext import CountLimitError, approx
 from mpvis.analysis.poeg import PoegError, poeg_of
 from mpvis.analysis.poeg_decompose import Decomposition, decompose
-from mpvis.gui.cones_overlay import BAND_HALF, BAND_PAD
+from mpvis.gui.bands import RankBands
 from mpvis.gui.diagram import DiagramView
 from mpvis.gui.flip_action import FlipController
 from mpvis.gui.keep_run import shown_file
@@ -43,71 +42,36 @@ GUI_COUNT_LIMIT = 200_000
 LABEL_MIN_WIDTH = 14.0
 
 
-class SubgroupBands(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no type hints
+class SubgroupBands(RankBands):
     """One band per subgroup: ``rank``, first and last event (global indices), count."""
 
     def __init__(self, diagram: DiagramView) -> None:
-        super().__init__()
-        self.diagram = diagram
+        super().__init__(diagram)
         self._brushes = []
         for color in SHADES:
             c = QtGui.QColor(color)
             c.setAlpha(55)
             self._brushes.append(QtGui.QBrush(c))
-        self.rank = np.zeros(0, dtype=np.int64)
-        self.first = np.zeros(0, dtype=np.int64)
-        self.last = np.zeros(0, dtype=np.int64)
         self.counts: list[int] = []
 
     def set_groups(self, rank: list[int], first: list[int], last: list[int],
                    counts: list[int]) -> None:
-        self.prepareGeometryChange()
-        self.rank = np.asarray(rank, dtype=np.int64)
-        self.first = np.asarray(first, dtype=np.int64)
-        self.last = np.asarray(last, dtype=np.int64)
         self.counts = list(counts)
-        self.update()
-
-    def layout_changed(self) -> None:
-        self.prepareGeometryChange()
-        self.update()
+        self.set_bands(rank, first, last)
 
     def rects(self) -> tuple[np.ndarray, np.ndarray]:
         """Bands as ``(k, 4)`` rows ``x0, y0, x1, y1`` (data coordinates) and the
         subgroup each row draws."""
-        lay = self.diagram.layout_
-        if lay is None or not len(self.rank):
-            return np.zeros((0, 4)), np.zeros(0, dtype=np.int64)
-        x = lay.x(self.diagram.logical)
-        n = min(lay.count, len(x))
-        ok = (self.first < n) & (self.last < n)
-        idx = np.flatnonzero(ok)
-        rows = lay.rows[self.rank[idx]]
-        x0, x1 = x[self.first[idx]], x[self.last[idx]]
-        keep = (rows >= 0) & ~np.isnan(x0) & ~np.isnan(x1)
-        idx, rows, x0, x1 = idx[keep], rows[keep], x0[keep], x1[keep]
-        return np.column_stack([x0, rows - BAND_HALF, x1, rows + BAND_HALF]), idx
-
-    def boundingRect(self) -> QtCore.QRectF:
-        lay = self.diagram.layout_
-        if lay is None or not lay.count:
-            return QtCore.QRectF()
-        x0, x1 = lay.bounds(self.diagram.logical)
-        return QtCore.QRectF(x0 - 1, -1, max(x1 - x0, 1e-9) + 2, lay.nprocs + 2)
+        return self.bands()
 
     def paint(self, painter: QtGui.QPainter, *args: Any) -> None:
         r, idx = self.rects()
         if not len(r):
             return
-        tr = painter.transform()
+        placed = [(rect, int(i)) for rect, i in zip(self.on_screen(painter, r), idx, strict=True)]
         painter.save()
         painter.resetTransform()
         painter.setPen(QtCore.Qt.PenStyle.NoPen)
-        placed: list[tuple[QtCore.QRectF, int]] = []
-        for (x0, y0, x1, y1), i in zip(r, idx, strict=True):
-            a, b = tr.map(QtCore.QPointF(x0, y0)), tr.map(QtCore.QPointF(x1, y1))
-            rect = QtCore.QRectF(a, b).normalized().adjusted(-BAND_PAD, 0, BAND_PAD, 0)
-            placed.append((rect, int(i)))
         for parity, brush in enumerate(self._brushes):
             painter.setBrush(brush)
             painter.drawRects([rect for rect, i in placed if i % 2 == parity])
