@@ -231,15 +231,15 @@ class ModelManager:
     # ------------------------------------------------------------ queries
     @property
     def event_count(self) -> int:
-        return len(self.c_rank)
+        return self.store.event_count
 
     def count(self, rank: int) -> int:
         """Number of events of ``rank`` so far."""
-        return len(self.by_rank[rank])
+        return self.store.count(rank)
 
     def gidx(self, rank: int, seq: int) -> int:
-        """Global index of event ``(rank, seq)``."""
-        return self.by_rank[rank][seq]
+        """Global index of event ``(rank, seq)`` (``IndexError`` if absent)."""
+        return self.store.gidx(rank, seq)
 
     def consume_of(self, rank: int, recv_seq: int) -> int | None:
         """Seq of the consume of receive ``(rank, recv_seq)``, if any yet."""
