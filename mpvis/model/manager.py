@@ -119,6 +119,9 @@ class ModelManager:
         #: After :meth:`finish`: sends consumed but never recorded because their
         #: rank died first (send key -> the consume's gidx).
         self.lost_sends = rules.lost_sends
+        #: After :meth:`finish`: consumes without ``send`` whose sender died before
+        #: recording it (consume gidx -> sender rank; seq unknown).
+        self.lost_unnumbered = rules.lost_unnumbered
         self.locks_held: list[dict[str, int]] = [{} for _ in range(n)]
         self._status_dirty: set[int] = set()
 
@@ -194,9 +197,12 @@ class ModelManager:
         A consume naming a send beyond the end of a rank without ``final``
         (the rank was killed before it shipped the send) is kept: the send is
         a *lost send* (:attr:`lost_sends`) and its rank is marked dead with
-        what it lost.  Raises :class:`ModelInputError` if a consume names a
-        send that cannot be lost that way (its rank finished, or the event is
-        not a send) or a consume without ``send`` has no send to infer.
+        what it lost; so is a consume without ``send`` left unmatched on its
+        channel when its sender has no ``final`` (:attr:`lost_unnumbered`: C
+        recorders omit ``send``).  Raises :class:`ModelInputError` if a consume
+        names a send that cannot be lost that way (its rank finished, or the
+        event is not a send) or a consume without ``send`` from a rank that
+        finished has no send to infer.
         """
         self.causal.finish()
         problem = self.rules.finish()

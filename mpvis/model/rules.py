@@ -106,6 +106,11 @@ class RecordRules:
         #: After :meth:`finish`: sends consumed but never recorded because their
         #: rank died first (send key -> the consume's gidx).
         self.lost_sends: dict[Key, int] = {}
+        #: After :meth:`finish`: consumes without ``send`` (C recorders omit it) left
+        #: unmatched on their channel because the sender died before recording the
+        #: sends (consume gidx -> sender rank; the sends' seqs are unknown).
+        self.lost_unnumbered: dict[int, int] = {}
+        self._pending_of: dict[int, int] | None = None  # unmatched inferred consume -> sender
         self._live_reqs: list[dict[int, int]] = [{} for _ in range(n)]  # req -> seq
         self._early: dict[Key, int] = {}  # send key -> consume gidx awaiting that send
         self._early_of: dict[int, Key] | None = None  # consume gidx -> send key, at the end
@@ -238,22 +243,37 @@ class RecordRules:
                    if self.finished[r] else ""),
                 rank=int(store.c_rank.data[g]), seq=int(store.c_seq.data[g]))
             break
-        self._mark_lost_senders_dead()
-        for chan, cseq in self._channels.pending_inferred():
+        for g, q in self._unmatched_inferred().items():
+            if not self.finished[q]:
+                # Its sender died before recording the send: lost, seq unknown.
+                self.lost_unnumbered[g] = q
+                continue
+            r, cseq = store.key(g)
             problem = problem or ModelInputError(
-                f"consume from rank {chan[0]} with tag {chan[3]} has no send to match "
-                "(non-overtaking rule)", rank=chan[1], seq=cseq)
+                f"consume from rank {q} with tag {int(store.c_tag.data[g])} has no send to "
+                f"match (non-overtaking rule; rank {q} ended with 'final')", rank=r, seq=cseq)
+        self._mark_lost_senders_dead()
         return problem
 
+    def _unmatched_inferred(self) -> dict[int, int]:
+        """Consumes without ``send`` still unmatched on their channel: gidx -> sender."""
+        if self._pending_of is None:
+            by_rank = self.store.by_rank
+            self._pending_of = {int(by_rank[chan[1]][cseq]): chan[0]
+                                for chan, cseq in self._channels.pending_inferred()}
+        return self._pending_of
+
     def lost_send_of(self, g: int) -> Key | None:
-        """For a consume ``g`` whose named send never arrived: that send's key
-        if its rank did not finish and its trace ends before it (a lost send),
-        else None."""
+        """For a consume ``g`` whose send never arrived: that send's key if its
+        rank did not finish and its trace ends before it (a lost send), else None.
+        The seq is -1 when ``g`` has no ``send`` field and its channel has no send
+        left to match it (asked only once the input has ended)."""
         if self._early_of is None:
             self._early_of = {cg: key for key, cg in self._early.items()}
         key = self._early_of.get(g)
         if key is None:
-            return None
+            q = self._unmatched_inferred().get(g) if self._inferring else None
+            return None if q is None or self.finished[q] else (q, -1)
         q, qs = key
         if self.finished[q] or qs < self.store.count(q):
             return None
@@ -265,15 +285,32 @@ class RecordRules:
         lost: dict[int, list[int]] = {}
         for r, s in self.lost_sends:
             lost.setdefault(r, []).append(s)
+        unnumbered: dict[int, int] = {}
+        for q in self.lost_unnumbered.values():
+            unnumbered[q] = unnumbered.get(q, 0) + 1
+            lost.setdefault(q, [])
         for r, seqs in sorted(lost.items()):
+            what = []
+            if seqs:
+                what.append("seq " + ", ".join(map(str, sorted(seqs)[:5]))
+                            + ("..." if len(seqs) > 5 else ""))
+            if unnumbered.get(r):
+                what.append(f"{unnumbered[r]} matched by channel, seq unknown")
             detail = (f"its trace ends at seq {self.store.count(r) - 1} but peers consumed "
-                      f"{len(seqs)} message(s) it sent later (lost sends, seq "
-                      f"{', '.join(map(str, sorted(seqs)[:5]))}{'...' if len(seqs) > 5 else ''})")
+                      f"{len(seqs) + unnumbered.get(r, 0)} message(s) it sent later "
+                      f"(lost sends, {'; '.join(what)})")
             self.dead.setdefault(r, detail)
 
     def lost_senders(self) -> list[int]:
         """Ranks marked dead because they lost sends (after :meth:`finish`)."""
-        return sorted({r for r, _ in self.lost_sends})
+        return sorted({r for r, _ in self.lost_sends} | set(self.lost_unnumbered.values()))
+
+    def lost_consumes(self) -> list[tuple[int, int]]:
+        """After :meth:`finish`: ``(sender rank, consume gidx)`` of every message
+        whose send was lost, numbered or not, in consume order."""
+        pairs = [(q, g) for (q, _), g in self.lost_sends.items()]
+        pairs += [(q, g) for g, q in self.lost_unnumbered.items()]
+        return sorted(pairs, key=lambda p: p[1])
 
     # ------------------------------------------------------------ per kind
     def _on_send(self, b: Rows, i: int) -> None:

@@ -99,7 +99,8 @@ def process_lines(layout: Layout, extents: FloatArray) -> FloatArray:
 
 def lost_send_segments(layout: Layout, logical: bool) -> FloatArray:
     """``(k, 4)`` lines into each consume whose send was lost (its rank died before
-    recording it: ``ModelManager.lost_sends``), drawn like unconsumed stubs.
+    recording it: ``RecordRules.lost_consumes``, numbered or matched by channel),
+    drawn like unconsumed stubs.
 
     A line starts on the sender's row a little after the sender's last recorded
     event (the lost send came later) and ends at the consume.
@@ -109,7 +110,7 @@ def lost_send_segments(layout: Layout, logical: bool) -> FloatArray:
     span = layout.bounds(logical)
     step = (span[1] - span[0]) * 0.015
     out = []
-    for (q, _), g in m.lost_sends.items():
+    for q, g in m.rules.lost_consumes():
         if g >= n or not 0 <= q < layout.nprocs or layout.rows[q] < 0 or np.isnan(x[g]):
             continue
         events = m.by_rank[q]

@@ -243,3 +243,60 @@ def test_ctrl_c_makes_c_ranks_ship_everything_and_say_why(
     assert not list((tmp_path / "spill").glob("spill-*"))
     _wait_gone(procs)
     _compare_with_clean_run(tmp_path, cache, exe, tmp_path / "t.jsonl")
+
+
+#: Rank 1 keeps its records (its library ships only every 1000 s), sends one
+#: message, waits for rank 0's acknowledgement and, 3 s later (rank 0 is blocked:
+#: its library ships within 5 ms of going quiet), is SIGKILLed with the send's
+#: record unshipped.  Rank 0 then waits for a message that never comes.
+KILLED_AFTER_SEND = r"""
+#include <mpi.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+    int rank, x = 7;
+    const char *pmi = getenv("PMI_RANK");
+    if (pmi && strcmp(pmi, "1") == 0) {
+        setenv("MPVIS_FLUSH_QUIET_MS", "1000000", 1);
+        setenv("MPVIS_FLUSH_MS", "1000000", 1);
+    }
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 1) {
+        MPI_Send(&x, 1, MPI_INT, 0, 1, MPI_COMM_WORLD);
+        MPI_Recv(&x, 1, MPI_INT, 0, 3, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        sleep(3);
+        raise(SIGKILL);
+    }
+    MPI_Recv(&x, 1, MPI_INT, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Send(&x, 1, MPI_INT, 1, 3, MPI_COMM_WORLD);
+    MPI_Recv(&x, 1, MPI_INT, 1, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_trace_of_a_c_rank_killed_after_a_send_opens(
+        tmp_path: Path, cache: Path, mpicc: str) -> None:
+    """Issue 15, item 2, on a real C run: C consumes carry no ``send``, so the
+    killed sender's unshipped send can only be matched by channel, and there is
+    none.  The trace opens; the consume is kept as a message from a lost send of
+    rank 1, which is reported dead with what it lost."""
+    exe = compile_c(mpicc, KILLED_AFTER_SEND, tmp_path / "killed", "-g")
+    done = subprocess.run([sys.executable, "-m", "mpvis", "run", "-n", "2", "--out", "k.jsonl",
+                           "--", str(exe)], cwd=tmp_path, env=_env(tmp_path, cache),
+                          capture_output=True, text=True, timeout=180, check=False)
+    assert done.returncode not in (0, 1), done.stdout + done.stderr  # the program's failure
+    recs = records(tmp_path / "k.jsonl")
+    consumes = [r for r in recs if r["kind"] == "consume"]
+    assert [(c["rank"], c["src"], c["tag"]) for c in consumes if c["rank"] == 0] == [(0, 1, 1)]
+    assert "send" not in consumes[0]
+    check = mpvis_cli("check", str(tmp_path / "k.jsonl"), "--json")
+    assert check.returncode in (0, 1), check.stdout + check.stderr  # opened, not refused
+    rank1 = json.loads(check.stdout)["ranks"][1]
+    assert not any(r["rank"] == 1 for r in recs)  # its records never left it
+    assert rank1["status"] == "dead", rank1
+    assert "lost sends, 1 matched by channel, seq unknown" in rank1["detail"], rank1

@@ -61,6 +61,51 @@ def test_every_rank_killed_at_every_point_opens(tmp_path: Path, path: Path) -> N
                 assert cone_of(m, r, s).frontier[q] == (k - 1 if k else None)
 
 
+def _without_send(recs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The records as a C recorder writes them: consumes carry no ``send``."""
+    return [{k: v for k, v in x.items() if k != "send"} for x in recs]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", FILES, ids=[str(p.relative_to(SAMPLES)) for p in FILES])
+def test_every_rank_killed_at_every_point_opens_without_send_fields(tmp_path: Path,
+                                                                    path: Path) -> None:
+    """The same oracle on C-style traces: a consume whose sender died before the
+    send is matched by channel or, if its channel has no send left, kept as a
+    message from a lost send of unknown seq; the consumes are those of the sends
+    at or after ``k`` in the full trace (which names them)."""
+    head, recs = _read(path)
+    for rank in range(head["nprocs"]):
+        for k in range(sum(1 for x in recs if x["rank"] == rank)):
+            full = _killed(recs, rank, k)
+            lost = sorted((x["rank"], x["seq"]) for x in full if x["kind"] == "consume"
+                          and x.get("send") and x["send"][0] == rank and x["send"][1] >= k)
+            a = Analyses.for_header(head)
+            load_trace(_write(tmp_path / "cut.jsonl", head, _without_send(full)),
+                       model=a.model)
+            m = a.model
+            got = sorted(m.store.key(g) for g in m.lost_unnumbered)
+            assert got == lost and set(m.lost_unnumbered.values()) <= {rank}, (rank, k)
+            assert m.lost_sends == {}
+            if lost:
+                assert m.status(rank) == "dead" and "seq unknown" in m.dead[rank]
+            a.report()
+            for g in m.lost_unnumbered:
+                r, s = m.store.key(g)
+                assert cone_of(m, r, s).frontier[rank] == (k - 1 if k else None)
+
+
+def test_unmatched_consume_from_a_finished_rank_is_still_refused(tmp_path: Path) -> None:
+    """A consume without ``send`` whose sender ended with ``final`` and sent no
+    such message: the trace is broken, not a crash."""
+    head, recs = _ring()
+    last = max(x["seq"] for x in recs if x["kind"] == "send" and x["rank"] == 1)
+    broken = _without_send([dict(x, tag=99) if (x["rank"], x["seq"]) == (1, last) else x
+                            for x in recs])
+    with pytest.raises(TraceFileError, match="has no send to match"):
+        load_trace(_write(tmp_path / "broken.jsonl", head, broken))
+
+
 def _ring() -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return _read(SAMPLES / "ring.jsonl")
 
@@ -77,6 +122,21 @@ def test_crashed_ring_reports_the_dead_rank_and_what_it_lost(tmp_path: Path,
     dead = [r for r in rep["ranks"] if r["status"] == "dead"]
     assert [r["rank"] for r in dead] == [1] and "lost sends, seq 8" in dead[0]["detail"]
     assert rep["deadlocks"] == []
+
+
+def test_crashed_c_style_ring_opens_and_names_the_lost_send(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 15, item 2 for C traces: without ``send`` fields the crashed run
+    still opens, and the report says the dead rank lost a send of unknown seq."""
+    from mpvis.cli.main import main
+
+    head, recs = _ring()
+    path = _write(tmp_path / "crashed.jsonl", head, _without_send(_killed(recs, 1, 8)))
+    assert main(["check", str(path), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    dead = [r for r in rep["ranks"] if r["status"] == "dead"]
+    assert [r["rank"] for r in dead] == [1]
+    assert "1 matched by channel, seq unknown" in dead[0]["detail"]
 
 
 def test_consume_of_a_send_after_final_is_still_refused(tmp_path: Path) -> None:

@@ -766,10 +766,15 @@ static void on_term(int sig) {
 }
 
 /* -- start and end ------------------------------------------------------------------- */
-static int connect_to(const char *addr) {
+/* Connects to "host:port"; on failure returns -1 with why it failed in `why`
+ * (the last connect's errno, or the address's problem). */
+static int connect_to(const char *addr, char *why, size_t why_n) {
     char host[256];
     const char *colon = strrchr(addr, ':');
-    if (!colon || (size_t)(colon - addr) >= sizeof host) return -1;
+    if (!colon || (size_t)(colon - addr) >= sizeof host) {
+        snprintf(why, why_n, "not host:port");
+        return -1;
+    }
     memcpy(host, addr, colon - addr);
     host[colon - addr] = 0;
     char *h = host;
@@ -777,13 +782,18 @@ static int connect_to(const char *addr) {
     if (!*h) h = "127.0.0.1";
     struct addrinfo hints = {0}, *res = NULL;
     hints.ai_socktype = SOCK_STREAM;
-    if (getaddrinfo(h, colon + 1, &hints, &res) != 0) return -1;
+    int gai = getaddrinfo(h, colon + 1, &hints, &res);
+    if (gai != 0) {
+        snprintf(why, why_n, "%s", gai_strerror(gai));
+        return -1;
+    }
     int fd = -1;
+    snprintf(why, why_n, "no address");
     for (struct addrinfo *a = res; a; a = a->ai_next) {
         fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
-        if (fd < 0) continue;
-        if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
-        close(fd);
+        if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) == 0) break;
+        snprintf(why, why_n, "%s", strerror(errno));
+        if (fd >= 0) close(fd);
         fd = -1;
     }
     freeaddrinfo(res);
@@ -920,9 +930,11 @@ void mvp_start(int *argc, char ***argv, int provided) {
     mvp_replay_init();
     const char *addr = getenv("MPVIS_COLLECTOR");
     if (!addr || !*addr) return;
-    sock = connect_to(addr);
+    char why[128];
+    sock = connect_to(addr, why, sizeof why);
     if (sock < 0) {
-        fprintf(stderr, "mpvis: rank %d: cannot reach collector %s; running untraced\n", mvp_rank, addr);
+        fprintf(stderr, "mpvis: rank %d: cannot reach collector %s (%s); running untraced\n",
+                mvp_rank, addr, why);
         return;
     }
     ring = calloc(RCAP, sizeof *ring);
