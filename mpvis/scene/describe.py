@@ -62,6 +62,13 @@ def details(m: ModelManager, e: Event) -> list[tuple[str, Any]]:
         rows.append(("message partner", f"{partner.rank}:{partner.seq}"))
     elif rec["kind"] == rec_kinds.SEND:
         rows.append(("message partner", "not consumed"))
+    elif rec["kind"] == rec_kinds.CONSUME and m.input_ended:
+        lost = m.rules.lost_send_of(e.index)
+        if lost is not None:
+            q, qs = lost
+            rows.append(("message partner", f"a lost send of rank {q} ("
+                         + (f"seq {qs}" if qs >= 0 else "matched by channel, seq unknown")
+                         + "): the rank died before recording it"))
     if rec["kind"] == rec_kinds.RECV:
         cons = e.consume
         rows.append(("consumed by", "nothing (yet)" if cons is None else f"{r}:{cons.seq}"))

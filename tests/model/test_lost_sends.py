@@ -174,3 +174,18 @@ def test_lost_send_is_drawn_into_its_consume(tmp_path: Path) -> None:
         assert seg.shape == (1, 4)
         assert seg[0, 1] == lay.rows[1] and seg[0, 0] > x[last]
         assert (seg[0, 2], seg[0, 3]) == (x[g], y[g])
+
+
+@pytest.mark.parametrize("strip", [False, True], ids=["send-field", "c-style"])
+def test_details_of_a_consume_name_its_lost_send(tmp_path: Path, strip: bool) -> None:
+    """The details panel says where the consumed message came from."""
+    from mpvis.scene.describe import details
+
+    head, recs = _ring()
+    cut = _killed(recs, 1, 8)
+    m = load_trace(_write(tmp_path / "c.jsonl", head, _without_send(cut) if strip else cut))
+    [g] = [*m.lost_sends.values(), *m.lost_unnumbered]
+    rows = dict(details(m, m.event(*m.store.key(g))))
+    want = "matched by channel, seq unknown" if strip else "seq 8"
+    assert rows["message partner"] == (f"a lost send of rank 1 ({want}): "
+                                       "the rank died before recording it")
