@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mpvis.analysis.linext import bits, count_subset, series_parts
+from mpvis.protocol import records as R
 
 if TYPE_CHECKING:
     from mpvis.model.manager import ModelManager
@@ -140,6 +141,7 @@ def delivery_groups(m: ModelManager, racing: Mapping[int, Set[int]]) -> list[Del
             if c is None or send is None:
                 continue
             rec, crec = m.record(r, y), m.record(r, c)
+            assert rec["kind"] == R.RECV and crec["kind"] == R.CONSUME  # the model's pairing
             found.append(Delivery(y, c, send, int(crec["tag"]), int(rec.get("comm", 0)),
                                   int(rec["src"]), int(rec["tag"])))
         found.sort(key=lambda d: d.consume)
@@ -177,8 +179,8 @@ def completion_groups(m: ModelManager, anys: Mapping[int, Mapping[int, int]]
             if at >= m.count(r):
                 continue
             rec = m.record(r, at)
-            send = m.partner(r, at) if rec["kind"] == "consume" else None
-            if send is None:
+            send = m.partner(r, at) if rec["kind"] == R.CONSUME else None
+            if send is None or rec["kind"] != R.CONSUME:
                 continue  # a send's completion, or a message we cannot name
             by_site.setdefault(rec.get("site"), []).append(
                 Delivery(at, at, send, int(rec["tag"]), int(rec.get("comm", 0)), -1, -1, index))

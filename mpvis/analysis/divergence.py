@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from mpvis.model.manager import ModelManager
+from mpvis.protocol.record_types import RecordView
 
 __all__ = ["SAME_FIELDS", "first_divergence", "signature"]
 
@@ -20,8 +21,8 @@ __all__ = ["SAME_FIELDS", "first_divergence", "signature"]
 SAME_FIELDS = ("kind", "src", "dest", "tag", "send", "op", "root", "lock", "recv", "reqs")
 
 
-def signature(rec: dict[str, Any]) -> tuple[Any, ...]:
-    """What an event does, comparable across runs."""
+def signature(rec: RecordView) -> tuple[Any, ...]:
+    """What an event does, comparable across runs (any record: absent fields are None)."""
     return tuple(
         tuple(v) if isinstance(v, list) else v for v in (rec.get(f) for f in SAME_FIELDS)
     )

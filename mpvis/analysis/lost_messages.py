@@ -15,6 +15,7 @@ from __future__ import annotations
 from mpvis.analysis.deadlock_p2p import describe_p2p
 from mpvis.analysis.deadlock_report import describe_site
 from mpvis.model.manager import ModelManager
+from mpvis.protocol import records as R
 
 __all__ = ["lost_messages"]
 
@@ -32,6 +33,7 @@ def lost_messages(m: ModelManager) -> list[dict[str, object]]:
     for send in sorted((msg.send for msg in m.unconsumed_messages()), key=lambda e: e.key):
         rank, seq = send.key
         rec = send.fields
+        assert rec["kind"] == R.SEND  # a message's first event
         site = rec.get("site")
         out.append({
             "kind": "lost_message",

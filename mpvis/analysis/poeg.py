@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Final
 
 from mpvis.analysis.poeg_calls import NEVER, RankCalls, rank_calls
 from mpvis.errors import MpvisError
-from mpvis.protocol.record_types import Record
+from mpvis.protocol.record_types import EventRecord
 
 if TYPE_CHECKING:
     from mpvis.model.manager import ModelManager
@@ -194,7 +194,7 @@ def _rank_chain(graph: _Graph, rank: int, rc: RankCalls, index: dict[Key, int]) 
     return b
 
 
-def _collective_paths(graph: _Graph, m: ModelManager, records: list[list[Record]],
+def _collective_paths(graph: _Graph, m: ModelManager, records: list[list[EventRecord]],
                       calls: list[RankCalls], boundaries: list[_Boundaries]) -> None:
     """Junctions for collectives' data dependencies (module docstring).
 
@@ -223,7 +223,7 @@ def _collective_paths(graph: _Graph, m: ModelManager, records: list[list[Record]
             graph.edge(hub, boundaries[r].at(calls[r].colls[seq]))
 
 
-def _exited_colls(records: list[Record]) -> set[int]:
+def _exited_colls(records: list[EventRecord]) -> set[int]:
     """Seqs of the rank's ``coll`` records that a ``coll_exit`` closed."""
     open_at: dict[int, int] = {}  # comm -> seq of the open coll
     done: set[int] = set()

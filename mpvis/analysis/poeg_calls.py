@@ -41,7 +41,7 @@ from typing import Final
 
 __all__ = ["MPI_KINDS", "NEVER", "RankCalls", "Span", "rank_calls"]
 
-from mpvis.protocol.record_types import Record
+from mpvis.protocol.record_types import RecordView
 
 #: Record kinds an MPI call produces (``state``, ``final`` and locks are not MPI calls).
 MPI_KINDS: Final = frozenset({"send", "recv", "consume", "wait", "coll", "coll_exit"})
@@ -70,12 +70,12 @@ class RankCalls:
     pairing: str
 
 
-def _has_calls(records: Sequence[Record]) -> bool:
+def _has_calls(records: Sequence[RecordView]) -> bool:
     mpi = [r for r in records if r.get("kind") in MPI_KINDS]
     return bool(mpi) and all(type(r.get("call")) is int for r in mpi)
 
 
-def _same_call(prev: Record, rec: Record) -> bool:
+def _same_call(prev: RecordView, rec: RecordView) -> bool:
     """Is ``rec`` the receive half of a Sendrecv whose send is ``prev``?"""
     call = prev.get("call")
     if prev.get("kind") == "send" and type(call) is int and rec.get("call") in (None, call):
@@ -87,7 +87,7 @@ def _same_call(prev: Record, rec: Record) -> bool:
             and prev.get("comm", 0) == rec.get("comm", 0))
 
 
-def _derived_indices(records: Sequence[Record]) -> list[int]:
+def _derived_indices(records: Sequence[RecordView]) -> list[int]:
     """Call index of each record by site and adjacency (module docstring)."""
     idx = list(range(len(records)))
     for s, rec in enumerate(records):
@@ -101,7 +101,7 @@ def _derived_indices(records: Sequence[Record]) -> list[int]:
     return idx
 
 
-def rank_calls(records: Sequence[Record]) -> RankCalls:
+def rank_calls(records: Sequence[RecordView]) -> RankCalls:
     """The spans of a rank's events; ``records[s]`` is the rank's event ``seq == s``."""
     use_call = _has_calls(records)
     if use_call:

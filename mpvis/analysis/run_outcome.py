@@ -22,6 +22,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mpvis.protocol import records as R
+
 if TYPE_CHECKING:
     from mpvis.model.manager import ModelManager
 
@@ -48,7 +50,9 @@ def trace_outcome(m: ModelManager, exit_code: int | None, stdout: dict[int, str]
     out = Outcome(exit_code, dict(stdout), nprocs=m.nprocs)
     out.messages.update((msg.src, msg.dest, msg.tag, msg.comm, msg.size) for msg in m.messages)
     for e in sorted(m.find("state"), key=lambda e: e.key):  # each rank's last value wins
-        out.state.setdefault(e.rank, {}).update(e.fields.get("vars") or {})
+        rec = e.fields
+        if rec["kind"] == R.STATE:
+            out.state.setdefault(e.rank, {}).update(rec.get("vars") or {})
     finished = {e.rank for e in m.find("final")}
     out.finished = frozenset(finished)
     return out

@@ -455,7 +455,7 @@ def _requirement(m: ModelManager, r: int, row: tuple[int, int, int, int]) -> Req
         # Vectorised (reads the model's columns on purpose): a rank's prefix in one pass.
         g = np.frombuffer(m.by_rank[r], dtype=np.int64)[:cause]
         k = int(np.count_nonzero((m.c_kind.view()[g] == _COLL) & (m.c_comm.view()[g] == comm)))
-        op = f"{rec['op']} (its {k + 1}. collective on comm {comm})"
+        op = f"{rec.get('op')} (its {k + 1}. collective on comm {comm})"  # a coll: op is there
     else:
         op = describe_p2p(rec)
     return Requirement((q, qs), (r, cause), KINDS[kind], op, rec.get("site"))

@@ -41,6 +41,8 @@ from mpvis.instrument.record import DEFAULT_CHECK_EVERY, RaceDetector
 from mpvis.instrument.record_file import RaceEntry, RankRecord, RecordWriter, chain
 from mpvis.instrument.replay import Flip
 from mpvis.model.manager import ModelManager
+from mpvis.protocol import records as R
+from mpvis.protocol.record_types import ConsumeRecord
 from mpvis.tracefile.reader import TraceFileError, load_trace
 
 __all__ = ["RECORD_TRACE", "Delivery", "deliveries", "plans", "verdicts", "write_record"]
@@ -109,11 +111,10 @@ def write_record(trace: Path, directory: Path, *, every: bool = False) -> None:
                 rec = m.record(r, seq)
                 if isinstance(rec.get("call"), int):
                     first_of_call[r].setdefault(rec["call"], seq)
-                kind = rec["kind"]
-                if kind == "send":
+                if rec["kind"] == R.SEND:
                     stamps[(r, seq)] = detectors[r].stamp(seq)
                     sends[r] += 1
-                elif kind == "consume":
+                elif rec["kind"] == R.CONSUME:
                     key = m.partner(r, seq)
                     if key is not None and key not in stamps:
                         break  # its send comes first
@@ -122,7 +123,7 @@ def write_record(trace: Path, directory: Path, *, every: bool = False) -> None:
                     digest[r] = chain(digest[r], rec["src"], -1 if key is None else key[1])
                     if consumes[r] % DEFAULT_CHECK_EVERY == 0:
                         writers[r].check(consumes[r], rec["recv"], digest[r])
-                elif kind == "wait" and isinstance(rec.get("index"), int):
+                elif rec["kind"] == R.WAIT and isinstance(rec.get("index"), int):
                     at = first_of_call[r].get(rec.get("call", -1), seq)
                     writers[r].any(at, rec["index"])
                 cursor[r] += 1
@@ -137,7 +138,7 @@ def write_record(trace: Path, directory: Path, *, every: bool = False) -> None:
 def _deliver(  # noqa: PLR0917 (one delivery's context)
     m: ModelManager,
     r: int,
-    rec: dict[str, Any],
+    rec: ConsumeRecord,
     key: Key | None,
     detector: RaceDetector,
     stamps: dict[Key, list[int]],
@@ -145,6 +146,7 @@ def _deliver(  # noqa: PLR0917 (one delivery's context)
     every: bool,
 ) -> None:
     recv = m.record(r, rec["recv"])
+    assert recv["kind"] == R.RECV  # the model's rules: a consume names a receive
     comm = rec.get("comm", 0)
     if key is None:
         return  # a message from a lost send: nothing to force
@@ -172,7 +174,8 @@ def plans(
             # take the message the later one is forced to wait for.
             pins = [(e.recv, e.src)] + ([(e.prev[0], e.prev[1])] if e.prev else [])
             for y, src in pins:
-                if m.record(rec.rank, y)["src"] == -1:
+                posted = m.record(rec.rank, y)
+                if posted["kind"] == R.RECV and posted["src"] == -1:
                     forced[rec.rank][y] = src
         anys[rec.rank].update(rec.anys)
     freed: set[int] = set()

@@ -14,7 +14,7 @@ import time
 from collections import deque
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
@@ -48,7 +48,9 @@ from mpvis.gui.window_api import WindowApi
 from mpvis.model.manager import ModelManager
 from mpvis.model.observer import ModelChange
 from mpvis.model.races import Race
+from mpvis.model.record_batch import rank_records
 from mpvis.protocol import records as rec_kinds
+from mpvis.protocol.record_types import Record
 from mpvis.scene.describe import summary
 from mpvis.scene.frame import FrameIndex
 from mpvis.scene.layout import Layout
@@ -534,13 +536,13 @@ class MainWindow(WindowApi):
         e = m.event_at(g)
         return e.kind == rec_kinds.RECV and e.peer == -1 and e.consume is not None
 
-    def _records(self) -> Iterable[dict[str, Any]]:
+    def _records(self) -> Iterable[Record]:
         """Every record of the shown run: from the trace file, or rebuilt from the model."""
         m = self.model
         assert m is not None
         if self.live_run is None and self.source and Path(self.source).is_file():
             return (rec for _, rec in iter_records(self.source))
-        return (m.record(r, s) for r in range(m.nprocs) for s in range(m.count(r)))
+        return (rec for r in range(m.nprocs) for rec in rank_records(m, r))
 
     def show_conflicting_sends(self, g: int) -> list[tuple[int, int]]:
         """Draw dashed ghost lines from every send that could have matched receive ``g`` (exact)."""
@@ -652,8 +654,8 @@ class MainWindow(WindowApi):
             return "recv(?)"
         rec = m.record(rank, seq)
         site = relative_site(rec.get("site"), self.races.model.base)
-        return call(int(rec.get("src", -1)), int(rec.get("tag", -1)),
-                    None if site == "?" else site)
+        src, tag = (rec["src"], rec["tag"]) if rec["kind"] == rec_kinds.RECV else (-1, -1)
+        return call(src, tag, None if site == "?" else site)
 
     def _hovered(self, g: int) -> None:
         m = self.model

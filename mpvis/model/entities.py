@@ -31,7 +31,7 @@ from mpvis.model.status import EAGER_BYTES
 from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING, F_SYNC
-from mpvis.protocol.record_types import Record
+from mpvis.protocol.record_types import EventRecord
 
 __all__ = ["EAGER_BYTES", "Consume", "Event", "Message", "ModelView", "Process", "Views",
            "event_at", "rebuild_record"]
@@ -53,9 +53,9 @@ class ModelView(Protocol):
     def where(self, rank: int) -> int | None: ...
 
 
-def rebuild_record(m: ModelView, g: int) -> Record:
+def rebuild_record(m: ModelView, g: int) -> EventRecord:
     """The trace record of global event ``g``, every field included."""
-    return m.store.record_at(g)
+    return m.store.event_record(g)
 
 
 class Event:
@@ -157,9 +157,9 @@ class Event:
         return v if v >= 0 and s.c_kind[self.index] == _K_SEND else None
 
     @property
-    def fields(self) -> Record:
-        """Every field, as in the trace record."""
-        return self.model.store.record_at(self.index)
+    def fields(self) -> EventRecord:
+        """Every field, as in the trace record (typed by its kind: narrow by ``["kind"]``)."""
+        return self.model.store.event_record(self.index)
 
     @property
     def partner(self) -> Event | None:

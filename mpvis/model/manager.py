@@ -61,7 +61,7 @@ from mpvis.model.status import DEAD, ENDED, FINISHED, RUNNING, SUSPENDED, rank_s
 from mpvis.model.store import EventStore
 from mpvis.model.stream import RecordAnalyzer
 from mpvis.protocol import records as R
-from mpvis.protocol.record_types import Record
+from mpvis.protocol.record_types import EventRecord, Record
 
 __all__ = ["DEAD", "ENDED", "FINISHED", "RUNNING", "SUSPENDED", "ModelManager"]
 
@@ -271,9 +271,10 @@ class ModelManager:
         """For a send, its consume; for a consume, its send; else None."""
         return self.store.partner(rank, seq)
 
-    def record(self, rank: int, seq: int) -> Record:
-        """Every field of an event, as the trace record it came from."""
-        return self.store.record_at(self.by_rank[rank][seq])
+    def record(self, rank: int, seq: int) -> EventRecord:
+        """Every field of an event, as the trace record it came from (typed by its
+        kind: narrow it by ``rec["kind"]``)."""
+        return self.store.event_record(self.by_rank[rank][seq])
 
     def status(self, rank: int) -> str:
         """``running``, ``suspended``, ``finished``, ``dead`` or ``ended``."""

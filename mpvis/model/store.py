@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from array import array
 from itertools import repeat
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -31,7 +31,7 @@ from mpvis.model.columns import Column
 from mpvis.model.ingest import Batch, SiteTable
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING, F_SYNC
-from mpvis.protocol.record_types import Record
+from mpvis.protocol.record_types import EventRecord, Record
 
 Key = tuple[int, int]
 
@@ -191,7 +191,8 @@ class EventStore:
         return [int(seq + 1 + i) for i in sel]
 
     def record_at(self, g: int) -> Record:
-        """The trace record of global event ``g``, every field included."""
+        """The trace record of global event ``g``, every field included: a fresh
+        dict the caller may change (the analyzers' stream adds ``comm``)."""
         kind = R.EVENT_KINDS[self.c_kind[g]]
         rec: Record = {"rank": int(self.c_rank[g]), "seq": int(self.c_seq[g]), "kind": kind}
         t = self.c_t[g]
@@ -223,4 +224,12 @@ class EventStore:
             rec["call"] = call
         rec.update(self.extras.get(g, {}))
         return rec
+
+    def event_record(self, g: int) -> EventRecord:
+        """:meth:`record_at` typed as the record of its kind, for code that reads
+        it by field name (narrow it by ``rec["kind"]``).  The store holds only
+        records that passed the model's checks, which is what
+        :data:`~mpvis.protocol.record_types.EventRecord` promises: this is where
+        the model vouches for it (the one ``cast``: no copy, no check)."""
+        return cast("EventRecord", self.record_at(g))
 

@@ -6,14 +6,13 @@ the run beyond the event (dead ranks)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 from mpvis.protocol import records as rec_kinds
 
 if TYPE_CHECKING:
     from mpvis.model.entities import Event
     from mpvis.model.manager import ModelManager
-    from mpvis.protocol.record_types import EventRecord
 
 
 def _arg(v: int, wildcard: str) -> str:
@@ -22,7 +21,7 @@ def _arg(v: int, wildcard: str) -> str:
 
 def summary(m: ModelManager, e: Event) -> str:
     """One line: ``2:5 recv(ANY_SOURCE, 7) @ file.py:12`` (events are ``rank:seq``)."""
-    rec = cast("EventRecord", e.fields)  # the model's checked record, typed by its kind
+    rec = e.fields  # the model's checked record, typed by its kind
     head = f"{rec['rank']}:{rec['seq']} "
     if rec["kind"] == rec_kinds.SEND:
         mode = "ssend" if rec.get("sync") else ("send" if rec["blocking"] else "isend")

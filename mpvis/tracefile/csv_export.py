@@ -20,6 +20,8 @@ from typing import Any
 import orjson
 
 from mpvis.model.manager import ModelManager
+from mpvis.protocol import records as R
+from mpvis.protocol.record_types import SendRecord
 
 __all__ = ["EVENT_COLUMNS", "MESSAGE_COLUMNS", "write_csv"]
 
@@ -55,16 +57,17 @@ def write_csv(m: ModelManager, out: str | Path) -> list[Path]:
                              _cell(rec.get("req")),
                              "" if partner is None else f"{partner[0]}:{partner[1]}",
                              orjson.dumps(rest).decode() if rest else ""])
-                if rec["kind"] == "send":
+                if rec["kind"] == R.SEND:
                     mw.writerow(_message(m, rec, partner))
     return [events, messages]
 
 
-def _message(m: ModelManager, send: dict[str, Any], consume: tuple[int, int] | None
+def _message(m: ModelManager, send: SendRecord, consume: tuple[int, int] | None
              ) -> list[Any]:
     row = [send["rank"], send["seq"], send["dest"], send["tag"], send.get("comm", 0),
            _cell(send.get("size")), send["sync"], _cell(send.get("t"))]
     if consume is None:
         return [*row, "", "", ""]
     crec = m.record(*consume)
-    return [*row, crec["recv"], consume[1], _cell(crec.get("t"))]
+    recv = crec["recv"] if crec["kind"] == R.CONSUME else ""  # a send's partner: a consume
+    return [*row, recv, consume[1], _cell(crec.get("t"))]

@@ -56,7 +56,19 @@ from mpvis.tracefile.otf2_names import (
 
 __all__ = ["Otf2ExportError", "archive_paths", "write_otf2"]
 
-from mpvis.protocol.record_types import Record
+from mpvis.protocol.record_types import (
+    CollExitRecord,
+    CollRecord,
+    ConsumeRecord,
+    EventRecord,
+    FinalRecord,
+    LockRecord,
+    Record,
+    RecvRecord,
+    SendRecord,
+    StateRecord,
+    WaitRecord,
+)
 
 _NS = 10**9
 
@@ -73,7 +85,7 @@ def archive_paths(out: str | Path) -> tuple[Path, str]:
     return p, "traces"
 
 
-def write_otf2(out: str | Path, header: Record, records: Iterable[Record], *,
+def write_otf2(out: str | Path, header: Record, records: Iterable[EventRecord], *,
                attributes: bool = True) -> Path:
     """Write the archive; return its anchor file (``OUT`` or ``OUT/traces.otf2``).
 
@@ -85,7 +97,7 @@ def write_otf2(out: str | Path, header: Record, records: Iterable[Record], *,
     anchor = directory / f"{name}.otf2"
     if anchor.exists() or (directory / name).exists():
         raise Otf2ExportError(f"{anchor} exists already: choose another output")
-    by_rank: dict[int, list[Record]] = defaultdict(list)
+    by_rank: dict[int, list[EventRecord]] = defaultdict(list)
     for rec in records:
         by_rank[int(rec["rank"])].append(rec)
     times = [float(r["t"]) for rs in by_rank.values() for r in rs if "t" in r]
@@ -172,11 +184,11 @@ class _RankWriter:
     def __init__(self, otf2: Any, defs: _Definitions, w: Any, rank: int, t0: float) -> None:
         self.o, self.defs, self.w, self.rank, self.t0 = otf2, defs, w, rank, t0
         self.ticks = 0
-        self.frames: list[tuple[str, Any, Record]] = []  # (role, context, opening record)
+        self.frames: list[tuple[str, Any, EventRecord]] = []  # (role, context, opening record)
         self.nb_recv: dict[int, int] = {}  # seq of a nonblocking recv -> its request
         self.send_reqs: set[int] = set()
 
-    def write(self, recs: list[Record]) -> None:
+    def write(self, recs: list[EventRecord]) -> None:
         for i, rec in enumerate(recs):
             if "t" in rec:
                 self.ticks = max(self.ticks, round((float(rec["t"]) - self.t0) * _NS))
@@ -187,7 +199,7 @@ class _RankWriter:
             getattr(self, "_" + str(rec["kind"]))(rec, attrs, recs, i)
 
     # -- regions ----------------------------------------------------------------------
-    def _enter(self, role: str, region: str, rec: Record, attrs: Any = None) -> None:
+    def _enter(self, role: str, region: str, rec: EventRecord, attrs: Any = None) -> None:
         cc = self.defs.context(region, rec.get("site"))
         self.w(self.o.events.CallingContextEnter(self.ticks, cc, 1, attributes=attrs))
         self.frames.append((role, cc, rec))
@@ -196,7 +208,7 @@ class _RankWriter:
         _role, cc, _rec = self.frames.pop()
         self.w(self.o.events.CallingContextLeave(self.ticks, cc, attributes=attrs))
 
-    def _close_for(self, rec: Record) -> None:
+    def _close_for(self, rec: EventRecord) -> None:
         """Leave a receive or completion region that ``rec`` does not belong to."""
         while self.frames:
             role, _cc, opened = self.frames[-1]
@@ -207,7 +219,7 @@ class _RankWriter:
                     kind == "consume" and rec.get("recv") in self.nb_recv)):
                 return
             if role == "coll" or (role == "lock" and kind == "locked"
-                                  and rec.get("lock") == opened["lock"]):
+                                  and rec.get("lock") == opened.get("lock")):
                 return
             self._leave()
 
@@ -215,7 +227,7 @@ class _RankWriter:
         self.w(getattr(self.o.events, cls)(self.ticks, *args, attributes=attrs))
 
     # -- one method per record kind -------------------------------------------------
-    def _send(self, rec: Record, attrs: Any, recs: list[Record], i: int) -> None:
+    def _send(self, rec: SendRecord, attrs: Any, recs: list[EventRecord], i: int) -> None:
         blocking = bool(rec["blocking"])
         self._enter("call", send_region(blocking, bool(rec["sync"]), rec.get("mode")), rec)
         comm = self.defs.comm(int(rec.get("comm", 0)))
@@ -228,7 +240,7 @@ class _RankWriter:
                      attrs=attrs)
         self._leave()
 
-    def _recv(self, rec: Record, attrs: Any, recs: list[Record], i: int) -> None:
+    def _recv(self, rec: RecvRecord, attrs: Any, recs: list[EventRecord], i: int) -> None:
         if rec["blocking"]:
             self._enter("recv", "MPI_Recv", rec, attrs)
             return
@@ -237,7 +249,7 @@ class _RankWriter:
         self._ev("MpiIrecvRequest", int(rec["req"]), attrs=attrs)
         self._leave()
 
-    def _consume(self, rec: Record, attrs: Any, recs: list[Record], i: int) -> None:
+    def _consume(self, rec: ConsumeRecord, attrs: Any, recs: list[EventRecord], i: int) -> None:
         comm = self.defs.comm(int(rec.get("comm", 0)))
         req = self.nb_recv.get(int(rec["recv"]))
         if req is not None:
@@ -251,7 +263,7 @@ class _RankWriter:
         self._ev("MpiRecv", rec["src"], comm, rec["tag"], 0, attrs=attrs)
         self._leave()
 
-    def _wait(self, rec: Record, attrs: Any, recs: list[Record], i: int) -> None:
+    def _wait(self, rec: WaitRecord, attrs: Any, recs: list[EventRecord], i: int) -> None:
         if not self.frames or self.frames[-1][0] != "completion":
             self._enter("completion", "MPI_Waitall" if len(rec["reqs"]) > 1 else "MPI_Wait",
                         rec)
@@ -261,11 +273,11 @@ class _RankWriter:
                 self._ev("MpiIsendComplete", int(req))
         self._leave(attrs)
 
-    def _coll(self, rec: Record, attrs: Any, recs: list[Record], i: int) -> None:
+    def _coll(self, rec: CollRecord, attrs: Any, recs: list[EventRecord], i: int) -> None:
         self._enter("coll", coll_region(str(rec["op"])), rec)
         self._ev("MpiCollectiveBegin", attrs=attrs)
 
-    def _coll_exit(self, rec: Record, attrs: Any, recs: list[Record], i: int) -> None:
+    def _coll_exit(self, rec: CollExitRecord, attrs: Any, recs: list[EventRecord], i: int) -> None:
         if self.frames and self.frames[-1][0] == "coll":
             opened = self.frames[-1][2]
         else:
@@ -276,43 +288,44 @@ class _RankWriter:
         op = getattr(self.o.CollectiveOp, str(rec["op"]).upper(), self.o.CollectiveOp.BARRIER)
         root: Any = opened.get("root")
         root = self.o.Undefined.UINT32.value if root is None else int(root)
-        self._ev("MpiCollectiveEnd", op, comm, root, int(opened.get("bytes", 0)), 0,
+        nbytes: Any = opened.get("bytes", 0)
+        self._ev("MpiCollectiveEnd", op, comm, root, int(nbytes), 0,
                  attrs=attrs)
         self._leave()
 
-    def _lock_event(self, cls: str, rec: Record, attrs: Any) -> None:
+    def _lock_event(self, cls: str, rec: LockRecord, attrs: Any) -> None:
         win, lock_id = self.defs.lock(str(rec["lock"]))
         if cls == "RmaReleaseLock":
             self._ev(cls, win, 0, lock_id, attrs=attrs)
         else:
             self._ev(cls, win, 0, lock_id, self.o.LockType.EXCLUSIVE, attrs=attrs)
 
-    def _lock(self, rec: Record, attrs: Any, recs: list[Record], i: int) -> None:
+    def _lock(self, rec: LockRecord, attrs: Any, recs: list[EventRecord], i: int) -> None:
         self._enter("lock", "MPI_Win_lock", rec)
         self._lock_event("RmaRequestLock", rec, attrs)
 
-    def _locked(self, rec: Record, attrs: Any, recs: list[Record], i: int) -> None:
+    def _locked(self, rec: LockRecord, attrs: Any, recs: list[EventRecord], i: int) -> None:
         opened = bool(self.frames) and self.frames[-1][0] == "lock"
         if not opened:
             self._enter("lock", "MPI_Win_lock", rec)
         self._lock_event("RmaAcquireLock", rec, attrs)
         self._leave()
 
-    def _unlock(self, rec: Record, attrs: Any, recs: list[Record], i: int) -> None:
+    def _unlock(self, rec: LockRecord, attrs: Any, recs: list[EventRecord], i: int) -> None:
         self._enter("call", "MPI_Win_unlock", rec)
         self._lock_event("RmaReleaseLock", rec, attrs)
         self._leave()
 
-    def _state(self, rec: Record, attrs: Any, recs: list[Record], i: int) -> None:
+    def _state(self, rec: StateRecord, attrs: Any, recs: list[EventRecord], i: int) -> None:
         self._ev("ParameterString", self.defs.state_parameter(),
                  orjson.dumps(rec["vars"]).decode(), attrs=attrs)
 
-    def _final(self, rec: Record, attrs: Any, recs: list[Record], i: int) -> None:
+    def _final(self, rec: FinalRecord, attrs: Any, recs: list[EventRecord], i: int) -> None:
         self._enter("call", "MPI_Finalize", rec, attrs)
         self._leave()
 
 
-def _wait_region(recs: list[Record], i: int) -> str:
+def _wait_region(recs: list[EventRecord], i: int) -> str:
     """``MPI_Waitall`` when the wait that follows completes several requests."""
     for rec in recs[i + 1:]:
         if rec["kind"] == "wait":

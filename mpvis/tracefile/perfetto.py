@@ -32,7 +32,8 @@ from mpvis.model.manager import ModelManager
 
 __all__ = ["chrome_trace"]
 
-from mpvis.protocol.record_types import Record
+from mpvis.protocol import records as R
+from mpvis.protocol.record_types import EventRecord, Record
 
 _PID = 1
 _TICK_US = 10.0
@@ -40,24 +41,23 @@ _MIN_US = 1.0
 _SPANS = {"recv": "consume", "coll": "coll_exit", "lock": "locked"}
 
 
-def _label(rec: Record) -> str:
-    kind = rec["kind"]
-    if kind == "send":
+def _label(rec: EventRecord) -> str:
+    if rec["kind"] == R.SEND:
         return f"send -> {rec['dest']} tag {rec['tag']}"
-    if kind == "recv":
+    if rec["kind"] == R.RECV:
         src = "ANY" if rec["src"] == -1 else rec["src"]
         tag = "ANY" if rec["tag"] == -1 else rec["tag"]
         return f"recv({src}, {tag})"
-    if kind == "consume":
+    if rec["kind"] == R.CONSUME:
         return f"consume <- {rec['src']} tag {rec['tag']}"
-    if kind in ("coll", "coll_exit"):
-        return f"{kind} {rec['op']}"
-    if kind in ("lock", "locked", "unlock"):
-        return f"{kind} {rec['lock']}"
-    return str(kind)
+    if rec["kind"] == R.COLL or rec["kind"] == R.COLL_EXIT:
+        return f"{rec['kind']} {rec['op']}"
+    if rec["kind"] == R.LOCK or rec["kind"] == R.LOCKED or rec["kind"] == R.UNLOCK:
+        return f"{rec['kind']} {rec['lock']}"
+    return str(rec["kind"])
 
 
-def _times(m: ModelManager, recs: list[list[Record]]) -> list[list[float]]:
+def _times(m: ModelManager, recs: list[list[EventRecord]]) -> list[list[float]]:
     """Microseconds per event, per rank (see the module docstring)."""
     with_t = all("t" in r for rank in recs for r in rank)
     t0 = min((r["t"] for rank in recs for r in rank), default=0.0) if with_t else 0.0
@@ -96,7 +96,7 @@ def chrome_trace(m: ModelManager, report: Report, header: Record) -> dict[str, A
             "otherData": {"source": "mpvis", "program": program, "nprocs": m.nprocs}}
 
 
-def _slices(rank: int, recs: list[Record], ts: list[float]) -> list[dict[str, Any]]:
+def _slices(rank: int, recs: list[EventRecord], ts: list[float]) -> list[dict[str, Any]]:
     out = []
     n = len(recs)
     for seq, rec in enumerate(recs):
@@ -112,12 +112,12 @@ def _slices(rank: int, recs: list[Record], ts: list[float]) -> list[dict[str, An
     return out
 
 
-def _flows(m: ModelManager, recs: list[list[Record]], times: list[list[float]]
+def _flows(m: ModelManager, recs: list[list[EventRecord]], times: list[list[float]]
            ) -> list[dict[str, Any]]:
     out = []
     for r, rank_recs in enumerate(recs):
         for seq, rec in enumerate(rank_recs):
-            if rec["kind"] != "consume":
+            if rec["kind"] != R.CONSUME:
                 continue
             send = m.partner(r, seq)
             if send is None:
