@@ -14,10 +14,40 @@ What the classes promise is what :func:`mpvis.protocol.records.check_record`
 checks: a record from outside (a file, the wire) is a :data:`Record` until it
 has been checked, or until the code that built it (a recorder's decoder, an
 importer) vouches for it.  Code that reads records by field name after
-checking their kind (the record rules, the builders of records) uses the
-classes; code that moves records along (framing, journals, batches) keeps
-:data:`Record`, which a TypedDict is not assignable to (a ``dict[str, Any]``
-accepts any key, a TypedDict only its own).
+checking their kind uses the classes; code that moves records along (framing,
+journals, batches, the analyzers' stream) keeps :data:`Record`, which a
+TypedDict is not assignable to (a ``dict[str, Any]`` accepts any key, a
+TypedDict only its own).  Where the classes come from:
+
+* the model vouches for what it holds: ``ModelManager.record``,
+  ``Event.fields`` and ``rebuild_record`` give an :data:`EventRecord` (one
+  ``cast``, in ``EventStore.event_record``); readers narrow it by
+  ``rec["kind"]`` (the OTF2 export has one handler per kind class, Perfetto's
+  labels, the CSV export, the details panel's summary, native replay);
+* a stream analyzer casts each checked batch once
+  (:mod:`mpvis.analysis.deadlock_monitor`) and hands each record to the
+  handler of its kind;
+* code that reads any record generically, by a field name in a variable or
+  with ``.get`` defaults, takes a :data:`RecordView`.
+
+Why :data:`Record` is not stricter (issue 18, measured with mypy 2.4): as the
+union :data:`EventRecord` it gave 1,818 errors in 48 files; as one
+``TypedDict(total=False)`` holding every field of every kind, 161 errors in 34
+files.  The second is close, but the kind classes are not assignable to it (a
+required key of ``SendRecord`` is optional there, and ``SendRecord`` lacks the
+keys of the other kinds), so every builder handing a typed record to a mover
+would need a ``cast``; records grown from ``dict[str, Any]`` payloads
+(``rec.update(extras)``, a JSON ``coll`` payload) and headers or message
+bodies typed as records make most of the rest.  What would make it work: the
+all-fields class with ``ReadOnly`` items and the kind classes ``closed``
+(PEP 705 and 728; mypy 2.4 accepts a closed ``SendRecord`` where such a
+read-only record is expected, checked on a scratch file), but records are
+changed in transit (the analyzers' stream adds ``comm``, decoders drop
+``call``, the collector names sites), so the movers would keep a mutable
+type: a later step.  Builders that assemble a record from a kind name and
+keyword fields (the simulator's ``_emit``, the synthetic generator, the OTF2
+importer's ``_emit``) or hand it straight to a mover (the COMPACT decoder)
+therefore build :data:`Record`.
 
 Types only: this module imports nothing of mpvis.  It does without ``from
 __future__ import annotations`` so that each class's ``__required_keys__`` and
