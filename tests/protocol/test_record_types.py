@@ -48,3 +48,15 @@ def test_records_rebuilt_from_the_model_fit_their_class(name: str) -> None:
     recs = rebuild_records(m, np.arange(m.event_count), comm_always=True)
     assert len(recs) == m.event_count
     assert [e for r in recs if (e := shape_error(r)) is not None][:3] == []
+
+
+@pytest.mark.parametrize("name", scenario_names())
+def test_the_models_typed_records_fit_their_class(name: str) -> None:
+    # ModelManager.record and Event.fields are typed EventRecord (one cast, in
+    # EventStore.event_record): what they give must be what the classes promise
+    m = simulated_model(name)
+    by_key = [m.record(r, s) for r in range(m.nprocs) for s in range(m.count(r))]
+    by_view = [e.fields for e in m.events]
+    assert len(by_key) == len(by_view) == m.event_count
+    assert [e for r in by_key + by_view if (e := shape_error(r)) is not None][:3] == []
+    assert sorted((r["rank"], r["seq"]) for r in by_view) == [(r["rank"], r["seq"]) for r in by_key]
