@@ -179,9 +179,11 @@ def completion_groups(m: ModelManager, anys: Mapping[int, Mapping[int, int]]
             if at >= m.count(r):
                 continue
             rec = m.record(r, at)
-            send = m.partner(r, at) if rec["kind"] == R.CONSUME else None
-            if send is None or rec["kind"] != R.CONSUME:
-                continue  # a send's completion, or a message we cannot name
+            if rec["kind"] != R.CONSUME:
+                continue  # a send's completion
+            send = m.partner(r, at)
+            if send is None:
+                continue  # a message we cannot name
             by_site.setdefault(rec.get("site"), []).append(
                 Delivery(at, at, send, int(rec["tag"]), int(rec.get("comm", 0)), -1, -1, index))
         for found in by_site.values():
