@@ -35,6 +35,8 @@ from collections.abc import Callable, Iterable
 from itertools import pairwise
 from typing import Any, cast
 
+import numpy as np
+
 from mpvis.analysis.deadlock_collectives import CollectiveTracker
 from mpvis.analysis.deadlock_locks import LockTracker
 from mpvis.analysis.deadlock_p2p import WAITING, P2PState
@@ -47,15 +49,22 @@ from mpvis.analysis.deadlock_report import (
     to_dot,
 )
 from mpvis.analysis.waitfor import Clause, WaitEdge, find_cycle, reduce_graph, weak_components
+from mpvis.model.stream import ReleasedColumns
+from mpvis.protocol import records as R
+from mpvis.protocol.codes import F_BLOCKING
 from mpvis.protocol.record_types import (
     CollExitRecord,
     CollRecord,
+    ConsumeRecord,
     EventRecord,
     FinalRecord,
     Record,
 )
 
 __all__ = ["Deadlock", "DeadlockMonitor", "detect_deadlocks", "to_dot"]
+
+_K_SEND, _K_RECV, _K_CONSUME, _K_STATE = (R.KIND_CODE[k] for k in ("send", "recv", "consume",
+                                                                   "state"))
 
 
 class DeadlockMonitor:
@@ -67,6 +76,7 @@ class DeadlockMonitor:
         self._finished = [False] * nprocs
         self._dead: dict[int, str] = {}
         self._found: list[Deadlock] = []
+        self._record_by_record = False  # feed_columns falls back to feed (see there)
         self._graph: list[Deadlock] = []
         self._p2p = P2PState(nprocs)
         self._coll = CollectiveTracker(nprocs, self._found)
@@ -95,6 +105,61 @@ class DeadlockMonitor:
             handler = get(rec["kind"])
             if handler is not None:
                 handler(rec)
+
+    def feed_columns(self, batch: list[Record], cols: ReleasedColumns) -> None:
+        """Exactly :meth:`feed`, with the model's columns of the batch
+        (:class:`~mpvis.model.stream.ColumnAnalyzer`): the records whose only
+        effect cancels out inside the batch are found with whole-array
+        operations and not looked at one by one.
+
+        Those are a blocking send and the consume of its message when both are
+        in the batch (the message enters the pool and leaves it again; a
+        nonblocking send also opens a request, so it is handled as a record),
+        and blocking receives (which change nothing but the rank's state).
+        Every other record goes through its handler in stream order, as in
+        :meth:`feed`; then each rank's state is its last relevant record.  The
+        pool is the same because a consume removes the very send it names,
+        which is in the pool when the stream is the model's; a consume whose
+        send is unknown (a lost send, forced at the end of input) may take
+        another message instead, so from then on every batch is fed record by
+        record."""
+        kind, partner = cols.kind, cols.partner
+        n = len(batch)
+        cons_pos = np.flatnonzero(kind == _K_CONSUME)
+        sends_of = partner[cons_pos]
+        if self._record_by_record or n != len(kind) or (sends_of < 0).any():
+            self._record_by_record = True
+            self.feed(batch)
+            return
+        blocking = (cols.flags & F_BLOCKING) != 0
+        bulk = (kind == _K_RECV) & blocking
+        if len(cons_pos):
+            order = np.argsort(cols.gidx, kind="stable")
+            at = np.minimum(np.searchsorted(cols.gidx, sends_of, sorter=order), n - 1)
+            send_pos = order[at]
+            paired = ((cols.gidx[send_pos] == sends_of) & (kind[send_pos] == _K_SEND)
+                      & blocking[send_pos] & (send_pos < cons_pos))
+            cons_pos = cons_pos[paired]
+            bulk[cons_pos] = True
+            bulk[send_pos[paired]] = True
+        get = self._handlers.get
+        for i in np.flatnonzero(~bulk).tolist():
+            handler = get(batch[i]["kind"])
+            if handler is not None:
+                handler(batch[i])
+        if len(cons_pos):
+            cranks = cols.rank[cons_pos]
+            for r in np.unique(cranks).tolist():
+                self._p2p.receives_consumed(r, (
+                    cast("ConsumeRecord", batch[i])["recv"]
+                    for i in cons_pos[cranks == r].tolist()))
+        # each rank's state: its last relevant record (kinds without a handler: state)
+        relevant = np.flatnonzero(kind != _K_STATE)[::-1]
+        ranks, first = np.unique(cols.rank[relevant], return_index=True)
+        cur = self._cur
+        for r, i in zip(ranks.tolist(), relevant[first].tolist(), strict=True):
+            if bulk[i]:
+                cur[r] = cast("EventRecord", batch[i])
 
     def finish(self) -> None:
         """The input has ended: decide which blocked ranks are deadlocked (``final=True``)."""

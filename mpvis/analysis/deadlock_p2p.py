@@ -35,7 +35,7 @@ open requests per rank; both shrink as consumes and waits arrive.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from mpvis.analysis.deadlock_report import P2P
 from mpvis.analysis.waitfor import Clause
@@ -147,6 +147,16 @@ class P2PState:
             self._sync_pending.discard((src, msg["seq"]))
         else:
             self._std_pending.discard((src, msg["seq"]))
+
+    def receives_consumed(self, rank: int, recv_seqs: Iterable[int]) -> None:
+        """Receives of ``rank`` (seqs) were consumed by messages that never
+        entered the pool (the monitor's batch path, sent and consumed in one
+        batch): what :meth:`on_consume` does for them.  ``recv_seqs`` is read
+        only if the rank has nonblocking receives pending."""
+        opened = self._open_recv[rank]
+        if opened:
+            for seq in recv_seqs:
+                opened.pop(seq, None)
 
     def on_wait(self, rec: WaitRecord) -> None:
         """Requests completed: they are closed."""

@@ -37,7 +37,7 @@ from mpvis.model.clocks import ClockStore
 from mpvis.model.collectives import ALL_TO_ALL, CollectiveBook
 from mpvis.model.ingest import Batch
 from mpvis.model.store import EventStore
-from mpvis.model.stream import RecordAnalyzer
+from mpvis.model.stream import RecordAnalyzer, ReleasedColumns
 from mpvis.protocol import records as R
 from mpvis.protocol.record_types import Record
 
@@ -84,6 +84,7 @@ class CausalRelease:
         self._exit_of: dict[Key, tuple[int, str]] = {}  # coll_exit -> (instance, op)
         #: comm -> (instance, joined clock row, largest Lamport clock of its entries)
         self._coll_cache: dict[int, tuple[int, int, int]] = {}
+        self._out_idx = array("q")  # global indices of the records being released
 
     # ------------------------------------------------------------ told by others
     def appended(self, cols: Batch, k: int, start: int, records: list[Record] | None) -> None:
@@ -184,8 +185,25 @@ class CausalRelease:
                 work |= self._touched_sink
                 self._touched_sink = set()
         if out:
-            for a in self.analyzers:
+            self._feed(out)
+
+    def _feed(self, out: list[Record]) -> None:
+        """Hand released records to the analyzers, with their columns to those
+        that take them (:class:`~mpvis.model.stream.ColumnAnalyzer`)."""
+        idx, self._out_idx = self._out_idx, array("q")
+        cols: ReleasedColumns | None = None
+        for a in self.analyzers:
+            feed_columns = getattr(a, "feed_columns", None)
+            if feed_columns is None:
                 a.feed(out)
+                continue
+            if cols is None:
+                store = self.store
+                gidx = np.frombuffer(idx, dtype=np.int64)
+                cols = ReleasedColumns(gidx, store.c_kind.view()[gidx],
+                                       store.c_flags.view()[gidx],
+                                       store.c_partner.view()[gidx], store.c_rank.view()[gidx])
+            feed_columns(out, cols)
 
     def _advance_rank(self, r: int, out: list[Record], work: set[int], final: bool) -> None:
         """Advance rank ``r`` in causal order as far as its dependencies allow
@@ -291,6 +309,7 @@ class CausalRelease:
             self.store.c_lamport.view()[idx] = lam
             self._lam_last[r] = int(lam[-1])
         if self.analyzers:
+            self._out_idx.extend(events[a:b])
             head = self._head[r]
             pend = self._pending[r]
             out.extend(pend[head:head + b - a])

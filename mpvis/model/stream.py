@@ -17,11 +17,19 @@ order instead.  The manager releases records to every registered
   for every member).
 
 Records are released exactly once.  Analyses must not mutate them.
+
+An analyzer that also has ``feed_columns(batch, cols)`` (:class:`ColumnAnalyzer`)
+gets each batch through it instead of ``feed``, with the model's columns of
+the same records position by position (:class:`ReleasedColumns`), so it can
+work on the batch with whole-array operations and look at dicts only where it
+needs them.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, NamedTuple, Protocol
+
+import numpy.typing as npt
 
 from mpvis.protocol.record_types import Record
 
@@ -34,3 +42,24 @@ class RecordAnalyzer(Protocol):
 
     def finish(self) -> None:
         """The input has ended (end of file, or the live run finished or is stuck)."""
+
+
+class ReleasedColumns(NamedTuple):
+    """The model's columns of a released batch: entry ``i`` describes ``batch[i]``."""
+
+    #: Global index of each record's event.
+    gidx: npt.NDArray[Any]
+    #: Kind codes (:data:`mpvis.protocol.records.KIND_CODE`).
+    kind: npt.NDArray[Any]
+    #: Flag bits (:mod:`mpvis.protocol.codes`).
+    flags: npt.NDArray[Any]
+    #: A send's consume, a consume's send (global indices), else -1.
+    partner: npt.NDArray[Any]
+    rank: npt.NDArray[Any]
+
+
+class ColumnAnalyzer(RecordAnalyzer, Protocol):
+    """A :class:`RecordAnalyzer` that also takes each batch with its columns."""
+
+    def feed_columns(self, batch: list[Record], cols: ReleasedColumns) -> None:
+        """Exactly what ``feed(batch)`` does; ``cols`` describe the same records."""

@@ -1,0 +1,114 @@
+"""The deadlock monitor's batch path (``feed_columns``) against its record path.
+
+The model hands the monitor each released batch with its columns
+(:class:`~mpvis.model.stream.ReleasedColumns`); the monitor then skips the
+sends and consumes that cancel out inside the batch and the blocking
+receives.  The reference is the same monitor fed the very same batches record
+by record (:meth:`DeadlockMonitor.feed`).  Random executions (which may
+deadlock, leave messages unconsumed and requests open), added to the model in
+random batches, with one rank killed part-way in some (lost sends: the batch
+path must fall back to the record path): after every batch the live check,
+the messages in flight and the open requests agree, and at the end the
+deadlocks.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mpvis.analysis.deadlock_monitor import DeadlockMonitor
+from mpvis.model.manager import ModelManager
+from mpvis.model.stream import ReleasedColumns
+from mpvis.protocol.record_types import Record
+from tests.analysis.exec_generator import generate
+from tests.model.random_traces import interleave, random_execution
+
+
+class _Recorder:
+    """A plain analyzer: keeps the batches the model released, as released."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[Record]] = []
+
+    def feed(self, batch: list[Record]) -> None:
+        self.batches.append(list(batch))
+
+    def finish(self) -> None:
+        pass
+
+
+class _Counting(DeadlockMonitor):
+    """The monitor under test, counting the batches its column path took."""
+
+    columns = 0
+
+    def feed_columns(self, batch: list[Record], cols: ReleasedColumns) -> None:
+        self.columns += 1
+        super().feed_columns(batch, cols)
+
+
+def _state(mon: DeadlockMonitor, nprocs: int) -> Any:
+    live = [d.to_report() for d in mon.check(final=False)]
+    reqs = [sorted(mon._p2p.open_requests(r)) for r in range(nprocs)]
+    return live, mon._p2p.in_flight(), reqs
+
+
+def _killed(recs: list[Record], rng: random.Random) -> list[Record]:
+    """A rank died after recording some of its events (no ``final``)."""
+    rank = rng.choice(sorted({x["rank"] for x in recs}))
+    mine = sum(1 for x in recs if x["rank"] == rank)
+    k = rng.randrange(mine + 1)
+    return [x for x in recs if not (x["rank"] == rank and x["seq"] >= k)]
+
+
+def _compare(header: Record, records: list[Record], rng: random.Random) -> None:
+    nprocs = header["nprocs"]
+    m = ModelManager(header)
+    mon, rec = _Counting(nprocs), _Recorder()
+    m.analyzers.extend([mon, rec])
+    ref = DeadlockMonitor(nprocs)
+    fed = 0
+    i = 0
+    while i < len(records):
+        k = rng.randint(1, 12)
+        m.add_batch(records[i:i + k])
+        i += k
+        for batch in rec.batches[fed:]:
+            ref.feed(batch)
+        fed = len(rec.batches)
+        assert _state(mon, nprocs) == _state(ref, nprocs)
+    m.finish()
+    for batch in rec.batches[fed:]:
+        ref.feed(batch)
+    for r in m.rules.lost_senders():
+        ref.mark_dead(r, m.dead[r])
+    ref.finish()
+    assert [d.to_report() for d in mon.deadlocks] == [d.to_report() for d in ref.deadlocks]
+    assert _state(mon, nprocs) == _state(ref, nprocs)
+    assert mon.columns == len(rec.batches)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 10**9), st.booleans())
+def test_batch_path_equals_record_path_on_random_executions(seed: int, kill: bool) -> None:
+    rng = random.Random(seed)
+    header, *records = generate(seed, max_procs=4, max_messages=14)
+    if kill:
+        records = _killed(records, rng)
+    _compare(header, records, rng)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 10**9), st.integers(2, 5), st.booleans())
+def test_batch_path_equals_record_path_on_interleavings(seed: int, nprocs: int,
+                                                        kill: bool) -> None:
+    rng = random.Random(seed)
+    header, records = random_execution(seed, nprocs=nprocs, steps=30)
+    records = interleave(records, rng)
+    if kill:
+        records = _killed(records, rng)
+    _compare(header, records, rng)
