@@ -5,9 +5,10 @@
   line (``# type: ignore[misc]  # pyqtgraph has no type hints``).
 * Events: outside the model (``mpvis/model``) and the Qt-free geometry
   (``mpvis/scene``), code reaches events through the model's classes
-  (``model.event(rank, seq)``, ``Event``, ``Message``...), never by reading the
-  raw ``c_*`` columns, except in the analyses' whole-run vectorised passes
-  listed in :data:`VECTORISED`, each commented in place (docs/model.md).
+  (``model.event(rank, seq)``, ``Event``, ``Message``...) or, for a pass over
+  many events at once, through the event store's columnar queries
+  (:mod:`mpvis.model.event_arrays`), never by reading the raw ``c_*`` columns
+  or the store's ``by_rank`` index; no module is exempt (docs/model.md).
 """
 
 from __future__ import annotations
@@ -19,13 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "mpvis"
 IGNORE = re.compile(r"#\s*type:\s*ignore(?P<codes>\[[^\]]*\])?(?P<rest>.*)$")
-COLUMN_READ = re.compile(r"\.c_[a-z]")
-#: Modules outside model/ and scene/ that read columns, and why (each read is commented).
-VECTORISED = {
-    "analysis/unsafe_sends.py": "the potential-deadlock requirements: arrays over every event",
-    "analysis/request_leaks.py": "a rank's events filtered in one pass before any is rebuilt",
-    "analysis/predicates.py": "a predicate's truth table over a rank's every event",
-}
+COLUMN_READ = re.compile(r"\.(c_[a-z]|by_rank\b)")
 
 
 def _sources() -> list[Path]:
@@ -63,18 +58,11 @@ def test_events_are_reached_through_the_models_classes() -> None:
     reads = []
     for path in _sources():
         rel = path.relative_to(PACKAGE).as_posix()
-        if rel.startswith(("model/", "scene/")) or rel in VECTORISED:
+        if rel.startswith(("model/", "scene/")):
             continue
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if COLUMN_READ.search(line.split("#")[0]):
                 reads.append(f"mpvis/{rel}:{i}: {line.strip()}")
-    assert reads == [], ("read events through model.event(...)/Event/Message, or add a "
+    assert reads == [], ("read events through model.event(...)/Event/Message, or the "
+                         "store's columnar queries (mpvis.model.event_arrays), or add a "
                          "query to the model:\n" + "\n".join(reads))
-
-
-def test_the_vectorised_exceptions_still_read_columns_and_say_why() -> None:
-    """The list stays honest: each listed module reads columns and comments why."""
-    for rel in VECTORISED:
-        text = (PACKAGE / rel).read_text(encoding="utf-8")
-        assert COLUMN_READ.search(text), f"{rel} no longer reads columns: drop it from the list"
-        assert "Vectorised" in text, f"{rel}: say in a comment why it reads columns"

@@ -50,7 +50,8 @@ from mpvis.analysis.predicate_lang import (
     variable_names,
 )
 from mpvis.errors import MpvisError
-from mpvis.protocol.records import EVENT_KINDS, KIND_CODE, STATE
+from mpvis.model.event_arrays import rank_arrays
+from mpvis.protocol.records import EVENT_KINDS, STATE
 
 if TYPE_CHECKING:
     from mpvis.model.manager import ModelManager
@@ -74,7 +75,6 @@ Cut = tuple[int, ...]
 BoolArray = npt.NDArray[np.bool_]
 Mode = Literal["conj", "disj"]
 
-_STATE = KIND_CODE[STATE]
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
 
 
@@ -203,13 +203,12 @@ class _RankStates:
         n = m.count(rank)
         if n <= self.scanned:
             return
-        # Vectorised path (reads the model's columns on purpose): a rank's
-        # new events scanned for state records at once.
-        gs = np.frombuffer(m.by_rank[rank], dtype=np.int64)[self.scanned : n]
-        kinds = m.c_kind.view()[gs]
-        for i in np.flatnonzero(kinds == _STATE):
-            self.seqs.append(self.scanned + int(i))
-            self.deltas.append(dict(m.extras.get(int(gs[i]), {}).get("vars", {})))
+        # the rank's new events scanned for state records at once
+        events = rank_arrays(m.store, rank, self.scanned, n)
+        states = events.of_kind(STATE)
+        for i, extra in zip(states.tolist(), events.extras(states), strict=True):
+            self.seqs.append(self.scanned + i)
+            self.deltas.append(dict(extra.get("vars", {})))
         self.scanned = n
 
     def vars_at(self, k: int) -> dict[str, Scalar]:
@@ -270,10 +269,7 @@ class PredicateEvaluator:
         if cached is not None and len(cached) == n + 1:
             return cached
         st = self._state(r)
-        # Vectorised path (reads the model's columns on purpose): the truth
-        # table of a predicate over a rank's every event.
-        gs = np.frombuffer(m.by_rank[r], dtype=np.int64)[:n]
-        kinds = m.c_kind.view().astype(np.int8, copy=False)[gs]
+        kinds = rank_arrays(m.store, r, 0, n).kind  # the truth table's every event
         out = np.empty(n + 1, dtype=np.bool_)
         out[0] = holds(pred.tree, {}, None, None)
         if uses_event(pred.tree):

@@ -22,14 +22,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from mpvis.analysis.deadlock_p2p import describe_p2p
 from mpvis.analysis.deadlock_report import describe_site
+from mpvis.model.event_arrays import rank_arrays
 from mpvis.model.manager import ModelManager
 from mpvis.model.record_batch import rebuild_records
 from mpvis.protocol import records as R
-from mpvis.protocol.codes import F_BLOCKING
 
 __all__ = ["request_leaks"]
 
@@ -48,15 +46,13 @@ def _posting(m: ModelManager, rank: int, req: int) -> int | None:
 def _open_requests(m: ModelManager, rank: int) -> list[dict[str, Any]]:
     """Requests the rank's records leave open, as ``final.requests`` entries."""
     live: dict[int, dict[str, Any]] = {}
-    # Only nonblocking sends and receives and waits matter: rebuild just those.
-    # Vectorised path (reads the model's columns on purpose): a rank's events,
-    # possibly millions, filtered in one pass before any record is rebuilt.
-    gids = np.frombuffer(m.by_rank[rank], dtype=np.int64)
-    codes = m.c_kind.view()[gids]
+    # Only nonblocking sends and receives and waits matter: the rank's events,
+    # possibly millions, are filtered as arrays before any record is rebuilt.
+    events = rank_arrays(m.store, rank)
+    codes = events.kind
     p2p = (codes == _SEND) | (codes == _RECV)
-    blocking = np.asarray(m.c_flags.view()[gids], dtype=np.int64) & F_BLOCKING
-    keep = (p2p & (blocking == 0)) | (codes == _WAIT)
-    for rec in rebuild_records(m, gids[keep]):
+    keep = (p2p & ~events.blocking) | (codes == _WAIT)
+    for rec in rebuild_records(m, events.indices[keep]):
         seq = rec["seq"]
         kind = rec["kind"]
         if kind in ("send", "recv") and not rec["blocking"]:

@@ -51,9 +51,9 @@ from mpvis.analysis.deadlock_p2p import describe_p2p
 from mpvis.analysis.deadlock_report import describe_site
 from mpvis.analysis.waitfor import WaitEdge, weak_components
 from mpvis.model.collectives import ALL_TO_ALL, FROM_ROOT, TO_ROOT
+from mpvis.model.event_arrays import RunArrays, rank_arrays, run_arrays
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as R
-from mpvis.protocol.codes import F_BLOCKING
 
 __all__ = [
     "Requirement",
@@ -171,51 +171,31 @@ def _arr(code: str, values: npt.NDArray[Any]) -> array[int]:
     return out
 
 
-def _buffered_sends(m: ModelManager, kinds: npt.NDArray[Any]) -> set[int]:
-    """Global indices of buffered sends."""
-    return {g for g, ex in m.extras.items()
-            if kinds[g] == _SEND and ex.get("mode") == "buffered"}
-
-
 def requirements(m: ModelManager) -> Requirements:
     """The zero-buffer requirements of every event of a built model (module docstring).
 
-    Reads the model's columns with NumPy, in rank-major order (each rank's
-    events in ``seq`` order); only waits (their request lists) and collective
-    entries (operation, root, group) are read from the records' extra fields
-    one by one.
+    Reads the run's events as arrays in rank-major order (each rank's events in
+    ``seq`` order; :func:`mpvis.model.event_arrays.run_arrays`); only waits
+    (their request lists) and collective entries (operation, root, group) are
+    read from the records' extra fields one by one.
     """
-    n = m.nprocs
-    counts = [m.count(r) for r in range(n)]
-    order = (np.concatenate([np.frombuffer(m.by_rank[r], dtype=np.int64) for r in range(n)])
-             if sum(counts) else np.zeros(0, dtype=np.int64))
-    rstart = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=rstart[1:])
-    rank_rm = np.repeat(np.arange(n, dtype=np.int32), counts)
-    seq_rm = (np.arange(len(order), dtype=np.int64) - rstart[rank_rm]).astype(np.int32)
-    # Vectorised path (reads the model's columns on purpose): the
-    # potential-deadlock pass is array arithmetic over every event of the run.
-    kinds_g = m.c_kind.view()
-    kind_rm = kinds_g[order]
-    flags_rm = m.c_flags.view()[order]
-    c_rank, c_seq, c_ref = m.c_rank.view(), m.c_seq.view(), m.c_ref.view()
-    partner_g = m.c_partner.view()
-    peer_g = m.c_peer.view()
-    buffered = _buffered_sends(m, kinds_g)
-    call_g = m.c_call.view()  # the records' ``call``, -1 when absent
-    buf_rm = np.zeros(len(order), dtype=bool)
-    if buffered:
-        buf_rm = np.isin(order, np.fromiter(buffered, dtype=np.int64))
+    ev = run_arrays(m.store)
+    counts = ev.counts
+    counts_a = np.asarray(counts, np.int64)
+    rank_rm, seq_rm, kind_rm = ev.rank, ev.seq, ev.kind
+    blocking = ev.blocking
+    buf_rm = np.zeros(len(ev), dtype=bool)
+    buf_rm[ev.with_extra("mode", "buffered")] = True  # buffered sends (masked with is_send)
     rows: list[tuple[npt.NDArray[Any], ...]] = []  # (rank, at, gen, sub, nr, ns, cause, kind)
 
     def posted(sends: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
-        """For sends (global indices), the event their completion needs: the
-        receive of the consume that took the message, or (dest, NEVER)."""
-        pg = partner_g[sends].astype(np.int64)
-        has = pg >= 0
-        safe = np.where(has, pg, 0)
-        need_r = np.where(has, c_rank[safe], peer_g[sends]).astype(np.int64)
-        need_s = np.where(has, c_ref[safe].astype(np.int64), np.int64(NEVER))
+        """For sends (positions), the event their completion needs: the receive
+        of the consume that took the message, or (dest, NEVER)."""
+        p = ev.partner(sends)
+        has = p >= 0
+        safe = np.where(has, p, 0)
+        need_r = np.where(has, rank_rm[safe], ev.field("peer", sends)).astype(np.int64)
+        need_s = np.where(has, ev.field("ref", safe).astype(np.int64), np.int64(NEVER))
         return need_r, need_s
 
     def add(cols: tuple[Any, ...], kind: int) -> None:
@@ -226,54 +206,52 @@ def requirements(m: ModelManager) -> Requirements:
         rows.append((*arrays, np.full(len(arrays[0]), kind, np.int8)))
 
     is_send = kind_rm == _SEND
-    blocking = (flags_rm & F_BLOCKING) != 0
     # blocking sends: the rank's next event (after a Sendrecv's consume) waits
     idx = np.flatnonzero(is_send & blocking & ~buf_rm)
     r, s = rank_rm[idx], seq_rm[idx]
     at = s.astype(np.int64) + 1  # NEVER for a Sendrecv whose receive is never consumed
     # a send with a ``call`` whose next event is a blocking receive of the same call
     # (or of none): a Sendrecv, its send completes with the receive
-    send_call = call_g[order[idx]].astype(np.int64)
+    send_call = ev.field("call", idx).astype(np.int64)  # -1 when absent
     cand = np.flatnonzero(send_call >= 0)
-    cand = cand[s[cand] + 1 < np.asarray(counts, np.int64)[r[cand]]]
+    cand = cand[s[cand] + 1 < counts_a[r[cand]]]
     nxt = idx[cand] + 1
-    g_next = order[nxt]
-    next_call = call_g[g_next]
-    pair = ((kind_rm[nxt] == _RECV) & ((flags_rm[nxt] & F_BLOCKING) != 0)
+    next_call = ev.field("call", nxt)
+    pair = ((kind_rm[nxt] == _RECV) & blocking[nxt]
             & ((next_call < 0) | (next_call == send_call[cand])))
-    c = c_ref[g_next[pair]].astype(np.int64)
+    c = ev.field("ref", nxt[pair]).astype(np.int64)
     at[cand[pair]] = np.where(c < 0, NEVER, c + 1)
     keep = at != NEVER
     idx, r, s, at = idx[keep], r[keep], s[keep], at[keep]
-    at = np.minimum(at, np.asarray(counts, np.int64)[r]) if len(r) else at
-    add((r, at, s, np.zeros_like(s), *posted(order[idx]), s), _K_SEND)
+    at = np.minimum(at, counts_a[r]) if len(r) else at
+    add((r, at, s, np.zeros_like(s), *posted(idx), s), _K_SEND)
     # consumes wait for their send
-    idx = np.flatnonzero((kind_rm == _CONSUME) & (partner_g[order] >= 0))
-    pg = partner_g[order[idx]]
+    idx = np.flatnonzero(kind_rm == _CONSUME)
+    sent = ev.partner(idx)
+    idx, sent = idx[sent >= 0], sent[sent >= 0]
     s = seq_rm[idx]
-    add((rank_rm[idx], s, s, np.zeros_like(s), c_rank[pg], c_seq[pg], c_ref[order[idx]]),
-        _K_RECV)
+    add((rank_rm[idx], s, s, np.zeros_like(s), rank_rm[sent], seq_rm[sent],
+         ev.field("ref", idx)), _K_RECV)
     # waits: for the receive of each nonblocking send they complete
     nb = np.flatnonzero(is_send & ~blocking & ~buf_rm)
     waits = np.flatnonzero(kind_rm == _WAIT)
-    both = np.union1d(nb, waits).tolist()
-    reqs_g = m.c_req.view()
+    nb_req = dict(zip(nb.tolist(), ev.field("req", nb).tolist(), strict=True))
+    wait_reqs = dict(zip(waits.tolist(), (ex["reqs"] for ex in ev.extras(waits)), strict=True))
     w_rank: list[int] = []
     w_seq: list[int] = []
     w_sub: list[int] = []
     w_send: list[int] = []
     cur = -1
-    open_sends: dict[int, int] = {}  # req -> rank-major index of the nonblocking send
-    for i in both:
-        g = int(order[i])
+    open_sends: dict[int, int] = {}  # req -> position of the nonblocking send
+    for i in np.union1d(nb, waits).tolist():
         rr = int(rank_rm[i])
         if rr != cur:
             cur, open_sends = rr, {}
         if kind_rm[i] == _SEND:
-            open_sends[int(reqs_g[g])] = i
+            open_sends[nb_req[i]] = i
             continue
         sub = 0
-        for q in m.extras[g]["reqs"]:
+        for q in wait_reqs[i]:
             ss = open_sends.pop(q, None)
             if ss is not None:
                 w_rank.append(rr)
@@ -283,26 +261,26 @@ def requirements(m: ModelManager) -> Requirements:
                 sub += 1
     if w_rank:
         ws = np.asarray(w_send, np.int64)
-        add((w_rank, w_seq, w_seq, w_sub, *posted(order[ws]), seq_rm[ws]), _K_SEND)
+        add((w_rank, w_seq, w_seq, w_sub, *posted(ws), seq_rm[ws]), _K_SEND)
     groups: list[_AllEntered] = []
     coll_at: tuple[list[int], list[int], list[int]] = ([], [], [])  # rank, pos, group
-    _collectives(m, order[kind_rm == _COLL], add, groups, coll_at)
+    _collectives(ev, np.flatnonzero(kind_rm == _COLL), add, groups, coll_at)
     return _table(counts, rows, groups, coll_at)
 
 
-def _collectives(m: ModelManager, colls: npt.NDArray[Any],
+def _collectives(ev: RunArrays, colls: npt.NDArray[Any],
                  add: Callable[..., None], groups: list[_AllEntered],
                  coll_at: tuple[list[int], list[int], list[int]]) -> None:
-    """Requirements of collective exits: the k-th ``coll`` of a rank on a
-    communicator is its part in that communicator's k-th instance; its exit
-    (the next position) waits for every member (barrier-like operations; the
-    root of a reduce or gather) or for the root (bcast, scatter)."""
-    n = m.nprocs
-    # Vectorised path (reads the model's columns on purpose): every collective at once.
-    ranks = m.c_rank.view()[colls].tolist()
-    seqs = m.c_seq.view()[colls].tolist()
-    comms = m.c_comm.view()[colls].tolist()
-    extras = [m.extras.get(int(g), {}) for g in colls.tolist()]
+    """Requirements of collective exits (``colls``: positions in ``ev``): the
+    k-th ``coll`` of a rank on a communicator is its part in that
+    communicator's k-th instance; its exit (the next position) waits for every
+    member (barrier-like operations; the root of a reduce or gather) or for the
+    root (bcast, scatter)."""
+    n = len(ev.counts)
+    ranks = ev.rank[colls].tolist()
+    seqs = ev.seq[colls].tolist()
+    comms = ev.field("comm", colls).tolist()
+    extras = ev.extras(colls)
     members: dict[int, tuple[int, ...]] = {0: tuple(range(n))}
     seen: dict[int, set[int]] = {}
     entries: dict[tuple[int, int], dict[int, int]] = {}  # (comm, instance) -> rank -> seq
@@ -452,9 +430,8 @@ def _requirement(m: ModelManager, r: int, row: tuple[int, int, int, int]) -> Req
     rec = m.record(r, cause)
     if kind == _K_COLL:
         comm = rec.get("comm", 0)
-        # Vectorised (reads the model's columns on purpose): a rank's prefix in one pass.
-        g = np.frombuffer(m.by_rank[r], dtype=np.int64)[:cause]
-        k = int(np.count_nonzero((m.c_kind.view()[g] == _COLL) & (m.c_comm.view()[g] == comm)))
+        before = rank_arrays(m.store, r, 0, cause)
+        k = int(np.count_nonzero((before.kind == _COLL) & (before.field("comm") == comm)))
         op = f"{rec.get('op')} (its {k + 1}. collective on comm {comm})"  # a coll: op is there
     else:
         op = describe_p2p(rec)

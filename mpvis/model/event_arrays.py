@@ -1,0 +1,196 @@
+"""Columnar queries of the event store: many events at once, as NumPy arrays.
+
+The model's classes (:mod:`mpvis.model.entities`) are the way to reach *an*
+event; an analysis that looks at every event of a run, or of a rank, in one
+pass asks these queries instead, so that it never builds an object per event
+and never reads the store's raw ``c_*`` columns itself (docs/model.md,
+"Columnar queries").
+
+* :func:`rank_arrays` -- the events ``start:stop`` of one rank, in ``seq``
+  order (:class:`EventArrays`): position ``i`` is event ``(rank, start + i)``.
+* :func:`run_arrays` -- every event of the run in rank-major order
+  (:class:`RunArrays`): rank 0's events in ``seq`` order, then rank 1's...;
+  position ``starts[r] + s`` is event ``(r, s)``; it also answers "the
+  partner of these events" (a send's consume, a consume's send) and "the
+  events whose extra field has this value" as positions, and "a field of
+  these ``(rank, seq)`` events, if held" (:meth:`RunArrays.at`).
+
+Contract: a query is a snapshot of the events held when it was made (its
+positions never move, later events are not in it); every array it returns is
+a fresh NumPy array or a read-only view, and the extras dicts it returns are
+the store's own (never change one, they may be shared); nothing in the store
+is changed.  Fields are read on demand: a field no caller asks for is never
+gathered, and :meth:`EventArrays.field` gathers only the positions asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from functools import cached_property
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from mpvis.model.columns import Column
+from mpvis.model.store import EventStore
+from mpvis.protocol import records as R
+from mpvis.protocol.codes import F_BLOCKING
+
+__all__ = ["EventArrays", "Field", "RunArrays", "rank_arrays", "run_arrays"]
+
+#: The per-event fields a query gathers (the trace record's field of that name;
+#: ``kind`` as :data:`mpvis.protocol.records.KIND_CODE` codes, ``peer`` a send's
+#: ``dest`` or a receive's or consume's ``src``, ``flags`` the
+#: :mod:`mpvis.protocol.codes` bits, ``ref`` a receive's consume seq or a
+#: consume's receive seq, ``call`` and ``req`` -1 when absent, ``site`` an id
+#: into the store's ``sites``).
+Field = Literal["rank", "seq", "kind", "t", "site", "comm", "peer", "tag", "flags",
+                "req", "ref", "size", "call"]
+
+Positions = npt.NDArray[np.integer[Any]]
+_EMPTY: Mapping[str, Any] = {}
+
+
+def _column(store: EventStore, name: Field) -> Column:
+    columns: dict[str, Column] = {
+        "rank": store.c_rank, "seq": store.c_seq, "kind": store.c_kind, "t": store.c_t,
+        "site": store.c_site, "comm": store.c_comm, "peer": store.c_peer,
+        "tag": store.c_tag, "flags": store.c_flags, "req": store.c_req, "ref": store.c_ref,
+        "size": store.c_size, "call": store.c_call,
+    }
+    return columns[name]
+
+
+class EventArrays:
+    """Some events of a store, in a fixed order, as arrays (module docstring).
+
+    ``indices``: the events' global indices (arrival order), one per position,
+    for the model's functions that take global indices
+    (:func:`mpvis.model.record_batch.rebuild_records`), as
+    :attr:`mpvis.model.entities.Views.indices` gives them.
+    """
+
+    def __init__(self, store: EventStore, indices: npt.NDArray[np.int64]) -> None:
+        self._store = store
+        self.indices = indices
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    @cached_property
+    def kind(self) -> npt.NDArray[np.int8]:
+        """Every position's kind code (:data:`mpvis.protocol.records.KIND_CODE`)."""
+        return np.asarray(self.field("kind"), dtype=np.int8)
+
+    @cached_property
+    def blocking(self) -> npt.NDArray[np.bool_]:
+        """Every position's ``blocking`` (false for the kinds without one)."""
+        blocking: npt.NDArray[np.bool_] = (self.field("flags") & F_BLOCKING) != 0
+        return blocking
+
+    def of_kind(self, kind: str) -> npt.NDArray[np.intp]:
+        """The positions of the events of ``kind`` (a record kind name), in order;
+        ``KeyError`` for an unknown kind."""
+        return np.flatnonzero(self.kind == R.KIND_CODE[kind])
+
+    def field(self, name: Field, positions: Positions | None = None) -> npt.NDArray[Any]:
+        """``name`` of the events at ``positions`` (every position when ``None``),
+        in the column's own type."""
+        g = self.indices if positions is None else self.indices[positions]
+        return _column(self._store, name).view()[g]
+
+    def extras(self, positions: Positions) -> list[Mapping[str, Any]]:
+        """The fields no column holds (collective arguments, a wait's ``reqs``,
+        ``state`` variables...) of the events at ``positions``; an empty mapping
+        for an event without any.  The store's own dicts: never change one."""
+        get = self._store.extras.get
+        return [get(g, _EMPTY) for g in self.indices[positions].tolist()]
+
+
+class RunArrays(EventArrays):
+    """Every event of a run, rank-major (module docstring).
+
+    ``counts[r]``: rank ``r``'s events; ``starts``: ``nprocs + 1`` offsets,
+    rank ``r``'s events at positions ``starts[r]:starts[r + 1]``.
+    """
+
+    def __init__(self, store: EventStore) -> None:
+        n = store.nprocs
+        self.counts = [store.count(r) for r in range(n)]
+        indices = (np.concatenate([np.frombuffer(store.by_rank[r], dtype=np.int64)
+                                   for r in range(n)])
+                   if sum(self.counts) else np.zeros(0, dtype=np.int64))
+        super().__init__(store, indices)
+        self.starts = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(self.counts, out=self.starts[1:])
+
+    @cached_property
+    def rank(self) -> npt.NDArray[np.int32]:
+        """Every position's rank (computed from the offsets, no gather)."""
+        return np.repeat(np.arange(len(self.counts), dtype=np.int32), self.counts)
+
+    @cached_property
+    def seq(self) -> npt.NDArray[np.int32]:
+        """Every position's seq (computed from the offsets, no gather)."""
+        pos = np.arange(len(self.indices), dtype=np.int64)
+        return (pos - self.starts[self.rank]).astype(np.int32)
+
+    def field(self, name: Field, positions: Positions | None = None) -> npt.NDArray[Any]:
+        if name in {"rank", "seq"}:
+            whole = self.rank if name == "rank" else self.seq
+            return whole if positions is None else whole[positions]
+        return super().field(name, positions)
+
+    def position(self, rank: npt.NDArray[Any], seq: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+        """The positions of events ``(rank[i], seq[i])`` (which must exist)."""
+        return self.starts[np.asarray(rank, dtype=np.int64)] + np.asarray(seq, dtype=np.int64)
+
+    def at(self, name: Field, rank: npt.NDArray[Any], seq: npt.NDArray[Any],
+           missing: int = -1) -> npt.NDArray[np.int64]:
+        """``name`` of events ``(rank[i], seq[i])`` as 64-bit integers, ``missing``
+        where the query holds no such event (a rank not in the run, a seq past
+        the rank's last event): a report's events looked up at once."""
+        r = np.asarray(rank, dtype=np.int64)
+        s = np.asarray(seq, dtype=np.int64)
+        counts = np.asarray(self.counts, dtype=np.int64)
+        ok = (r >= 0) & (r < len(counts)) & (s >= 0)
+        ok[ok] = s[ok] < counts[r[ok]]
+        out = np.full(len(r), missing, dtype=np.int64)
+        out[ok] = self.field(name, self.position(r[ok], s[ok]))
+        return out
+
+    def partner(self, positions: Positions) -> npt.NDArray[np.int64]:
+        """For each event at ``positions``: the position of its partner (a send's
+        consume, a consume's send: one message), -1 when it has none (yet) or is
+        of another kind."""
+        store = self._store
+        pg = store.c_partner.view()[self.indices[positions]].astype(np.int64)
+        has = pg >= 0
+        safe = np.where(has, pg, 0)
+        pos = self.position(store.c_rank.view()[safe], store.c_seq.view()[safe])
+        return np.where(has, pos, -1)
+
+    def with_extra(self, name: str, value: object) -> npt.NDArray[np.int64]:
+        """The positions, in order, of the events whose extra field ``name`` is
+        ``value`` (``mode == "buffered"`` of a buffered send): one pass over the
+        sparse extras, none over the events."""
+        store = self._store
+        g = np.asarray([g for g, ex in store.extras.items() if name in ex and ex[name] == value],
+                       dtype=np.int64)
+        rank, seq = store.c_rank.view()[g], store.c_seq.view()[g]
+        held = seq < np.asarray(self.counts, dtype=np.int64)[rank]  # not after the snapshot
+        return np.sort(self.position(rank[held], seq[held]))
+
+
+def rank_arrays(store: EventStore, rank: int, start: int = 0,
+                stop: int | None = None) -> EventArrays:
+    """Events ``start:stop`` of ``rank`` (a ``seq`` range, as a slice clips it),
+    in ``seq`` order: position ``i`` is event ``(rank, start + i)``."""
+    # a copy: a NumPy view would pin the rank's array, which then could not grow
+    return EventArrays(store, np.frombuffer(store.by_rank[rank], dtype=np.int64)[start:stop].copy())
+
+
+def run_arrays(store: EventStore) -> RunArrays:
+    """Every event held, rank-major: position ``starts[r] + s`` is event ``(r, s)``."""
+    return RunArrays(store)
