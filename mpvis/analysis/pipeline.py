@@ -22,7 +22,7 @@ so ``False`` there means "not shown by the on-the-fly test").
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -32,7 +32,8 @@ from mpvis.analysis.deadlock_monitor import DeadlockMonitor
 from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.exact_races import ExactRaceDetector
 from mpvis.analysis.lost_messages import lost_messages
-from mpvis.analysis.report import Report, build_report
+from mpvis.analysis.race_table import RaceTable
+from mpvis.analysis.report import Report, build_report, confirm
 from mpvis.analysis.request_leaks import request_leaks
 from mpvis.analysis.unsafe_sends import potential_deadlocks
 from mpvis.model.manager import ModelManager
@@ -147,24 +148,21 @@ class Analyses:
         return dl, errors
 
     def report(
-        self, *, nonadjacent: bool = False, conflicts: list[ExactRace] | None = None
+        self, *, nonadjacent: bool = False, conflicts: list[ExactRace] | None = None,
+        columns: bool = False,
     ) -> Report:
-        """The spec's report; ``conflicts`` replaces the on-the-fly exact list."""
-        found: Collection[tuple[int, ...]] = ()
-        entries: list[dict[str, Any]] = []
+        """The spec's report; ``conflicts`` replaces the on-the-fly exact list;
+        ``columns``: its ``races`` as a :class:`RaceTable` (same entries)."""
+        exact: RaceTable | None = None
         if conflicts is not None:
-            found = {(r.rank, r.recv, *r.s1, *r.s2) for r in conflicts}
-            entries = [r.to_report() for r in conflicts]
+            exact = RaceTable.from_conflicts((r.rank, r.recv, *r.s1, *r.s2) for r in conflicts)
         elif self.exact is not None:  # no ExactRace objects: a quarter million on 1M events
-            found = self.exact.conflicts()
-            entries = self.exact.report_entries()
+            exact = RaceTable.from_conflicts(self.exact.conflicts())
         dl, errors = self._deadlocks_and_errors()
-        rep = build_report(self.model, nonadjacent=nonadjacent, extra_races=entries,
-                           deadlocks=dl, errors=errors)
-        if self.exact is not None or conflicts is not None:
-            for e in rep["races"]:
-                if e["method"] == "classifier":
-                    m1, m2 = e["messages"]
-                    e["confirmed"] = (m1 is not None and m2 is not None and (
-                        e["rank"], e["recvs"][0], *m1, *m2) in found)
+        rep = build_report(self.model, nonadjacent=nonadjacent, extra_races=exact,
+                           deadlocks=dl, errors=errors, columns=True)
+        if exact is not None:
+            confirm(rep["races"])
+        if not columns:
+            rep["races"] = rep["races"].entries()
         return rep

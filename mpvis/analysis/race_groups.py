@@ -24,10 +24,17 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["Group", "format_groups", "group_key", "group_races", "program_dir", "relative_site",
-           "tolerant"]
+import numpy as np
+import numpy.typing as npt
+
+from mpvis.analysis.race_table import NONE, RaceTable
+from mpvis.model.manager import ModelManager
+
+__all__ = ["EventSites", "Group", "format_groups", "group_key", "group_races", "group_table",
+           "model_event_sites", "program_dir", "relative_site", "tolerant"]
 
 Group = dict[str, Any]
+IntArray = npt.NDArray[np.int64]
 #: Looks up the site of event ``(rank, seq)``; ``None`` when unknown.
 SiteOf = Callable[[int, int], str | None]
 
@@ -100,52 +107,178 @@ def group_races(
     """One group per :func:`group_key`, largest first (ties: first seen first).
 
     Each group: ``method``, ``sites`` (two strings, relative to ``base``),
-    ``count``, ``verdicts`` and ``situations`` (counts), ``ranks`` (sorted),
+    ``count``, ``verdicts`` and ``situations`` (counts, in the order each
+    value first occurs in the group), ``ranks`` (sorted),
     ``suppressed`` (entries marked ``suppressed``; ``intended`` counts them by
     verdict) and ``example``
     (``rank:seq`` of the first race's receive(s)).  Every entry is counted in
     exactly one group, and gets ``group``: that group's index in the result
     (an optional field of the spec's race entries).
     """
-    groups: dict[tuple[str, str, str], Group] = {}
-    ranks: dict[tuple[str, str, str], set[int]] = {}
-    keyed = []
-    for e in races:
-        key = group_key(e, site_of)
-        keyed.append((e, key))
-        g = groups.get(key)
-        if g is None:
-            g = groups[key] = {
-                "method": key[0],
-                "sites": [relative_site(key[1], base), relative_site(key[2], base)],
-                "count": 0,
-                "verdicts": Counter(),
-                "situations": Counter(),
-                "suppressed": 0,
-                "intended": Counter(),
-                "example": " / ".join(f"{e['rank']}:{q}" for q in e["recvs"]),
-            }
-            ranks[key] = set()
-        g["count"] += 1
-        g["verdicts"][str(e["verdict"])] += 1
-        if e.get("situation") is not None:
-            g["situations"][str(e["situation"])] += 1
-        if e.get("suppressed"):
-            g["suppressed"] += 1
-            g["intended"][str(e["verdict"])] += 1
-        ranks[key].add(int(e["rank"]))
-    out = []
-    for key, g in groups.items():
-        g["verdicts"] = dict(g["verdicts"])
-        g["situations"] = dict(g["situations"])
-        g["intended"] = dict(g["intended"])
-        g["ranks"] = sorted(ranks[key])
-        out.append(g)
-    out.sort(key=lambda g: -int(g["count"]))
-    index = {id(g): i for i, g in enumerate(out)}
-    for e, key in keyed:
-        e["group"] = index[id(groups[key])]
-    return out
+    entries = list(races)
+    keys: dict[tuple[str, str, str], int] = {}
+    verdicts: dict[str, int] = {}
+    situations: dict[str, int] = {}
+    key = np.array([keys.setdefault(group_key(e, site_of), len(keys)) for e in entries],
+                   dtype=np.int64)
+    verdict = np.array([verdicts.setdefault(str(e["verdict"]), len(verdicts)) for e in entries],
+                       dtype=np.int64)
+    situation = np.array([-1 if e.get("situation") is None
+                          else situations.setdefault(str(e["situation"]), len(situations))
+                          for e in entries], dtype=np.int64)
+    described = list(keys)
+    groups, group_of = _fold(
+        key, lambda k: described[k], base=base,
+        verdict=(verdict, list(verdicts)), situation=(situation, list(situations)),
+        suppressed=np.array([bool(e.get("suppressed")) for e in entries], dtype=bool),
+        rank=np.array([int(e["rank"]) for e in entries], dtype=np.int64),
+        example=lambda i: " / ".join(f"{entries[i]['rank']}:{q}" for q in entries[i]["recvs"]))
+    for e, g in zip(entries, group_of.tolist(), strict=True):
+        e["group"] = g
+    return groups
+
+
+#: Sites of events ``(ranks[i], seqs[i])``: ids into the names it returns, -1
+#: where unknown (no site, or no such event).
+EventSites = Callable[["IntArray", "IntArray"], tuple["IntArray", Sequence[str]]]
+
+
+def model_event_sites(m: ModelManager) -> EventSites:
+    """:data:`EventSites` of a model (many events at once; events it does not
+    hold, such as those of a rank whose records stopped early, are unknown)."""
+
+    def sites(ranks: IntArray, seqs: IntArray) -> tuple[IntArray, Sequence[str]]:
+        out = np.full(len(ranks), -1, dtype=np.int64)
+        column = m.store.c_site.view()
+        for r in np.unique(ranks).tolist():
+            at = np.flatnonzero(ranks == r)
+            if not 0 <= r < m.nprocs:
+                continue
+            gs = np.frombuffer(m.by_rank[r], dtype=np.int64)
+            q = seqs[at]
+            ok = (q >= 0) & (q < len(gs))
+            out[at[ok]] = column[gs[q[ok]]]
+        return out, m.store.sites
+
+    return sites
+
+
+def group_table(races: RaceTable, *, event_sites: EventSites | None = None,
+                base: str | None = None) -> list[Group]:
+    """:func:`group_races` of a table's entries, on its columns: the same groups,
+    and each row's group index written to its ``group`` column.  ``event_sites``
+    plays ``site_of``'s part."""
+    c = races.cols
+    names = _Names()
+    exact = c["exact"] == 1
+    own = names.lut(races.strings)
+    s1, s2 = own[c["site1"] + 1], own[c["site2"] + 1]
+    s1[exact] = -1
+    s2[exact] = -1
+    if event_sites is not None:
+        r2 = np.where(exact, c["m2r"], c["rank"])
+        q2 = np.where(exact, c["m2s"], c["recv2"])
+        for s, rk, q, need in ((s1, c["rank"], c["recv1"], s1 < 0),
+                               (s2, r2, q2, (s2 < 0) & (r2 != NONE))):
+            if need.any():
+                ids, table = event_sites(rk[need], q[need])
+                s[need] = names.lut(table)[ids + 1]
+    unknown = names.id(UNKNOWN_SITE)
+    s1[s1 < 0] = unknown
+    s2[s2 < 0] = unknown
+    k = len(names.names)
+    key = (exact.astype(np.int64) * k + s1) * k + s2
+    sv, situation_names = np.unique(c["situation"], return_inverse=True)
+    situation = np.where(c["situation"] == NONE, -1, situation_names.reshape(-1))
+    recv2 = c["recv2"]
+
+    def describe(kid: int) -> tuple[str, str, str]:
+        m, rest = divmod(kid, k * k)
+        return ("exact" if m else "classifier", names.names[rest // k], names.names[rest % k])
+
+    def example(i: int) -> str:
+        rank = int(c["rank"][i])
+        qs = [int(c["recv1"][i])] + ([] if exact[i] else [int(recv2[i])])
+        return " / ".join(f"{rank}:{q}" for q in qs)
+
+    groups, group_of = _fold(
+        key, describe, base=base, verdict=(c["verdict"].astype(np.int64), races.strings),
+        situation=(situation, [str(v) for v in sv.tolist()]),
+        suppressed=c["suppressed"] != 0, rank=c["rank"], example=example)
+    c["group"][:] = group_of
+    return groups
+
+
+class _Names:
+    """Site-key strings numbered as met."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._ids: dict[str, int] = {}
+
+    def id(self, s: str) -> int:
+        i = self._ids.get(s)
+        if i is None:
+            i = self._ids[s] = len(self.names)
+            self.names.append(s)
+        return i
+
+    def lut(self, table: Sequence[str | None]) -> IntArray:
+        """Key ids of ``table``'s strings, shifted by one (position 0 is a missing
+        string, -1); empty strings are missing too."""
+        return np.array([-1, *[self.id(s) if s else -1 for s in table]], dtype=np.int64)
+
+
+def _fold(key: IntArray, describe: Callable[[int], tuple[str, str, str]], *,
+          base: str | None, verdict: tuple[IntArray, Sequence[str]],
+          situation: tuple[IntArray, Sequence[str]], suppressed: npt.NDArray[np.bool_],
+          rank: IntArray, example: Callable[[int], str]) -> tuple[list[Group], IntArray]:
+    """The groups of rows with equal ``key`` (``describe`` names a key), largest
+    first, ties in order of first row, and each row's group: :func:`group_races`'s
+    contract, on arrays (``verdict`` and ``situation`` as ids with their names,
+    -1 for no situation)."""
+    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    count = np.bincount(inverse, minlength=len(uniq))
+    by_first = np.argsort(first, kind="stable")
+    order = by_first[np.argsort(-count[by_first], kind="stable")]
+    position = np.empty(len(uniq), dtype=np.int64)
+    position[order] = np.arange(len(uniq))
+    group_of = position[inverse]
+    groups: list[Group] = []
+    for u in order.tolist():
+        method, a, b = describe(int(uniq[u]))
+        groups.append({"method": method, "sites": [relative_site(a, base), relative_site(b, base)],
+                       "count": int(count[u]), "verdicts": {}, "situations": {},
+                       "suppressed": 0, "intended": {}, "example": example(int(first[u])),
+                       "ranks": []})
+    everything = np.ones(len(key), dtype=bool)
+    _tally(groups, "verdicts", group_of, verdict, everything)
+    _tally(groups, "situations", group_of, situation, situation[0] >= 0)
+    _tally(groups, "intended", group_of, verdict, suppressed)
+    for g, n in zip(groups, np.bincount(group_of[suppressed], minlength=len(groups)).tolist(),
+                    strict=True):
+        g["suppressed"] = n
+    pairs = np.unique(np.stack([group_of, rank], axis=1), axis=0) if len(key) else np.zeros((0, 2))
+    for g, r in pairs.tolist():
+        groups[g]["ranks"].append(r)
+    return groups, group_of
+
+
+def _tally(groups: list[Group], field: str, group_of: IntArray,
+           values: tuple[IntArray, Sequence[str]], rows: npt.NDArray[np.bool_]) -> None:
+    """Count ``values`` of the chosen ``rows`` per group into ``groups[i][field]``,
+    each name in the order of its first row in the group."""
+    g, v = group_of[rows], values[0][rows]
+    names = values[1]
+    if not len(g):
+        return
+    width = int(v.max()) + 1
+    pair, first, count = np.unique(g * width + v, return_index=True, return_counts=True)
+    for p, n in zip(pair[np.argsort(first, kind="stable")].tolist(),
+                    count[np.argsort(first, kind="stable")].tolist(), strict=True):
+        gi, vi = divmod(p, width)
+        groups[gi][field][names[vi]] = n
 
 
 def _ranks_text(ranks: Sequence[int]) -> str:
@@ -154,14 +287,23 @@ def _ranks_text(ranks: Sequence[int]) -> str:
     return f"{len(ranks)} ranks ({ranks[0]}..{ranks[-1]})"
 
 
-def format_groups(groups: Sequence[Group], entries: Iterable[dict[str, Any]]) -> list[str]:
+def format_groups(groups: Sequence[Group], entries: Iterable[dict[str, Any]] | RaceTable
+                  ) -> list[str]:
     """Lines for a person, one per group, counting only ``entries`` (races of the
-    report annotated by :func:`group_races`, e.g. those shown); groups left
-    with none give no line."""
+    report annotated by :func:`group_races`, e.g. those shown, or a table's rows
+    with their ``group``); groups left with none give no line."""
     counts: dict[int, Counter[str]] = {}
-    for e in entries:
-        if "group" in e:
-            counts.setdefault(int(e["group"]), Counter())[str(e["verdict"])] += 1
+    if isinstance(entries, RaceTable):
+        cols = entries.cols
+        rows = cols["group"] >= 0
+        pairs, n = np.unique(np.stack([cols["group"][rows], cols["verdict"][rows]], axis=1),
+                             axis=0, return_counts=True)
+        for (gi, v), k in zip(pairs.tolist(), n.tolist(), strict=True):
+            counts.setdefault(gi, Counter())[entries.strings[v]] = k
+    else:
+        for e in entries:
+            if "group" in e:
+                counts.setdefault(int(e["group"]), Counter())[str(e["verdict"])] += 1
     lines = []
     for i, g in enumerate(groups):
         if i not in counts:

@@ -20,6 +20,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from mpvis.analysis.race_table import NONE, RaceTable, rows_in
 from mpvis.errors import MpvisError
 
 __all__ = [
@@ -98,13 +101,16 @@ def load_intended(path: Path) -> set[str]:
     return {ln for ln in lines if ln and not ln.startswith("#")}
 
 
-def mark_suppressed(races: Iterable[dict[str, Any]], intended: set[str]) -> int:
+def mark_suppressed(races: Iterable[dict[str, Any]] | RaceTable, intended: set[str]) -> int:
     """Flag the entries whose race is intended; return how many were flagged.
 
     A classifier entry is intended when its identity is listed; an exact entry
     when its receive is one of an intended classifier race's receives (the
-    exact test sees the same race from the receive that matched).
+    exact test sees the same race from the receive that matched).  A
+    :class:`RaceTable`'s rows are flagged in its ``suppressed`` column.
     """
+    if isinstance(races, RaceTable):
+        return _mark_table(races, intended)
     entries = list(races)
     covered: set[tuple[int, int]] = set()
     n = 0
@@ -119,3 +125,25 @@ def mark_suppressed(races: Iterable[dict[str, Any]], intended: set[str]) -> int:
             e["suppressed"] = True
             n += 1
     return n
+
+
+def _mark_table(races: RaceTable, intended: set[str]) -> int:
+    """:func:`mark_suppressed` on a table's columns."""
+    c = races.cols
+    rows = np.flatnonzero(c["exact"] == 0)
+    names = [None, *races.strings]
+    comm = c["comm"][rows].tolist()
+    hit = [race_identity(rank, None if k == NONE else k, (r1, r2), (names[s1 + 1], names[s2 + 1]))
+           in intended
+           for rank, k, r1, r2, s1, s2 in zip(
+               c["rank"][rows].tolist(), comm, c["recv1"][rows].tolist(),
+               c["recv2"][rows].tolist(), c["site1"][rows].tolist(), c["site2"][rows].tolist(),
+               strict=True)]
+    chosen = rows[np.array(hit, dtype=bool)] if hit else rows[:0]
+    c["suppressed"][chosen] = 1
+    covered = np.concatenate([np.stack([c["rank"][chosen], c["recv1"][chosen]], axis=1),
+                              np.stack([c["rank"][chosen], c["recv2"][chosen]], axis=1)])
+    exact = np.flatnonzero(c["exact"] == 1)
+    also = exact[rows_in(np.stack([c["rank"][exact], c["recv1"][exact]], axis=1), covered)]
+    c["suppressed"][also] = 1
+    return len(chosen) + len(also)

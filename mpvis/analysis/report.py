@@ -1,23 +1,32 @@
 """The analysis report of ``mpvis check`` (spec: "Analysis report").
 
 :func:`build_report` gathers what the model and its analyzers found into the
-spec's JSON object; :func:`format_report` renders it for a person;
-:func:`exit_code` gives the spec's exit status (0 nothing found, 1 found);
-:func:`report_json` serialises it (orjson: a 1M-event trace's 50 MB report
-in a fraction of a second, where ``json.dump`` took half a minute).
+spec's JSON object; :func:`format_report` (:func:`report_lines`, a line at a
+time) renders it for a person; :func:`exit_code` gives the spec's exit status
+(0 nothing found, 1 found); :func:`report_json` (:func:`iter_report_json`, a
+chunk at a time) serialises it with orjson (a 1M-event trace's 50 MB report in
+a fraction of a second, where ``json.dump`` took half a minute).
 Only ``legitimate`` and ``unverified`` races count as found and are shown by
 default; ``spurious`` and ``false`` ones are listed in the JSON and counted in
 the text.
+
+A report's ``races`` is a list of entry dicts or, for big reports, a
+:class:`~mpvis.analysis.race_table.RaceTable` (the same entries as columns:
+``build_report(..., columns=True)``); every function here takes either and
+gives the same output for both, byte for byte.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator, Sequence
 from typing import Any
 
+import numpy as np
 import orjson
 
 from mpvis.analysis.race_groups import format_groups
+from mpvis.analysis.race_table import NONE, RaceTable, rows_in
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as R
 
@@ -25,23 +34,43 @@ Report = dict[str, Any]
 SHOWN_VERDICTS = ("legitimate", "unverified")
 
 
-def classifier_races(m: ModelManager, *, nonadjacent: bool = False) -> list[dict[str, Any]]:
-    """Report entries of the classifier: adjacent pairs, plus non-adjacent ones on request."""
-    out = [r.to_report() for r in m.potential_races()]
+def classifier_table(m: ModelManager, *, nonadjacent: bool = False) -> RaceTable:
+    """The classifier's races (adjacent pairs, plus non-adjacent ones on request)
+    as a table, sorted by rank, receives, adjacent before non-adjacent (stable)."""
+    races = list(m.potential_races())
     if nonadjacent:
         for recv in m.find(R.RECV, peer=-1, tag=-1):
-            out.extend(r.to_report() for r in m.nonadjacent_races(*recv.key))
-    out.sort(key=lambda e: (e["rank"], e["recvs"], e["scope"] != "adjacent"))
-    return out
+            races.extend(m.nonadjacent_races(*recv.key))
+    t = RaceTable.from_classifier(races)
+    c = t.cols
+    return t.take(np.lexsort((~t.has("scope", "adjacent"), c["recv2"], c["recv1"], c["rank"])))
+
+
+def classifier_races(m: ModelManager, *, nonadjacent: bool = False) -> list[dict[str, Any]]:
+    """Report entries of the classifier: adjacent pairs, plus non-adjacent ones on request."""
+    return classifier_table(m, nonadjacent=nonadjacent).entries()
+
+
+def confirm(races: RaceTable) -> None:
+    """Give each classifier entry ``confirmed``: whether an exact entry of the same
+    table names its conflict (its first receive matched with its first message,
+    the second message could have been), in place."""
+    c = races.cols
+    exact = c["exact"] == 1
+    both = ~exact & (c["m1r"] != NONE) & (c["m2r"] != NONE)
+    keys = races.keys()
+    c["confirmed"][~exact] = 0
+    c["confirmed"][both] = rows_in(keys[both], keys[exact])
 
 
 def build_report(
     m: ModelManager,
     *,
     nonadjacent: bool = False,
-    extra_races: list[dict[str, Any]] | None = None,
+    extra_races: RaceTable | list[dict[str, Any]] | None = None,
     deadlocks: list[dict[str, Any]] | None = None,
     errors: list[dict[str, Any]] | None = None,
+    columns: bool = False,
 ) -> Report:
     """The spec's report object for a model whose input has ended.
 
@@ -49,7 +78,8 @@ def build_report(
     deadlock entries.  Adds optional fields: ``ranks`` (status per rank) and
     ``errors`` (collective mismatches, request leaks, lost messages: each with
     ``kind``, ``ranks``, ``events`` as ``"rank:seq"`` and ``reason``; see
-    docs/correctness-checks.md).
+    docs/correctness-checks.md).  ``columns``: ``races`` is a
+    :class:`RaceTable` (``extra_races`` must then be of its shapes), else a list.
     """
     ranks = []
     for r in range(m.nprocs):
@@ -61,14 +91,52 @@ def build_report(
         if r in m.dead:
             st["detail"] = m.dead[r]
         ranks.append(st)
+    own = classifier_table(m, nonadjacent=nonadjacent)
+    races: RaceTable | list[dict[str, Any]]
+    if columns:
+        extra = (extra_races if isinstance(extra_races, RaceTable)
+                 else RaceTable.from_entries(extra_races or []))
+        races = RaceTable.concat([own, extra])
+    else:
+        races = own.entries() + list(extra_races or [])
     return {
         "nprocs": m.nprocs,
         "events": m.event_count,
-        "races": classifier_races(m, nonadjacent=nonadjacent) + list(extra_races or []),
+        "races": races,
         "deadlocks": list(deadlocks or []),
         "errors": list(errors or []),
         "ranks": ranks,
     }
+
+
+def iter_report_json(report: Report) -> Iterator[bytes]:
+    """:func:`report_json` in pieces: a table's race entries are serialised a
+    chunk at a time (:meth:`RaceTable.chunks`), so neither their dicts nor the
+    whole text are held at once.  The pieces joined are :func:`report_json`."""
+    races = report.get("races")
+    if not isinstance(races, RaceTable):
+        yield report_json(report)
+        return
+    try:  # everything but the races first: only they are big, and they always encode
+        parts = {k: b"" if k == "races" else orjson.dumps(v) for k, v in report.items()}
+        keys = {k: orjson.dumps(k) for k in report}
+    except TypeError:  # beyond orjson: the standard library's text of the whole
+        yield report_json({**report, "races": list(races)})
+        return
+    sep = b"{"
+    for k, v in parts.items():
+        yield sep + keys[k] + b":"
+        sep = b","
+        if k != "races":
+            yield v
+            continue
+        yield b"["
+        first = True
+        for chunk in races.chunks():
+            yield (b"" if first else b",") + orjson.dumps(chunk)[1:-1]
+            first = False
+        yield b"]"
+    yield b"}\n"
 
 
 def report_json(report: Report) -> bytes:
@@ -77,16 +145,30 @@ def report_json(report: Report) -> bytes:
     orjson, falling back to the standard library for what orjson refuses
     (integers beyond 64 bits, non-string keys): the same JSON value either way.
     """
+    if isinstance(report.get("races"), RaceTable):
+        return b"".join(iter_report_json(report))
     try:
         return orjson.dumps(report, option=orjson.OPT_APPEND_NEWLINE)
     except TypeError:  # orjson.JSONEncodeError is a TypeError
         return (json.dumps(report) + "\n").encode()
 
 
-def found_races(report: Report) -> list[dict[str, Any]]:
+def _table(races: RaceTable | Sequence[dict[str, Any]]) -> RaceTable:
+    return races if isinstance(races, RaceTable) else RaceTable.from_entries(races)
+
+
+def _found_mask(races: RaceTable) -> Any:
+    return races.has("verdict", *SHOWN_VERDICTS) & (races.cols["suppressed"] == 0)
+
+
+def found_races(report: Report) -> Sequence[dict[str, Any]]:
     """Races a user is shown by default (legitimate or unverified, not marked
-    intended: ``suppressed``, :mod:`mpvis.analysis.race_suppress`)."""
-    return [r for r in report["races"]
+    intended: ``suppressed``, :mod:`mpvis.analysis.race_suppress`): a
+    :class:`RaceTable` of them when the report's races are one."""
+    races = report["races"]
+    if isinstance(races, RaceTable):
+        return races.take(_found_mask(races))
+    return [r for r in races
             if r["verdict"] in SHOWN_VERDICTS and not r.get("suppressed")]
 
 
@@ -94,6 +176,16 @@ def exit_code(report: Report) -> int:
     """0 when no race, no deadlock (potential ones included) and no error was found,
     else 1 (spec)."""
     return 1 if found_races(report) or report["deadlocks"] or report.get("errors") else 0
+
+
+def legend_examples(report: Report) -> list[dict[str, Any]]:
+    """One found race per (situation, consumption, verdict) that occurs: what
+    :func:`mpvis.scene.vocabulary.legend_lines` needs to explain the terms."""
+    found = _table(found_races(report))
+    c = found.cols
+    _, first = np.unique(np.stack([c["situation"], c["consumption"], c["verdict"]], axis=1),
+                         axis=0, return_index=True)
+    return found.take(np.sort(first)).entries()
 
 
 def _msg(m: list[int] | None) -> str:
@@ -119,21 +211,23 @@ def _format_race(e: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _unseen_exact(report: Report) -> list[dict[str, Any]]:
-    """Exact entries that no shown classifier race accounts for."""
-    seen = {(e["rank"], e["recvs"][0], tuple(map(tuple, e["messages"])))
-            for e in found_races(report) if e["method"] == "classifier"
-            and None not in e["messages"]}
-    return [e for e in report["races"] if e["method"] == "exact"
-            and (e["rank"], e["recvs"][0], tuple(map(tuple, e["messages"]))) not in seen]
+def _unseen_exact(races: RaceTable, found: Any) -> Any:
+    """Exact entries that no shown classifier race accounts for (a row mask)."""
+    c = races.cols
+    exact = c["exact"] == 1
+    seen = found & ~exact & (c["m1r"] != NONE) & (c["m2r"] != NONE)
+    keys = races.keys()
+    out = np.zeros(len(races), dtype=bool)
+    out[exact] = ~rows_in(keys[exact], keys[seen])
+    return out
 
 
-def _format_groups(report: Report, shown: list[Any], unseen: list[Any]) -> list[str]:
+def _format_groups(report: Report, counted: RaceTable) -> list[str]:
     """The ``groups`` block: shown races by site pair (see :mod:`race_groups`)."""
     groups = report.get("groups")
-    if not groups or not (shown or unseen):
+    if not groups or not len(counted):
         return []
-    lines = format_groups(groups, [*shown, *unseen])
+    lines = format_groups(groups, counted)
     return [f"Races by site pair: {len(lines)} group{'s' * (len(lines) != 1)}", *lines]
 
 
@@ -143,30 +237,40 @@ def format_report(report: Report, *, source: str | None = None, summary: bool = 
     the exact races the classifier cannot see, the races grouped by site pair
     (``groups``, when present), deadlocks, the status of each rank, and a
     summary.  ``summary``: the groups only, not every race."""
-    out = []
+    return "\n".join(report_lines(report, source=source, summary=summary))
+
+
+def report_lines(report: Report, *, source: str | None = None, summary: bool = False
+                 ) -> Iterator[str]:
+    """The lines of :func:`format_report`, one at a time (the races' entries are
+    built a chunk at a time from the report's :class:`RaceTable`)."""
     title = f"{source}: " if source else ""
-    out.append(f"{title}{report['nprocs']} ranks, {report['events']} events")
-    shown = [e for e in found_races(report) if e["method"] != "exact"]
-    hidden = sum(1 for e in report["races"] if e["verdict"] not in SHOWN_VERDICTS)
-    unseen = _unseen_exact(report)
-    if not shown and not unseen:
-        out.append("No races found." + (f" ({hidden} pairs judged spurious or false)"
-                                        if hidden else ""))
-    if shown and not summary:
-        out.append(f"Races (16-case classifier): {len(shown)}")
-        for e in shown:
-            out.extend(_format_race(e))
-    if unseen and not summary:
-        out.append(f"Exact races the classifier does not show: {len(unseen)}")
-        for e in unseen:
-            out.extend(_format_race(e))
-    out.extend(_format_groups(report, shown, unseen))
-    if shown and hidden:
-        out.append(f"({hidden} more pairs judged spurious or false are not shown; "
-                   "use --json to see them)")
-    nsup = sum(1 for e in report["races"] if e.get("suppressed"))
+    yield f"{title}{report['nprocs']} ranks, {report['events']} events"
+    races = _table(report["races"])
+    c = races.cols
+    found = _found_mask(races)
+    shown_rows = found & (c["exact"] == 0)
+    unseen_rows = _unseen_exact(races, found)
+    nr, nx_ = int(shown_rows.sum()), int(unseen_rows.sum())
+    hidden = len(races) - int(races.has("verdict", *SHOWN_VERDICTS).sum())
+    if not nr and not nx_:
+        yield "No races found." + (f" ({hidden} pairs judged spurious or false)"
+                                   if hidden else "")
+    for n, rows, what in ((nr, shown_rows, "Races (16-case classifier)"),
+                          (nx_, unseen_rows, "Exact races the classifier does not show")):
+        if n and not summary:
+            yield f"{what}: {n}"
+            for chunk in races.take(rows).chunks():
+                for e in chunk:
+                    yield from _format_race(e)
+    yield from _format_groups(report, races.take(shown_rows | unseen_rows))
+    if nr and hidden:
+        yield (f"({hidden} more pairs judged spurious or false are not shown; "
+               "use --json to see them)")
+    nsup = int((c["suppressed"] != 0).sum())
     if nsup:
-        out.append(f"({nsup} races marked intended are not shown nor counted)")
+        yield f"({nsup} races marked intended are not shown nor counted)"
+    out: list[str] = []
     if report["deadlocks"]:
         out.append(f"Deadlocks: {len(report['deadlocks'])}")
         for d in report["deadlocks"]:
@@ -186,9 +290,8 @@ def format_report(report: Report, *, source: str | None = None, summary: bool = 
         site = f" ({r['site']})" if r.get("site") else ""
         detail = f": {r['detail']}" if r.get("detail") else ""
         out.append(f"rank {r['rank']} {r['status']}{where}{site}{detail}")
-    nr, nx_, nd = len(shown), len(unseen), len(report["deadlocks"])
-    ne = len(errors)
+    nd, ne = len(report["deadlocks"]), len(errors)
     out.append(f"Summary: {nr} race{'s' * (nr != 1)} by the classifier, "
                f"{nx_} more by the exact test, {nd} deadlock{'s' * (nd != 1)}, "
                f"{ne} error{'s' * (ne != 1)}.")
-    return "\n".join(out)
+    yield from out

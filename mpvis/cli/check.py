@@ -13,19 +13,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from mpvis.analysis.exact_offline import all_conflicts
 from mpvis.analysis.pipeline import Analyses
-from mpvis.analysis.race_groups import group_races, program_dir, tolerant
+from mpvis.analysis.race_groups import group_table, model_event_sites, program_dir
 from mpvis.analysis.race_suppress import (
     SuppressFileError,
     load_intended,
     mark_suppressed,
     settings_path,
 )
-from mpvis.analysis.report import exit_code, format_report, found_races, report_json
+from mpvis.analysis.report import exit_code, iter_report_json, legend_examples, report_lines
 from mpvis.cli.errors import UserError
 from mpvis.scene.vocabulary import legend_lines
 from mpvis.tracefile import check_cache
@@ -61,11 +62,11 @@ def run(args: argparse.Namespace) -> int:
                                   "all_conflicts": args.all_conflicts}
     cached = None if args.no_cache else check_cache.load(args.trace, options)
     if cached is None:
-        report, groups, group_of = _analyse(args)
+        report, groups = _analyse(args)
         if not args.no_cache:
-            check_cache.save(args.trace, options, report, groups, group_of)
+            check_cache.save(args.trace, options, report, groups)
     else:
-        report, groups, group_of = cached
+        report, groups = cached
     try:
         header = read_header(args.trace)
     except TraceFileError as exc:
@@ -73,15 +74,16 @@ def run(args: argparse.Namespace) -> int:
     intended = _intended(args, header)
     if intended:  # none: nothing to mark (a pass over every entry on 1M events)
         mark_suppressed(report["races"], intended)
-    check_cache.apply_marks(report["races"], groups, group_of)
+    check_cache.apply_marks(report["races"], groups)
     report["groups"] = groups
     _print(report, args)
     return exit_code(report)
 
 
 def _analyse(args: argparse.Namespace) -> check_cache.Cached:
-    """The report of the trace before suppression marks, its site-pair groups
-    (unmarked: :func:`check_cache.apply_marks` counts the marks) and each race's group."""
+    """The report of the trace before suppression marks (its races a table, with
+    each row's site-pair group) and the groups (unmarked:
+    :func:`check_cache.apply_marks` counts the marks)."""
     analyses: Analyses | None = None
     try:
         analyses = Analyses.for_header(read_header(args.trace))
@@ -97,28 +99,40 @@ def _analyse(args: argparse.Namespace) -> check_cache.Cached:
         _print(analyses.report(nonadjacent=args.nonadjacent), args)
         raise UserError(f"incomplete trace, the report above covers the events before "
                         f"the cut only: {exc}") from None
-    report = analyses.report(nonadjacent=args.nonadjacent, conflicts=conflicts)
-    groups = group_races(report["races"], site_of=tolerant(analyses.model.site_of),
+    report = analyses.report(nonadjacent=args.nonadjacent, conflicts=conflicts, columns=True)
+    groups = group_table(report["races"], event_sites=model_event_sites(analyses.model),
                          base=program_dir(read_header(args.trace)))
-    group_of = [e.pop("group") for e in report["races"]]
-    return report, groups, group_of
+    return report, groups
 
 
 def _print(report: Any, args: argparse.Namespace) -> None:
-    if args.json:
-        data = report_json(report)
+    if args.json:  # streamed: a big report's entries a chunk at a time
         binary = getattr(sys.stdout, "buffer", None)  # a redirected stdout may be text only
-        if binary is None:
-            sys.stdout.write(data.decode())
-        else:
-            sys.stdout.flush()
-            binary.write(data)
+        sys.stdout.flush()
+        for data in iter_report_json(report):
+            if binary is None:
+                sys.stdout.write(data.decode())
+            else:
+                binary.write(data)
+        if binary is not None:
             binary.flush()
     else:
-        print(format_report(report, source=args.trace, summary=args.summary))
-        legend = legend_lines(found_races(report))
+        _write_lines(report_lines(report, source=args.trace, summary=args.summary))
+        legend = legend_lines(legend_examples(report))
         if legend:
             print("\n".join(legend))
+
+
+def _write_lines(lines: Iterable[str], batch: int = 4096) -> None:
+    """Print ``lines`` a batch at a time (``print`` of each, without the cost)."""
+    part: list[str] = []
+    for line in lines:
+        part.append(line)
+        if len(part) == batch:
+            sys.stdout.write("\n".join(part) + "\n")
+            part.clear()
+    if part:
+        sys.stdout.write("\n".join(part) + "\n")
 
 
 def _intended(args: argparse.Namespace, header: dict[str, Any]) -> set[str]:

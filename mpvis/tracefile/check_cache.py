@@ -21,14 +21,15 @@ check found from this cache instead.  Contract:
   most :data:`MAX_BYTES` (the least recently written go first); a 1M-event
   trace's takes about 1.5 MB (compressed ``.npz``).
 
-What is stored: the race entries as columns (``int32``/``int8``, strings as
-indices into one string table; the report contract's fields, in the report's
-key order), each entry's site-pair group (:mod:`mpvis.analysis.race_groups`)
-computed without suppression marks, the groups, and the report's other parts
-(deadlocks, errors, ranks: short lists) as UTF-8 JSON.  A report whose race
-entries have other fields than the known ones is not cached.  Suppression
-marks (``--suppress``, the window's settings) are applied after reading, as
-on a fresh check, so the output is the same byte for byte.
+What is stored: the report's :class:`~mpvis.analysis.race_table.RaceTable`
+(its columns as they are, strings as indices into its string table), with
+each entry's site-pair group (:mod:`mpvis.analysis.race_groups`) computed
+without suppression marks, the groups, and the report's other parts
+(deadlocks, errors, ranks: short lists) as UTF-8 JSON.  A report whose races
+are not a table is not cached.  Suppression marks (``--suppress``, the
+window's settings) are applied after reading, as on a fresh check, so the
+output is the same byte for byte.  Nothing is turned into a dict per race:
+the cached check prints from the columns as a fresh one does.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ import os
 import sys
 import tempfile
 import zipfile
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,10 +46,13 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from mpvis.analysis import race_table
+from mpvis.analysis.race_table import RaceTable
+
 __all__ = ["FORMAT", "MAX_BYTES", "MIN_BYTES", "Cached", "cache_path", "load", "save"]
 
 #: Version of the cache's content; a cache of another version is ignored.
-FORMAT = 1
+FORMAT = 2
 #: Traces smaller than this many bytes are not cached.
 MIN_BYTES = 4 << 20
 #: The caches of a directory take at most this many bytes together: the least
@@ -57,19 +60,9 @@ MIN_BYTES = 4 << 20
 MAX_BYTES = 1 << 30
 
 Report = dict[str, Any]
-Cached = tuple[Report, list[dict[str, Any]], list[int]]
-
-_CLASSIFIER_KEYS = ("method", "scope", "rank", "recvs", "situation", "messages", "verdict",
-                    "comm", "consumption", "sites")
-_EXACT_KEYS = ("method", "rank", "recvs", "messages", "verdict")
-_METHODS = ("classifier", "exact")
-_NONE = -(2**31)  # an int32 field's None
-_COLUMNS = ("method", "rank", "recv1", "recv2", "m1r", "m1s", "m2r", "m2s", "situation",
-            "verdict", "comm", "consumption", "scope", "site1", "site2", "confirmed", "group")
-
-
-class _Unknown(Exception):
-    """A report this format cannot hold (an unknown field or value type)."""
+#: The report (its ``races`` a :class:`RaceTable` with each row's ``group``) and
+#: its groups, both before suppression marks.
+Cached = tuple[Report, list[dict[str, Any]]]
 
 
 def min_bytes() -> int:
@@ -126,114 +119,27 @@ def _json_array(value: object) -> npt.NDArray[np.uint8]:
 
 
 # ------------------------------------------------------------------ writing
-def _ints(values: Sequence[object], *, none: bool = True) -> npt.NDArray[np.int32]:
-    """``values`` (ints that fit ``int32``, or ``None`` when ``none``) as a column."""
-    types = set(map(type, values))
-    if not types <= ({int, type(None)} if none else {int}):
-        raise _Unknown
-    absent = None
-    if type(None) in types:
-        absent = np.array([v is None for v in values], dtype=bool)
-        values = [_NONE if v is None else v for v in values]
-    a = np.array(values, dtype=np.int64)  # OverflowError beyond 64 bits: not cached
-    real = a if absent is None else a[~absent]
-    if real.size and not (real.min() > _NONE and real.max() < 2**31):
-        raise _Unknown
-    return a.astype(np.int32)
-
-
-def _pairs(values: Sequence[object], *, inner_none: bool) -> tuple[list[object], list[object]]:
-    """The two items of each value (a list of two), :class:`_Unknown` otherwise."""
-    if set(map(type, values)) - {list} or set(map(len, values)) - {2}:  # type: ignore[arg-type]  # lists, or _Unknown
-        raise _Unknown
-    firsts = [v[0] for v in values]  # type: ignore[index]  # pairs: checked above
-    seconds = [v[1] for v in values]  # type: ignore[index]  # pairs: checked above
-    if not inner_none and (None in firsts or None in seconds):
-        raise _Unknown
-    return firsts, seconds
-
-
-def _encode(races: Sequence[dict[str, Any]], group_of: Sequence[int]
-            ) -> tuple[dict[str, npt.NDArray[Any]], list[str]]:
-    """The race entries as columns and their string table, one field at a time;
-    :class:`_Unknown` if an entry is not of the two known shapes."""
-    shapes = set(map(tuple, races))
-    if not shapes <= {_CLASSIFIER_KEYS, (*_CLASSIFIER_KEYS, "confirmed"), _EXACT_KEYS}:
-        raise _Unknown
-    methods = [e["method"] for e in races]
-    exact = [m == "exact" for m in methods]
-    if set(methods) - set(_METHODS) or any(x != (len(e) == len(_EXACT_KEYS))
-                                           for x, e in zip(exact, races, strict=True)):
-        raise _Unknown
-    strings: dict[str | None, int] = {None: -1}
-
-    def ids(values: Sequence[object]) -> npt.NDArray[np.int32]:
-        if set(map(type, values)) - {str, type(None)}:
-            raise _Unknown
-        for v in dict.fromkeys(values):
-            if v not in strings:
-                strings[v] = len(strings) - 1  # type: ignore[index]  # str or None: checked
-        return np.array([strings[v] for v in values], dtype=np.int32)  # type: ignore[index]  # as above
-
-    recvs = [e["recvs"] for e in races]
-    if [len(r) for r in recvs] != [1 if x else 2 for x in exact]:
-        raise _Unknown
-    msgs = _pairs([e["messages"] for e in races], inner_none=True)
-    cols: dict[str, npt.NDArray[Any]] = {
-        "method": np.array(exact, dtype=np.int8),
-        "rank": _ints([e["rank"] for e in races], none=False),
-        "recv1": _ints([r[0] for r in recvs], none=False),
-        "recv2": _ints([None if len(r) == 1 else r[1] for r in recvs]),
-    }
-    for k, slot in enumerate(msgs):
-        present = [m is not None for m in slot]
-        if not all(present[i] for i in np.flatnonzero(exact).tolist()):
-            raise _Unknown
-        ranks, seqs = _pairs([m for m in slot if m is not None], inner_none=False)
-        for name, part in ((f"m{k + 1}r", ranks), (f"m{k + 1}s", seqs)):
-            col = np.full(len(races), _NONE, dtype=np.int32)
-            col[np.array(present, dtype=bool)] = _ints(part, none=False)
-            cols[name] = col
-    sites = _pairs([e.get("sites", [None, None]) for e in races], inner_none=True)
-    confirmed = [e.get("confirmed") for e in races]
-    if set(map(type, confirmed)) - {bool, type(None)}:
-        raise _Unknown
-    cols.update({
-        "situation": _ints([e.get("situation") for e in races]),
-        "verdict": ids([e["verdict"] for e in races]),
-        "comm": _ints([e.get("comm") for e in races]),
-        "consumption": ids([e.get("consumption") for e in races]),
-        "scope": ids([e.get("scope") for e in races]),
-        "site1": ids(sites[0]),
-        "site2": ids(sites[1]),
-        "confirmed": np.array([-1 if c is None else int(c) for c in confirmed], dtype=np.int8),
-        "group": np.asarray(group_of, dtype=np.int32),
-    })
-    table = [s for s in strings if s is not None]
-    return {f"race_{c}": cols[c] for c in _COLUMNS}, table
-
-
 def save(trace: str | Path, options: dict[str, object], report: Report,
-         groups: list[dict[str, Any]], group_of: Sequence[int]) -> bool:
-    """Write the cache of ``trace``: ``report`` as built before suppression marks
-    and groups, ``groups`` computed on it unmarked, ``group_of`` each race's
-    group.  Returns whether a cache was written (module docstring)."""
+         groups: list[dict[str, Any]]) -> bool:
+    """Write the cache of ``trace``: ``report`` as built before suppression marks,
+    its races a table with each row's ``group``, and ``groups`` computed on it
+    unmarked.  Returns whether a cache was written (module docstring)."""
     path = Path(trace)
+    races = report.get("races")
     try:
-        if path.stat().st_size < min_bytes():
+        if path.stat().st_size < min_bytes() or not isinstance(races, RaceTable):
             return False
-        cols, table = _encode(report["races"], group_of)
-    except (_Unknown, KeyError, TypeError, OverflowError, OSError):
+        rest = {k: v for k, v in report.items() if k != "races"}
+        arrays = {
+            **{f"race_{c}": a for c, a in races.cols.items()},
+            "meta": _json_array(_meta(path, options)),
+            "strings": _json_array(races.strings),
+            "rest": _json_array(rest),
+            "keys": _json_array(list(report)),
+            "groups": _json_array(groups),
+        }
+    except (TypeError, OSError):  # orjson refuses a value: not cached
         return False
-    rest = {k: v for k, v in report.items() if k != "races"}
-    arrays = {
-        **cols,
-        "meta": _json_array(_meta(path, options)),
-        "strings": _json_array(table),
-        "rest": _json_array(rest),
-        "keys": _json_array(list(report)),
-        "groups": _json_array(groups),
-    }
     out = cache_path(path, options)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -278,64 +184,23 @@ def _json(arr: npt.NDArray[Any]) -> Any:
     return orjson.loads(arr.tobytes())
 
 
-_STRING_COLUMNS = ("verdict", "consumption", "scope", "site1", "site2")
-#: Rows decoded at a time: the Python ints of a whole column would cost more
-#: than the entries themselves.
-_CHUNK = 1 << 15
-
-
-def _decode(cols: dict[str, npt.NDArray[Any]], strings: list[str]) -> list[dict[str, Any]]:
-    """The race entries, each a dict in the report's key order."""
-    table = np.array([None, *strings], dtype=object)  # string id + 1 -> str or None
-
-    def part(c: str, lo: int) -> list[Any]:
-        """Rows ``lo:lo + _CHUNK`` of column ``c`` as Python values (None where absent)."""
-        a = cols[c][lo:lo + _CHUNK]
-        if c in _STRING_COLUMNS:
-            return list(table[a.astype(np.int64) + 1])
-        if c in ("recv2", "situation", "comm"):
-            obj = a.astype(object)
-            obj[a == _NONE] = None
-            return list(obj)
-        return list(a.tolist())
-
-    out: list[dict[str, Any]] = []
-    append = out.append
-    n = len(cols["method"])
-    for lo in range(0, n, _CHUNK):
-        rows = zip(*(part(c, lo) for c in _COLUMNS[:-1]), strict=True)
-        for (method, rank, r1, r2, m1r, m1s, m2r, m2s, situation, verdict, comm,
-             consumption, scope, site1, site2, confirmed) in rows:
-            if method == 1:
-                append({"method": "exact", "rank": rank, "recvs": [r1],
-                        "messages": [[m1r, m1s], [m2r, m2s]], "verdict": verdict})
-                continue
-            e = {"method": "classifier", "scope": scope, "rank": rank, "recvs": [r1, r2],
-                 "situation": situation,
-                 "messages": [None if m1r == _NONE else [m1r, m1s],
-                              None if m2r == _NONE else [m2r, m2s]],
-                 "verdict": verdict, "comm": comm, "consumption": consumption,
-                 "sites": [site1, site2]}
-            if confirmed >= 0:
-                e["confirmed"] = confirmed == 1
-            append(e)
-    return out
-
-
 def _consistent(cols: dict[str, npt.NDArray[Any]], strings: object, ngroups: int) -> bool:
-    """Whether the columns have one length, integer types, and indices in range."""
-    n = len(cols["method"])
+    """Whether the columns have one length, their types, and indices in range."""
+    n = len(cols["exact"])
     if not isinstance(strings, list) or not all(isinstance(x, str) for x in strings):
         return False
-    if any(a.ndim != 1 or len(a) != n or a.dtype.kind != "i" for a in cols.values()):
+    if any(a.ndim != 1 or len(a) != n or a.dtype != np.dtype(race_table.column_dtype(c))
+           for c, a in cols.items()):
         return False
     if n == 0:
         return True
     groups = cols["group"]
     return bool(groups.min() >= 0 and groups.max() < ngroups
                 and all(cols[c].min() >= -1 and cols[c].max() < len(strings)
-                        for c in _STRING_COLUMNS)
-                and np.isin(cols["method"], (0, 1)).all())
+                        for c in race_table.STRING_COLUMNS)
+                and np.isin(cols["exact"], (0, 1)).all()
+                and np.isin(cols["confirmed"], (-1, 0, 1)).all()
+                and not cols["suppressed"].any())
 
 
 def load(trace: str | Path, options: dict[str, object]) -> Cached | None:
@@ -358,27 +223,26 @@ def load(trace: str | Path, options: dict[str, object]) -> Cached | None:
             rest = _json(z["rest"])
             keys = _json(z["keys"])
             groups = _json(z["groups"])
-            cols = {c: z[f"race_{c}"] for c in _COLUMNS}
+            cols = {c: z[f"race_{c}"] for c in race_table.COLUMNS}
         if (not isinstance(rest, dict) or not isinstance(groups, list)
                 or not _consistent(cols, strings, len(groups))):
             raise ValueError("inconsistent columns")
-        races = _decode(cols, strings)
+        races = RaceTable(cols, strings)
         report = {k: races if k == "races" else rest[k] for k in keys}
     except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError,
             zipfile.BadZipFile) as exc:  # any damage: ignore the cache, never trust it
         _note(f"ignoring the damaged check cache {out} ({type(exc).__name__}: {exc})")
         return None
-    return report, groups, cols["group"].tolist()
+    return report, groups
 
 
-def apply_marks(races: list[dict[str, Any]], groups: list[dict[str, Any]],
-                group_of: Sequence[int]) -> None:
-    """Give each race entry its ``group`` and count the suppressed ones in their
-    groups, as :func:`mpvis.analysis.race_groups.group_races` does on marked
-    entries (``suppressed``, and ``intended`` by verdict)."""
-    for e, gi in zip(races, group_of, strict=True):
-        if e.get("suppressed"):
-            g = groups[gi]
-            g["suppressed"] += 1
-            g["intended"][str(e["verdict"])] = g["intended"].get(str(e["verdict"]), 0) + 1
-        e["group"] = gi
+def apply_marks(races: RaceTable, groups: list[dict[str, Any]]) -> None:
+    """Count the suppressed rows in their groups, as
+    :func:`mpvis.analysis.race_groups.group_races` does on marked entries
+    (``suppressed``, and ``intended`` by verdict, in the order of the rows)."""
+    c = races.cols
+    for row in np.flatnonzero(c["suppressed"]).tolist():
+        g = groups[int(c["group"][row])]
+        verdict = races.strings[int(c["verdict"][row])]
+        g["suppressed"] += 1
+        g["intended"][verdict] = g["intended"].get(verdict, 0) + 1
