@@ -1,7 +1,8 @@
 """Build of the C part of the trace library (everything else is in pyproject.toml).
 
 ``mpvis.instrument._crecorder`` is the in-rank recorder's hot path
-(``mpvis/instrument/_crecorder.c``); ``pip install -e .`` builds it in place.
+(``mpvis/instrument/_crecorder.c``), ``mpvis.analysis._cexact`` the exact race
+detector (``mpvis/analysis/_cexact.c``); ``pip install -e .`` builds them in place.
 """
 
 from setuptools import Extension, setup
@@ -13,6 +14,11 @@ setup(
             ["mpvis/instrument/_crecorder.c"],
             depends=["mpvis/instrument/pmpi/mvcodes.h"],  # mpvis/protocol/codes.py
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        )
+        ),
+        Extension(
+            "mpvis.analysis._cexact",
+            ["mpvis/analysis/_cexact.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
+        ),
     ]
 )
