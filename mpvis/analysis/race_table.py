@@ -23,6 +23,7 @@ integers within 64 bits; other shapes raise :class:`ValueError`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain
 from typing import Any, overload
 
 import numpy as np
@@ -76,7 +77,10 @@ class _Strings:
         return i
 
     def column(self, values: Iterable[object]) -> npt.NDArray[np.int32]:
-        return np.fromiter(map(self.id, values), dtype=np.int32)
+        vals = list(values)
+        for v in dict.fromkeys(vals):
+            self.id(v)
+        return np.fromiter(map(self.ids.__getitem__, vals), dtype=np.int32, count=len(vals))
 
 
 class RaceTable(Sequence[dict[str, Any]]):
@@ -122,7 +126,7 @@ class RaceTable(Sequence[dict[str, Any]]):
     def from_conflicts(cls, keys: Iterable[tuple[int, int, int, int, int, int]]) -> RaceTable:
         """Exact entries (``verdict`` legitimate) of conflicts ``(rank, recv, s1 rank,
         s1 seq, s2 rank, s2 seq)`` (:func:`mpvis.analysis.exact_events.exact_entry`)."""
-        a = np.array(list(keys), dtype=np.int64).reshape(-1, 6)
+        a = np.fromiter(chain.from_iterable(keys), dtype=np.int64).reshape(-1, 6)
         n = len(a)
         cols: dict[str, npt.NDArray[Any]] = {
             "exact": np.ones(n, np.int8), "confirmed": np.full(n, -1, np.int8),
@@ -294,14 +298,18 @@ def _check_ints(values: object, n: int) -> None:
 
 def rows_in(query: IntArray, among: IntArray) -> npt.NDArray[np.bool_]:
     """For each row of ``query`` (an ``(n, k)`` integer array), whether it is a row
-    of ``among`` (``(m, k)``): a sort of ``among`` and a binary search per row."""
-    if len(query) == 0 or len(among) == 0:
-        return np.zeros(len(query), dtype=bool)
-    k = query.shape[1]
-    rec = np.dtype([(f"f{i}", np.int64) for i in range(k)])
-    q = np.ascontiguousarray(query, dtype=np.int64).view(rec).ravel()
-    a = np.sort(np.ascontiguousarray(among, dtype=np.int64).view(rec).ravel())
-    pos = np.searchsorted(a, q)
-    hit = pos < len(a)
-    hit[hit] = a[pos[hit]] == q[hit]
-    return hit
+    of ``among`` (``(m, k)``): one lexicographic sort of both, then each run of
+    equal rows is a hit for its query rows if it holds a row of ``among``."""
+    n, m = len(query), len(among)
+    if n == 0 or m == 0:
+        return np.zeros(n, dtype=bool)
+    both = np.concatenate([query, among]).astype(np.int64, copy=False)
+    order = np.lexsort(both.T[::-1])
+    rows = both[order]
+    new_run = np.ones(n + m, dtype=bool)
+    new_run[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+    run = np.cumsum(new_run) - 1
+    has_among = np.bincount(run, weights=order >= n, minlength=int(run[-1]) + 1) > 0
+    hit = np.empty(n + m, dtype=bool)
+    hit[order] = has_among[run]
+    return hit[:n]

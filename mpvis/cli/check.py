@@ -99,7 +99,8 @@ def _analyse(args: argparse.Namespace) -> check_cache.Cached:
         _print(analyses.report(nonadjacent=args.nonadjacent), args)
         raise UserError(f"incomplete trace, the report above covers the events before "
                         f"the cut only: {exc}") from None
-    report = analyses.report(nonadjacent=args.nonadjacent, conflicts=conflicts, columns=True)
+    report = analyses.report(nonadjacent=args.nonadjacent, conflicts=conflicts, columns=True,
+                             release=True)
     groups = group_table(report["races"], event_sites=model_event_sites(analyses.model),
                          base=program_dir(read_header(args.trace)))
     return report, groups
