@@ -28,6 +28,7 @@ from typing import Any, overload
 
 import numpy as np
 import numpy.typing as npt
+import orjson
 
 from mpvis.model.races import Race
 
@@ -53,6 +54,11 @@ _EXACT_KEYS = ("method", "rank", "recvs", "messages", "verdict")
 _OPTIONAL = ("confirmed", "suppressed", "group")
 #: Entries built at a time: a chunk's dicts live only while it is used.
 CHUNK = 1 << 14
+_EXACT_JSON = b'{"method":"exact","rank":%d,"recvs":[%d],"messages":[[%d,%d],[%d,%d]],"verdict":%s'
+_CLASSIFIER_JSON = (b'{"method":"classifier","scope":%s,"rank":%d,"recvs":[%d,%d],"situation":%s,'
+                    b'"messages":[%s,%s],"verdict":%s,"comm":%s,"consumption":%s,"sites":[%s,%s]'
+                    b"%s%s")
+_CONFIRMED = {-1: b"", 0: b',"confirmed":false', 1: b',"confirmed":true'}
 
 
 def column_dtype(c: str) -> type[np.signedinteger[Any]]:
@@ -211,6 +217,44 @@ class RaceTable(Sequence[dict[str, Any]]):
         """The entries, :data:`CHUNK` at a time."""
         for lo in range(0, len(self), CHUNK):
             yield self.entries(lo, lo + CHUNK)
+
+    def rows(self) -> Iterator[tuple[Any, ...]]:
+        """Each row's values in :data:`COLUMNS` order, as Python values, string
+        columns as their strings (``None`` for -1), :data:`NONE` left as it is."""
+        text = [None, *self.strings]
+        for lo in range(0, len(self), CHUNK):
+            part = [self.cols[c][lo:lo + CHUNK].tolist() for c in COLUMNS]
+            for c in STRING_COLUMNS:
+                k = COLUMNS.index(c)
+                part[k] = [text[i + 1] for i in part[k]]
+            yield from zip(*part, strict=True)
+
+    def json_chunks(self) -> Iterator[bytes]:
+        """The entries as JSON, :data:`CHUNK` at a time: each piece is
+        ``orjson.dumps(chunk)`` without its brackets (so the pieces joined by
+        commas, in brackets, are the bytes of ``orjson.dumps(list(self))``),
+        written from the columns by templates, with no dict per entry."""
+        text = [b"null", *map(orjson.dumps, self.strings)]  # string id + 1 -> its JSON
+        for lo in range(0, len(self), CHUNK):
+            yield b",".join(self._json_rows(lo, lo + CHUNK, text))
+
+    def _json_rows(self, lo: int, hi: int, text: list[bytes]) -> Iterator[bytes]:
+        part = [self.cols[c][lo:hi].tolist() for c in COLUMNS]
+        for (exact, scope, rank, r1, r2, situation, m1r, m1s, m2r, m2s, verdict, comm,
+             consumption, site1, site2, confirmed, suppressed, group) in zip(*part, strict=True):
+            tail = ((b',"suppressed":true' if suppressed else b"")
+                    + (b',"group":%d' % group if group >= 0 else b"") + b"}")
+            if exact:
+                yield (_EXACT_JSON % (rank, r1, m1r, m1s, m2r, m2s, text[verdict + 1])) + tail
+                continue
+            yield _CLASSIFIER_JSON % (
+                text[scope + 1], rank, r1, r2,
+                b"null" if situation == NONE else b"%d" % situation,
+                b"null" if m1r == NONE else b"[%d,%d]" % (m1r, m1s),
+                b"null" if m2r == NONE else b"[%d,%d]" % (m2r, m2s),
+                text[verdict + 1], b"null" if comm == NONE else b"%d" % comm,
+                text[consumption + 1], text[site1 + 1], text[site2 + 1],
+                _CONFIRMED[confirmed], tail)
 
     def entries(self, lo: int = 0, hi: int | None = None) -> list[dict[str, Any]]:
         """Entries ``lo:hi`` as report dicts (module docstring's key order)."""

@@ -110,9 +110,10 @@ def build_report(
 
 
 def iter_report_json(report: Report) -> Iterator[bytes]:
-    """:func:`report_json` in pieces: a table's race entries are serialised a
-    chunk at a time (:meth:`RaceTable.chunks`), so neither their dicts nor the
-    whole text are held at once.  The pieces joined are :func:`report_json`."""
+    """:func:`report_json` in pieces: a table's race entries are written a chunk
+    at a time from its columns (:meth:`RaceTable.json_chunks`), so neither a
+    dict per entry nor the whole text is held.  The pieces joined are
+    :func:`report_json`."""
     races = report.get("races")
     if not isinstance(races, RaceTable):
         yield report_json(report)
@@ -132,8 +133,8 @@ def iter_report_json(report: Report) -> Iterator[bytes]:
             continue
         yield b"["
         first = True
-        for chunk in races.chunks():
-            yield (b"" if first else b",") + orjson.dumps(chunk)[1:-1]
+        for chunk in races.json_chunks():
+            yield chunk if first else b"," + chunk
             first = False
         yield b"]"
     yield b"}\n"
@@ -188,25 +189,24 @@ def legend_examples(report: Report) -> list[dict[str, Any]]:
     return found.take(np.sort(first)).entries()
 
 
-def _msg(m: list[int] | None) -> str:
-    return "nothing consumed" if m is None else f"message sent at {m[0]}:{m[1]}"
+def _msg(r: int, s: int) -> str:
+    return "nothing consumed" if r == NONE else f"message sent at {r}:{s}"
 
 
-def _format_race(e: dict[str, Any]) -> list[str]:
-    rank = e["rank"]
-    sites = e.get("sites") or [None, None]
-    if e["method"] == "classifier":
-        recvs = ", ".join(
-            f"recv {rank}:{s}" + (f" ({site})" if site else "")
-            for s, site in zip(e["recvs"], sites, strict=False))
-        head = (f"rank {rank}: {recvs} — situation {e['situation']}"
-                f" [{e.get('consumption', '')}], {e['scope']}")
+def _race_lines(row: tuple[Any, ...]) -> list[str]:
+    """The lines of one race (a :meth:`RaceTable.rows` row) in the text report."""
+    (exact, scope, rank, r1, r2, situation, m1r, m1s, m2r, m2s, verdict, _comm, consumption,
+     site1, site2, confirmed) = row[:16]
+    if exact:
+        head = f"rank {rank}: recv {rank}:{r1} — exact"
     else:
-        head = f"rank {rank}: recv {rank}:{e['recvs'][0]} — {e['method']}"
-    msgs = "; ".join(_msg(x) for x in e["messages"])
-    lines = [f"  {head}", f"      {msgs} → {e['verdict'].upper()}"]
-    if e.get("confirmed") is not None:
-        lines.append("      exact test: " + ("confirms this race" if e["confirmed"]
+        recvs = ", ".join(f"recv {rank}:{s}" + (f" ({site})" if site else "")
+                          for s, site in ((r1, site1), (r2, site2)))
+        situation = None if situation == NONE else situation
+        head = f"rank {rank}: {recvs} — situation {situation} [{consumption}], {scope}"
+    lines = [f"  {head}", f"      {_msg(m1r, m1s)}; {_msg(m2r, m2s)} → {verdict.upper()}"]
+    if confirmed >= 0:
+        lines.append("      exact test: " + ("confirms this race" if confirmed
                                             else "does not confirm it"))
     return lines
 
@@ -260,9 +260,8 @@ def report_lines(report: Report, *, source: str | None = None, summary: bool = F
                           (nx_, unseen_rows, "Exact races the classifier does not show")):
         if n and not summary:
             yield f"{what}: {n}"
-            for chunk in races.take(rows).chunks():
-                for e in chunk:
-                    yield from _format_race(e)
+            for row in races.take(rows).rows():
+                yield from _race_lines(row)
     yield from _format_groups(report, races.take(shown_rows | unseen_rows))
     if nr and hidden:
         yield (f"({hidden} more pairs judged spurious or false are not shown; "

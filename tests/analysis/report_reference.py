@@ -19,7 +19,7 @@ import orjson
 from mpvis.analysis.exact_events import exact_entry
 from mpvis.analysis.pipeline import Analyses
 from mpvis.analysis.race_groups import Group, SiteOf, _ranks_text, group_key, relative_site
-from mpvis.analysis.report import SHOWN_VERDICTS, _format_race
+from mpvis.analysis.report import SHOWN_VERDICTS
 from mpvis.protocol import records as R
 
 Report = dict[str, Any]
@@ -204,6 +204,29 @@ def reference_format_report(report: Report, *, source: str | None = None,
                f"{nx_} more by the exact test, {nd} deadlock{'s' * (nd != 1)}, "
                f"{ne} error{'s' * (ne != 1)}.")
     return "\n".join(out)
+
+
+def _msg(m: list[int] | None) -> str:
+    return "nothing consumed" if m is None else f"message sent at {m[0]}:{m[1]}"
+
+
+def _format_race(e: dict[str, Any]) -> list[str]:
+    rank = e["rank"]
+    sites = e.get("sites") or [None, None]
+    if e["method"] == "classifier":
+        recvs = ", ".join(
+            f"recv {rank}:{s}" + (f" ({site})" if site else "")
+            for s, site in zip(e["recvs"], sites, strict=False))
+        head = (f"rank {rank}: {recvs} — situation {e['situation']}"
+                f" [{e.get('consumption', '')}], {e['scope']}")
+    else:
+        head = f"rank {rank}: recv {rank}:{e['recvs'][0]} — {e['method']}"
+    msgs = "; ".join(_msg(x) for x in e["messages"])
+    lines = [f"  {head}", f"      {msgs} → {e['verdict'].upper()}"]
+    if e.get("confirmed") is not None:
+        lines.append("      exact test: " + ("confirms this race" if e["confirmed"]
+                                            else "does not confirm it"))
+    return lines
 
 
 def reference_json(report: Report) -> bytes:

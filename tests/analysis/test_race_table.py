@@ -75,6 +75,7 @@ def test_columns_give_back_every_entry_in_its_key_order(races: list[dict[str, An
     table = RaceTable.from_entries(races)
     assert table.entries() == races and list(table) == races and len(table) == len(races)
     assert orjson.dumps(table.entries()) == orjson.dumps(races)  # same types, key order, bytes
+    assert b"[" + b",".join(table.json_chunks()) + b"]" == orjson.dumps(races)
     rows = data.draw(st.lists(st.integers(0, max(len(races) - 1, 0)), max_size=len(races)))
     rows = rows if races else []
     assert table.take(np.array(rows, dtype=np.int64)).entries() == [races[i] for i in rows]
