@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -34,6 +35,8 @@ def encode_record(rec: Record) -> bytes:
 
 #: :func:`encode_record` without a Python call per record (``write_many``).
 _encode = functools.partial(orjson.dumps, option=orjson.OPT_APPEND_NEWLINE)
+#: Records encoded per write by ``write_many``.
+_CHUNK = 65536
 
 
 class TraceWriter:
@@ -62,10 +65,12 @@ class TraceWriter:
         self.records_written += 1
 
     def write_many(self, recs: Iterable[Record]) -> None:
-        """Append records in order."""
-        recs = list(recs)
-        self._fh.write(b"".join(map(_encode, recs)))
-        self.records_written += len(recs)
+        """Append records in order, encoded a chunk at a time (a generator of any
+        length is written in bounded memory)."""
+        it = iter(recs)
+        while chunk := list(itertools.islice(it, _CHUNK)):
+            self._fh.write(b"".join(map(_encode, chunk)))
+            self.records_written += len(chunk)
 
     def flush(self) -> None:
         """Hand buffered records to the operating system."""
