@@ -28,6 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mpvis.analysis.race_table import NONE, RaceTable
+from mpvis.model.event_arrays import run_arrays
 from mpvis.model.manager import ModelManager
 
 __all__ = ["EventSites", "Group", "format_groups", "group_key", "group_races", "group_table",
@@ -148,17 +149,7 @@ def model_event_sites(m: ModelManager) -> EventSites:
     hold, such as those of a rank whose records stopped early, are unknown)."""
 
     def sites(ranks: IntArray, seqs: IntArray) -> tuple[IntArray, Sequence[str]]:
-        out = np.full(len(ranks), -1, dtype=np.int64)
-        column = m.store.c_site.view()
-        for r in np.unique(ranks).tolist():
-            at = np.flatnonzero(ranks == r)
-            if not 0 <= r < m.nprocs:
-                continue
-            gs = np.frombuffer(m.by_rank[r], dtype=np.int64)
-            q = seqs[at]
-            ok = (q >= 0) & (q < len(gs))
-            out[at[ok]] = column[gs[q[ok]]]
-        return out, m.store.sites
+        return run_arrays(m.store).at("site", ranks, seqs), m.store.sites
 
     return sites
 
