@@ -122,6 +122,12 @@ class CausalRelease:
         if self._wake:
             self._wake_key(("match", rank, consume_seq))
 
+    def messages_linked(self, ranks: list[int], consume_seqs: list[int]) -> None:
+        """:meth:`message_linked` for each consume ``(ranks[i], consume_seqs[i])``."""
+        if self._wake:
+            for r, s in zip(ranks, consume_seqs, strict=True):
+                self._wake_key(("match", r, s))
+
     def coll_entered(self, rank: int, seq: int, comm: int, instance: int) -> None:
         """``coll`` ``(rank, seq)`` is entry ``instance`` of ``comm``'s collectives."""
         self._entry_of[(rank, seq)] = instance

@@ -213,6 +213,16 @@ class RaceTracker:
         if ids:
             self._dirty.update(ids)
 
+    def touch_recvs(self, ranks: list[int], recv_seqs: list[int]) -> None:
+        """:meth:`touch_recv` for each receive ``(ranks[i], recv_seqs[i])``."""
+        by_recv = self._by_recv
+        if by_recv:
+            get, dirty = by_recv.get, self._dirty
+            for key in zip(ranks, recv_seqs, strict=True):
+                ids = get(key)
+                if ids:
+                    dirty.update(ids)
+
     def flush(self, final: bool) -> None:
         """Re-evaluate the pairs touched since the last flush, and those whose
         awaited send clock is now known (called once per batch)."""

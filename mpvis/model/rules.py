@@ -89,6 +89,84 @@ def _special_mask(codes: Any, flags: Any) -> Any:
     return np.isin(codes, _SPECIAL_CODES) | nonblocking
 
 
+def _gather(by_rank: list[Any], ranks: Any, seqs: Any) -> Any:
+    """Global indices of events ``(ranks[i], seqs[i])`` (all in the store)."""
+    out = np.empty(len(ranks), dtype=np.int64)
+    for r in np.unique(ranks).tolist():
+        sel = ranks == r
+        out[sel] = np.frombuffer(by_rank[r], dtype=np.int64)[seqs[sel]]
+    return out
+
+
+class _ConsumePlan:
+    """A batch's consumes checked with whole-array operations.
+
+    :meth:`make` gives a plan only when every consume of the batch names its
+    send, that send is in the store, and every rule of
+    :meth:`RecordRules._on_consume` holds for each consume in batch order
+    (including: no receive and no send consumed twice, within the batch or
+    before it); otherwise ``None``, and the consumes are checked record by
+    record, which also names the first bad one.  The consumes do not read
+    what the other records of the batch change, and only a ``wait`` reads
+    what they change (:attr:`RecordRules._consumed_at`), so the plan's
+    effects are written after the other records are checked
+    (:meth:`apply`), for the consumes before the first bad record."""
+
+    __slots__ = ("cg", "pos", "rank", "rg", "rs", "seq", "sg")
+
+    def __init__(self, *, pos: Any, rank: Any, seq: Any, rs: Any, rg: Any, sg: Any,
+                 cg: Any) -> None:
+        self.pos, self.rank, self.seq, self.rs = pos, rank, seq, rs
+        self.rg, self.sg, self.cg = rg, sg, cg
+
+    @classmethod
+    def make(cls, store: EventStore, cols: Batch, start: int, k: int) -> _ConsumePlan | None:
+        pos = np.flatnonzero(cols.code[:k] == K_CONSUME)
+        if len(pos) == 0:
+            return None
+        rank, seq = cols.rank[pos].astype(np.int64), cols.seq[pos].astype(np.int64)
+        comm, csrc, ctag = cols.comm[pos], cols.peer[pos].astype(np.int64), cols.tag[pos]
+        rs, qs = cols.ref[pos].astype(np.int64), cols.sseq[pos].astype(np.int64)
+        if (qs < 0).any() or (rs < 0).any() or (rs >= seq).any():
+            return None
+        by_rank = store.by_rank
+        if (csrc < 0).any() or (csrc >= store.nprocs).any():
+            return None
+        counts = np.fromiter((len(b) for b in by_rank), dtype=np.int64, count=len(by_rank))
+        if (qs >= counts[csrc]).any():
+            return None
+        rg, sg = _gather(by_rank, rank, rs), _gather(by_rank, csrc, qs)
+        kind, ref, c_comm = store.c_kind.view(), store.c_ref.view(), store.c_comm.view()
+        peer, tag, flags = store.c_peer.view(), store.c_tag.view(), store.c_flags.view()
+        src, rtag = peer[rg], tag[rg]
+        ok = ((kind[rg] == K_RECV) & (ref[rg] == -1) & (c_comm[rg] == comm)
+              & (((flags[rg] & F_BLOCKING) == 0) | (rs == seq - 1))
+              & ((src == -1) | (src == csrc)) & ((rtag == -1) | (rtag == ctag))
+              & (kind[sg] == K_SEND) & (store.c_partner.view()[sg] == -1)
+              & (peer[sg] == rank) & (tag[sg] == ctag) & (c_comm[sg] == comm))
+        if not ok.all() or len(np.unique(rg)) < len(rg) or len(np.unique(sg)) < len(sg):
+            return None
+        return cls(pos=pos, rank=rank, seq=seq, rs=rs, rg=rg, sg=sg, cg=pos + start)
+
+    def consumed_at(self) -> dict[int, int]:
+        """Receive gidx -> position of its consume in the batch."""
+        return dict(zip(self.rg.tolist(), self.pos.tolist(), strict=True))
+
+    def apply(self, rules: RecordRules, limit: int) -> list[int]:
+        """Write the effects of the consumes before position ``limit``: each
+        receive's consume, each message's link, and tell causal release and
+        the race tracker (:meth:`RecordRules.linked_many`).  Returns the sends
+        linked, in batch order, for the caller to list as new messages."""
+        n = int(np.searchsorted(self.pos, limit))
+        if n == 0:
+            return []
+        np.frombuffer(rules.store.c_ref.data, dtype=np.int32)[self.rg[:n]] = self.seq[:n]
+        sends: list[int] = self.sg[:n].tolist()
+        rules.linked_many(sends, self.cg[:n].tolist(), self.rank[:n].tolist(),
+                          self.seq[:n].tolist(), self.rs[:n].tolist())
+        return sends
+
+
 class RecordRules:
     """The spec's context rules over one run's records, and the facts they keep."""
 
@@ -118,6 +196,13 @@ class RecordRules:
         self._inferring = False  # some consume lacked 'send': channels are indexed
         self._channel_upto = 0
         self._new_messages: list[int] = []
+        #: Check a batch's consumes with whole-array operations when they are all
+        #: simple (:class:`_ConsumePlan`); False: always record by record (the
+        #: reference the tests compare with).
+        self.batch_consumes = True
+        #: While :meth:`apply` leaves a batch's consumes to a :class:`_ConsumePlan`:
+        #: receive gidx -> position in the batch of the consume that consumes it.
+        self._consumed_at: dict[int, int] = {}
         self._handlers: dict[int, Callable[[Rows, int], None]] = {
             K_SEND: self._on_send, K_RECV: self._on_recv, K_CONSUME: self._on_consume,
             K_WAIT: self._on_wait, K_COLL: self._on_coll, K_COLL_EXIT: self._on_coll_exit,
@@ -163,50 +248,108 @@ class RecordRules:
         return i, ModelInputError(msg, rank=r, seq=sq, index=i)
 
     def apply(self, cols: Batch, start: int, k: int) -> ModelInputError | None:
-        """Context rules, record by record, for the first ``k`` records of a batch
-        already in the store from global index ``start``; then link sends that
-        arrived after their consumes.  Returns the first error (its ``index`` in
-        the batch); the caller drops the records from it on
-        (:meth:`truncated`)."""
+        """Context rules, record by record in batch order, for the first ``k``
+        records of a batch already in the store from global index ``start``
+        (a send that a consume of an earlier batch named is linked at its
+        place); then match consumes without ``send`` to the batch's sends.
+        Returns the first error (its ``index`` in the batch); the caller drops
+        the records from it on (:meth:`truncated`)."""
         if k == 0:
             return None
         rows = Rows(cols, start, k)
         codes = rows.code
         handlers = self._handlers
         limit, error = k, None
-        for i in np.flatnonzero(_special_mask(cols.code[:k], cols.flags[:k])).tolist():
-            try:
-                handlers[codes[i]](rows, i)
-            except ModelInputError as exc:
-                exc.index = i
-                limit, error = i, exc
-                break
+        special = _special_mask(cols.code[:k], cols.flags[:k])
+        early_at = self._early_sends(rows, cols, k)
+        special[list(early_at)] = True
+        plan = (_ConsumePlan.make(self.store, cols, start, k)
+                if self.batch_consumes and not self._inferring else None)
+        if plan is not None and early_at and np.isin(plan.sg, [start + i for i in early_at]).any():
+            plan = None  # a send both named early and consumed here: in batch order
+        if plan is not None:  # the consumes are checked already: leave them to plan.apply
+            special &= cols.code[:k] != K_CONSUME
+            self._consumed_at = plan.consumed_at()
+        linked_before = len(self._new_messages)
+        try:
+            for i in np.flatnonzero(special).tolist():
+                try:
+                    if early_at and i in early_at:
+                        self._on_early_send(rows, i)
+                    else:
+                        handlers[codes[i]](rows, i)
+                except ModelInputError as exc:
+                    exc.index = i
+                    limit, error = i, exc
+                    break
+        finally:
+            self._consumed_at = {}
+        if plan is not None:
+            self._apply_plan(plan, limit, linked_before, early_at)
         recv = np.flatnonzero(cols.code[:limit] == K_RECV)
         self.races.on_recvs(cols.rank[recv], cols.seq[recv], cols.comm[recv], cols.peer[recv],
                             cols.tag[recv])
         if error is not None:
+            self._unlink_dropped(start, start + limit)
             return error
-        early = self._early
-        if not (early or self._inferring):
+        if not self._inferring:
             return None
         rank, seq, peer, comm, tag = rows.rank, rows.seq, rows.peer, rows.comm, rows.tag
         for i in np.flatnonzero(cols.code[:k] == K_SEND).tolist():
             # sends indexed when inference started (_ensure_channels) are not added twice
-            if self._inferring and start + i >= self._channel_upto:
+            if start + i >= self._channel_upto:
                 chan = (rank[i], peer[i], comm[i], tag[i])
                 self._channels.add_send(chan, seq[i])
                 self._resolve(chan)
-            if early:
-                cg = early.pop((rank[i], seq[i]), None)
-                if cg is not None:
-                    try:
-                        self._link_checked(start + i, cg)
-                    except ModelInputError as exc:
-                        exc.index = i
-                        return exc
-        if self._inferring:
-            self._channel_upto = start + k
+        self._channel_upto = start + k
         return None
+
+    def _apply_plan(self, plan: _ConsumePlan, limit: int, linked_before: int,
+                    early_at: set[int]) -> None:
+        """The planned consumes before position ``limit`` take effect; the new
+        messages stay in batch order (the early sends linked by the loop, from
+        ``linked_before`` on, and the plan's consumes)."""
+        sends = plan.apply(self, limit)
+        early = self._new_messages[linked_before:]
+        if sends and early:
+            where = sorted(i for i in early_at if i < limit)[:len(early)]
+            merged = sorted(zip(where + plan.pos[:len(sends)].tolist(), early + sends,
+                                strict=True))
+            self._new_messages[linked_before:] = [g for _, g in merged]
+        else:
+            self._new_messages.extend(sends)
+
+    def _unlink_dropped(self, start: int, cut: int) -> None:
+        """The records from global index ``cut`` on are about to be dropped (an
+        error): a kept consume of this batch linked to a send among them (the
+        send came later in the batch) waits for its send again, as if the
+        send had not arrived."""
+        store = self.store
+        partner = np.asarray(store.c_partner.view()[start:cut], dtype=np.int64)
+        kinds = store.c_kind.view()[start:cut]
+        for cg in (np.flatnonzero((kinds == K_CONSUME) & (partner >= cut)) + start).tolist():
+            sg = int(store.c_partner.data[cg])
+            self._early[store.key(sg)] = cg
+            store.unlink(cg)
+            self.races.touch_recv(int(store.c_rank.data[cg]), int(store.c_ref.data[cg]))
+        self._new_messages = [g for g in self._new_messages if g < cut]
+
+    def _early_sends(self, rows: Rows, cols: Batch, k: int) -> set[int]:
+        """Positions of the batch's sends that a consume of an earlier batch named."""
+        early = self._early
+        if not early:
+            return set()
+        rank, seq = rows.rank, rows.seq
+        return {i for i in np.flatnonzero(cols.code[:k] == K_SEND).tolist()
+                if (rank[i], seq[i]) in early}
+
+    def _on_early_send(self, b: Rows, i: int) -> None:
+        """A send whose consume came first: link them (checking they agree)."""
+        if not b.flags[i] & F_BLOCKING:
+            self._on_send(b, i)
+        key = (b.rank[i], b.seq[i])
+        self._link_checked(b.start + i, self._early[key])
+        del self._early[key]
 
     def truncated(self) -> None:
         """The store dropped events after a context error: re-index the channels."""
@@ -369,6 +512,8 @@ class RecordRules:
             self.races.touch_recv(r, rs)
 
     def _on_wait(self, b: Rows, i: int) -> None:
+        """A wait; a receive request counts as consumed when its consume came
+        before (a planned consume, :attr:`_consumed_at`, at a smaller position)."""
         r, s = b.rank[i], b.seq[i]
         live = self._live_reqs[r]
         reqs = b.extras[i]["reqs"]
@@ -380,7 +525,8 @@ class RecordRules:
                 raise ModelInputError(f"wait names request {q}, which is not live",
                                       rank=r, seq=s)
             pg = store.by_rank[r][live[q]]
-            if store.c_kind.data[pg] == K_RECV and store.c_ref.data[pg] == -1:
+            if (store.c_kind.data[pg] == K_RECV and store.c_ref.data[pg] == -1
+                    and self._consumed_at.get(pg, i) >= i):
                 raise ModelInputError(
                     f"wait completes receive request {q} but no consume of it came before",
                     rank=r, seq=s)
@@ -437,6 +583,18 @@ class RecordRules:
             raise ModelInputError(
                 f"consume names send {list(store.key(sg))} whose destination, tag or "
                 "communicator differs", rank=r, seq=s)
+
+    def linked_many(self, sends: list[int], consumes: list[int], ranks: list[int],
+                    seqs: list[int], recvs: list[int]) -> None:
+        """What :meth:`_link` does for each of a batch's planned consumes (gidx
+        ``consumes``, key ``(ranks, seqs)``, of receive ``recvs``) and its send
+        (``sends``), in batch order, except listing the new messages (the
+        caller merges them in batch order)."""
+        link = self.store.link
+        for sg, cg in zip(sends, consumes, strict=True):
+            link(sg, cg)
+        self.causal.messages_linked(ranks, seqs)
+        self.races.touch_recvs(ranks, recvs)
 
     def _link(self, sg: int, cg: int) -> None:
         store = self.store

@@ -144,6 +144,11 @@ class EventStore:
         self.c_partner.data[sg] = cg
         self.c_partner.data[cg] = sg
 
+    def unlink(self, cg: int) -> None:
+        """Consume ``cg`` no longer knows its send (the send is being dropped by
+        :meth:`truncate` after a context error)."""
+        self.c_partner.data[cg] = -1
+
     # ------------------------------------------------------------ queries
     @property
     def event_count(self) -> int:
