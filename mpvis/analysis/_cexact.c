@@ -337,6 +337,11 @@ typedef struct {
 enum { W_MS = 1, W_S, W_M, W_C }; /* "ms", "s", "m", "c" of the docs */
 
 typedef struct {
+    uint64_t h; /* 0: free */
+    size_t idx;
+} FoundSlot;
+
+typedef struct {
     PyObject_HEAD
     Py_ssize_t n;
     PyObject *all_to_all, *from_root, *to_root;
@@ -363,8 +368,9 @@ typedef struct {
     Waiter *waiters;
     size_t nwaiters, capwaiters, livewaiters;
     ItemQueue ready;
-    Map found;      /* six numbers -> index */
-    i64 *foundlist; /* six per conflict, in discovery order */
+    FoundSlot *found; /* a set of conflicts: their hash and index in foundlist */
+    size_t capfoundset;
+    i64 *foundlist; /* six numbers per conflict, in discovery order */
     size_t nfound, capfound;
     i64 send_order;
 } Det;
@@ -594,6 +600,52 @@ static void release_all(Det *d)
 
 /* ------------------------------------------------------------ race tests */
 
+/* The slot of key in the set of conflicts: where it is, or the free one to take. */
+static FoundSlot *found_slot(const Det *d, Key key, uint64_t h)
+{
+    size_t mask = d->capfoundset - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+        FoundSlot *f = &d->found[i];
+        if (f->h == 0 || (f->h == h && key_eq(d->foundlist + f->idx * KW, key.k))) {
+            return f;
+        }
+    }
+}
+
+static bool found_has(const Det *d, Key key)
+{
+    return d->nfound && found_slot(d, key, hash_key(key.k))->h != 0;
+}
+
+/* Whether key is new: then it is in the set, with index nfound (the caller appends it). */
+static bool found_add(Det *d, Key key)
+{
+    if ((d->nfound + 1) * 10 > d->capfoundset * 7) {
+        size_t cap = d->capfoundset ? d->capfoundset * 2 : 256;
+        FoundSlot *slots = xcalloc(cap, sizeof(FoundSlot));
+        for (size_t i = 0; i < d->capfoundset; i++) {
+            if (d->found[i].h) {
+                size_t j = d->found[i].h & (cap - 1);
+                while (slots[j].h) {
+                    j = (j + 1) & (cap - 1);
+                }
+                slots[j] = d->found[i];
+            }
+        }
+        PyMem_RawFree(d->found);
+        d->found = slots;
+        d->capfoundset = cap;
+    }
+    uint64_t h = hash_key(key.k);
+    FoundSlot *f = found_slot(d, key, h);
+    if (f->h != 0) {
+        return false;
+    }
+    f->h = h;
+    f->idx = d->nfound;
+    return true;
+}
+
 static void conflict(Det *d, Recv *c, Send *s2)
 {
     if (!c->matched || !c->has_skey || c->srank == s2->rank || c->comm != s2->comm) {
@@ -610,12 +662,9 @@ static void conflict(Det *d, Recv *c, Send *s2)
         }
     }
     Key key = {{c->rank, c->seq, c->srank, c->sseq, s2->rank, s2->seq}};
-    bool had;
-    Slot *slot = map_put(&d->found, key, (Val){.i = (i64)d->nfound}, NULL, &had);
-    if (had) {
+    if (!found_add(d, key)) {
         return;
     }
-    (void)slot;
     if (d->nfound == d->capfound) {
         d->capfound = d->capfound ? d->capfound * 2 : 256;
         d->foundlist = xrealloc(d->foundlist, d->capfound * KW * sizeof(i64));
@@ -1744,6 +1793,12 @@ static PyObject *det_found(Det *d, PyObject *Py_UNUSED(ignored))
     return out;
 }
 
+static PyObject *det_found_bytes(Det *d, PyObject *Py_UNUSED(ignored))
+{
+    return PyBytes_FromStringAndSize((const char *)d->foundlist,
+                                     (Py_ssize_t)(d->nfound * KW * sizeof(i64)));
+}
+
 static PyObject *det_contains(Det *d, PyObject *arg)
 {
     if (!PyTuple_Check(arg) || PyTuple_GET_SIZE(arg) != KW) {
@@ -1763,7 +1818,7 @@ static PyObject *det_contains(Det *d, PyObject *arg)
         }
         key.k[i] = (i64)x;
     }
-    return PyBool_FromLong(map_find(&d->found, key) != NULL);
+    return PyBool_FromLong(found_has(d, key));
 }
 
 static PyObject *det_count(Det *d, PyObject *Py_UNUSED(ignored))
@@ -1890,7 +1945,7 @@ static void det_dealloc(Det *d)
     map_clear(&d->coll_done);
     map_clear(&d->members);
     map_clear(&d->nmembers);
-    map_clear(&d->found);
+    PyMem_RawFree(d->found);
     PyMem_RawFree(d->foundlist);
     if (d->cur != NULL) {
         for (Py_ssize_t j = 0; j < d->n; j++) {
@@ -1947,6 +2002,8 @@ static PyMethodDef det_methods[] = {
     {"finish", (PyCFunction)det_finish, METH_NOARGS, "End of input: release waits, test unmatched sends."},
     {"found", (PyCFunction)det_found, METH_NOARGS,
      "The conflicts found, as (rank, recv, s1 rank, s1 seq, s2 rank, s2 seq), in discovery order."},
+    {"found_bytes", (PyCFunction)det_found_bytes, METH_NOARGS,
+     "found() as native int64s, six per conflict."},
     {"contains", (PyCFunction)det_contains, METH_O, "Whether a six-number conflict was found."},
     {"count", (PyCFunction)det_count, METH_NOARGS, "How many conflicts were found."},
     {"held", (PyCFunction)det_held, METH_NOARGS, "Sends, receives, matches and records held."},

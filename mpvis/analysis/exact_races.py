@@ -57,6 +57,9 @@ from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
+
 from mpvis.analysis import _cexact
 from mpvis.analysis.exact_events import ExactRace, exact_entry
 from mpvis.model.collectives import ALL_TO_ALL, FROM_ROOT, TO_ROOT
@@ -122,6 +125,11 @@ class ExactRaceDetector:
         """Every conflict found so far as ``(rank, recv, s1 rank, s1 seq, s2 rank,
         s2 seq)``, for membership tests (a live view: do not keep it while feeding)."""
         return _Found(self._det)
+
+    def conflict_array(self) -> npt.NDArray[np.int64]:
+        """:meth:`conflicts` as a read-only ``(n, 6)`` int64 array, in discovery order (no
+        tuples: for the report's columns)."""
+        return np.frombuffer(self._det.found_bytes(), dtype=np.int64).reshape(-1, 6)
 
     def held(self) -> int:
         """How many sends, receives, matches and records the detector holds (section 4.4)."""

@@ -57,6 +57,7 @@ def _check_against_oracle(records: list[Record], nprocs: int, sizes: list[int]) 
     assert batched.held() == whole.held()
     entries = whole.report_entries()
     assert entries == [r.to_report() for r in whole.races]
+    assert [tuple(row) for row in whole.conflict_array().tolist()] == list(whole.conflicts())
     live = whole.conflicts()
     assert len(live) == len(entries)
     for r in whole.races:
