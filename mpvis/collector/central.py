@@ -50,7 +50,7 @@ import datetime as dt
 import logging
 import os
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -63,6 +63,7 @@ from mpvis.collector.loopthread import Connections, LoopThread
 from mpvis.protocol import messages as m
 from mpvis.protocol.chansend import SendResolver
 from mpvis.protocol.compact import CompactDecoder, needs_channels
+from mpvis.protocol.compact_columns import CompactColumns, compact_columns
 from mpvis.protocol.framing import (
     EOF,
     MAX_PAYLOAD,
@@ -81,7 +82,9 @@ __all__ = ["CentralProcess", "RunEndCallback", "RunStartCallback"]
 log = logging.getLogger(__name__)
 
 RunStartCallback = Callable[[Record, Path], None]
-RecordsCallback = Callable[[list[Record]], None]
+#: Journaled records: a list of dicts, or a rank's compact batch as columns
+#: (:class:`~mpvis.protocol.compact_columns.CompactColumns`, a sequence of the same dicts).
+RecordsCallback = Callable[[Sequence[Record]], None]
 RankEndCallback = Callable[[int, str, str], None]
 RunEndCallback = Callable[[dict[str, Any]], None]
 #: A record refused before the journal (the record as received, the reason).
@@ -427,7 +430,13 @@ class CentralProcess:
         # them: the rest of the batch goes on (a bad record once killed this handler).
         records = run.resolver.feed(self._owned(run, coll, journal.valid(body["records"])))
         for compact in body.get("compact", ()):
-            records += self._from_compact(run, coll, compact)
+            got = self._from_compact(run, coll, compact)
+            if isinstance(got, CompactColumns):
+                self._journal(run, records)  # the records before it first
+                records = []
+                self._journal_columns(run, got)
+            else:
+                records += got
         ends = [e for e in body.get("ends", ()) if run.owners.get(e["rank"], coll.cid) == coll.cid]
         for end in ends:
             records += run.resolver.sender_ended(end["rank"])
@@ -443,25 +452,35 @@ class CentralProcess:
         elif run.end_info is not None:
             self._maybe_finish(run)
 
-    def _from_compact(self, run: _Run, coll: _Collector, body: Record) -> list[Record]:
-        """What :meth:`_apply` does with records, for a rank's ``COMPACT`` batch: its
-        records expanded and checked, the rank's owner checked once (not per
-        record), and the send resolver skipped unless the batch holds buffer
-        sends or channel consumes (:func:`~mpvis.protocol.compact.needs_channels`)."""
-        assert run.journal is not None
-        records = run.journal.valid(self._expand(run, coll, body))
+    def _from_compact(self, run: _Run, coll: _Collector, body: Record
+                      ) -> list[Record] | CompactColumns:
+        """What :meth:`_apply` does with records, for a rank's ``COMPACT`` batch: the
+        rank's owner checked once (not per record); the batch as columns when
+        :func:`~mpvis.protocol.compact_columns.compact_columns` takes it whole (its
+        records checked on columns) and it continues its rank in the journal, with
+        no record of its rank held by the send resolver; else its records expanded
+        and checked one by one, and the send resolver skipped unless the batch
+        holds buffer sends or channel consumes
+        (:func:`~mpvis.protocol.compact.needs_channels`)."""
+        journal = run.journal
+        assert journal is not None
+        decoder = self._decoder(run, coll, body)
         rank = body["rank"]
         if run.owners.setdefault(rank, coll.cid) != coll.cid:
-            return self._owned(run, coll, records)  # refuses each
+            return self._owned(run, coll, journal.valid(self._expand(run, decoder, body)))
         if needs_channels(body):
-            return run.resolver.feed(records)
-        return run.resolver.feed_plain(rank, records)
+            return run.resolver.feed(journal.valid(self._expand(run, decoder, body)))
+        block = None
+        if not run.resolver.holds(rank):
+            block = compact_columns(decoder, body, journal.nprocs)
+            if block is not None and journal.takes(block):
+                return block
+        records = self._expand(run, decoder, body) if block is None else block.records()
+        return run.resolver.feed_plain(rank, journal.valid(records))
 
     @staticmethod
-    def _expand(run: _Run, coll: _Collector, body: Record) -> list[Record]:
-        """The records of a rank's ``COMPACT`` batch forwarded by ``coll`` (expanded
-        here, once; its shape was checked by the collector and the envelope's check).
-        A batch that cannot be fully expanded is logged and its good records kept."""
+    def _decoder(run: _Run, coll: _Collector, body: Record) -> CompactDecoder:
+        """The decoder of the rank connection a ``COMPACT`` batch of ``coll`` came from."""
         key = (coll.cid, body["conn"])
         decoder = run.decoders.get(key)
         if decoder is None:
@@ -469,6 +488,13 @@ class CentralProcess:
         elif decoder.rank != body["rank"]:
             raise ProtocolError(f"connection {body['conn']} of collector {coll.cid!r} "
                                 f"carries rank {decoder.rank}, not {body['rank']}")
+        return decoder
+
+    @staticmethod
+    def _expand(run: _Run, decoder: CompactDecoder, body: Record) -> list[Record]:
+        """The records of a rank's ``COMPACT`` batch (expanded here, once; its shape
+        was checked by the collector and the envelope's check).  A batch that
+        cannot be fully expanded is logged and its good records kept."""
         records, error = decoder.decode(body)
         if error is not None:
             log.warning("run %s: rank %d: bad compact batch: %s", run.run_id, body["rank"], error)
@@ -496,6 +522,12 @@ class CentralProcess:
         if good:
             run.max_rank = max(run.max_rank, *map(itemgetter("rank"), good))
             self._callback(self.on_records, good)
+
+    def _journal_columns(self, run: _Run, block: CompactColumns) -> None:
+        assert run.journal is not None
+        if run.journal.append_columns(block):
+            run.max_rank = max(run.max_rank, block.rank)
+            self._callback(self.on_records, block)
 
     def _report_ends(self, run: _Run) -> None:
         """Report the ends of ranks that have no record held back (in arrival order)."""

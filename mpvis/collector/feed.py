@@ -36,7 +36,7 @@ from __future__ import annotations
 import logging
 import ssl
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from pathlib import Path
@@ -44,6 +44,7 @@ from typing import Any, TypeAlias
 
 from mpvis.collector.central import CentralProcess
 from mpvis.protocol import messages as wire
+from mpvis.protocol.compact_columns import CompactColumns
 from mpvis.protocol.record_types import Record
 
 __all__ = [
@@ -82,9 +83,13 @@ class RunStarted:
 
 @dataclass(frozen=True)
 class RecordsArrived:
-    """Records journaled (checked per record, ``seq`` in order per rank), in arrival order."""
+    """Records journaled (checked per record, ``seq`` in order per rank), in arrival order:
+    a list of dicts, or one rank's compact batch as columns
+    (:class:`~mpvis.protocol.compact_columns.CompactColumns`, a sequence of the same
+    dicts, built only if asked for: :class:`~mpvis.collector.live_run.LiveRun` feeds
+    the model its columns)."""
 
-    records: list[Record]
+    records: Sequence[Record]
 
 
 @dataclass(frozen=True)
@@ -292,11 +297,13 @@ class LiveFeed:
         self._run = _RunState(nprocs=int(header.get("nprocs") or 0))
         self.post(RunStarted(header, journal))
 
-    def _records(self, records: list[Record]) -> None:
+    def _records(self, records: Sequence[Record]) -> None:
         run = self._run
         new: list[int] = []
         if len(run.joined) < run.nprocs:  # once every rank is in, no per-record work
-            new = sorted(set(map(itemgetter("rank"), records)) - run.joined)
+            ranks = ({records.rank} if isinstance(records, CompactColumns)
+                     else set(map(itemgetter("rank"), records)))
+            new = sorted(ranks - run.joined)
             run.joined.update(new)
         for rank in new:
             self.post(RankJoined(rank))

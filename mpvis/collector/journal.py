@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from mpvis.model.ingest import valid_prefix
+from mpvis.protocol.compact_columns import CompactColumns
 from mpvis.protocol.record_types import Record
 from mpvis.tracefile.writer import TraceWriter, encode_record
 
@@ -181,6 +182,36 @@ class Journal:
             return written
         self.written += len(written)
         return written
+
+    def takes(self, block: CompactColumns) -> bool:
+        """Whether ``block`` (checked already, its ``seq`` gapless) continues its rank:
+        then :meth:`append_columns` admits it whole.  Otherwise its records go
+        through :meth:`append` one by one (duplicates dropped, a gap refused)."""
+        return block.first_seq == self._next_seq.get(block.rank, 0)
+
+    def append_columns(self, block: CompactColumns) -> bool:
+        """Admit, write and flush a rank's batch :meth:`takes` accepts, written from
+        its columns (:meth:`CompactColumns.jsonl`, no dict per record); whether it
+        was written.  A failed write is handled as in :meth:`append` (the file cut
+        back to its last whole line, the block and every later record unwritten)."""
+        assert self.takes(block)
+        n = len(block)
+        self._next_seq[block.rank] = block.first_seq + n
+        if block.has_final:
+            self.finals.add(block.rank)
+        if self.failed is not None:
+            self.unwritten += n
+            return False
+        try:
+            self._writer.write_bytes(block.jsonl(), n)
+            self._writer.flush()
+            if self._good_size is not None:
+                self._good_size = self.path.stat().st_size
+        except OSError as exc:
+            self._fail(exc, n)
+            return False
+        self.written += n
+        return True
 
     def _fail(self, exc: OSError, pending: int) -> None:
         self.failed = (f"cannot write the trace {self.path}: {exc.strerror or exc}; it keeps "

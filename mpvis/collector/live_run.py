@@ -39,6 +39,7 @@ a blocking call (whatever their library said as the stop signal reached them).
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,8 +55,10 @@ from mpvis.collector.feed import (
     RunStarted,
     StreamFailed,
 )
+from mpvis.collector.model_columns import model_batch
 from mpvis.model.errors import ModelInputError
 from mpvis.protocol import messages as wire
+from mpvis.protocol.compact_columns import CompactColumns
 from mpvis.protocol.record_types import Record
 
 __all__ = ["LiveRun", "Notice", "RankDied"]
@@ -129,11 +132,28 @@ class LiveRun:
 
     # -- records ------------------------------------------------------------
 
-    def _feed(self, records: list[Record]) -> list[Notice]:
-        """Add ``records``; a bad one is reported, its rank cut there, the rest fed again."""
+    def _feed(self, records: Sequence[Record]) -> list[Notice]:
+        """Add ``records``; a bad one is reported, its rank cut there, the rest fed again.
+
+        A rank's compact batch (:class:`CompactColumns`) goes in as columns
+        (:func:`~mpvis.collector.model_columns.model_batch`: no per-record
+        extraction; its dicts are built only for the analyzers that take
+        records), unless its rank is cut or its values need ``extract``."""
         assert self.analyses is not None
         model = self.analyses.model
         notices: list[Notice] = []
+        if isinstance(records, CompactColumns) and records.rank not in self.cut:
+            cols = model_batch(records, model.site_table)
+            if cols is not None:
+                try:
+                    model.add_columns(cols, records.records() if model.analyzers else None)
+                    return notices
+                except ModelInputError as exc:
+                    rest = self._refused(exc, records, notices)
+                    if rest is None:
+                        return notices
+                    records = rest
+        records = list(records)
         while records:
             if self.cut:
                 records = self._without_cut(records)
@@ -141,19 +161,28 @@ class LiveRun:
                 model.add_batch(records)
                 return notices
             except ModelInputError as exc:
-                bad = BadRecord(exc.rank, exc.seq, str(exc), BY_MODEL)
-                self.bad.append(bad)
-                notices.append(bad)
-                if exc.index is None:  # not located in the batch: the rest cannot be trusted
-                    lost = RecordsLost(len(records), f"the batch of {bad.where}",
-                                       "refused by the model")
-                    return [*notices, lost]
-                records = records[exc.index + 1:]
-                if exc.rank is not None and exc.rank not in self.cut:
-                    self.cut[exc.rank] = (exc.seq if exc.seq is not None else -1, 0)
-                    notices.extend(self._mark_dead(
-                        exc.rank, f"bad record at seq {exc.seq}: {exc}", check_suspended=False))
+                rest = self._refused(exc, records, notices)
+                if rest is None:
+                    return notices
+                records = rest
         return notices
+
+    def _refused(self, exc: ModelInputError, records: Sequence[Record], notices: list[Notice]
+                 ) -> list[Record] | None:
+        """The model refused a record of ``records``: report it (into ``notices``), cut
+        its rank there; the records after it to feed again (``None``: none can be)."""
+        bad = BadRecord(exc.rank, exc.seq, str(exc), BY_MODEL)
+        self.bad.append(bad)
+        notices.append(bad)
+        if exc.index is None:  # not located in the batch: the rest cannot be trusted
+            notices.append(RecordsLost(len(records), f"the batch of {bad.where}",
+                                       "refused by the model"))
+            return None
+        if exc.rank is not None and exc.rank not in self.cut:
+            self.cut[exc.rank] = (exc.seq if exc.seq is not None else -1, 0)
+            notices.extend(self._mark_dead(
+                exc.rank, f"bad record at seq {exc.seq}: {exc}", check_suspended=False))
+        return list(records[exc.index + 1:])
 
     def _without_cut(self, records: list[Record]) -> list[Record]:
         """``records`` less those of ranks cut after a bad record (counted as lost)."""

@@ -58,6 +58,10 @@ class SendResolver:
         """Ranks whose records are held back."""
         return set(self._held)
 
+    def holds(self, rank: Any) -> bool:
+        """Whether records of ``rank`` are held back."""
+        return rank in self._held
+
     def held(self) -> int:
         """How many records are held back."""
         return sum(len(q) for q in self._held.values())

@@ -161,17 +161,41 @@ class CompactDecoder:
         self.rank = rank
         self._sites: list[str | None] = [None, *(sites or [])]  # id 0: no site
 
+    @property
+    def site_table(self) -> list[str | None]:
+        """The rank's sites by id (id 0: no site); it only grows."""
+        return self._sites
+
+    def sites_after(self, body: dict[str, Any]) -> list[str | None] | None:
+        """The site table once the (checked) batch ``body`` is taken, ``None`` if its
+        sites are out of step; changes nothing."""
+        sites: list[str | None] = body["sites"]
+        site0 = body["site0"]
+        if not sites:
+            return self._sites
+        if site0 != len(self._sites) or not all(isinstance(s, str) for s in sites):
+            return None
+        return self._sites + sites
+
+    def take_sites(self, body: dict[str, Any]) -> str | None:
+        """Add the (checked) batch's sites to the table; why not, if they are out of step."""
+        sites, site0 = body["sites"], body["site0"]
+        if self.sites_after(body) is None:
+            return f"site table out of step (ids from {site0}, expected {len(self._sites)})"
+        self._sites.extend(sites)
+        return None
+
     def decode(self, body: dict[str, Any]) -> tuple[list[Record], str | None]:
         """The batch's records, and why it stopped early (``None``: it did not)."""
         check_compact(body)
-        recs, sites, extras = body["recs"], body["sites"], body["extras"]
-        site0, extra0 = body["site0"], body["extra0"]
-        error: str | None = None
-        if sites:
-            if site0 != len(self._sites) or not all(isinstance(s, str) for s in sites):
-                error = f"site table out of step (ids from {site0}, expected {len(self._sites)})"
-            else:
-                self._sites.extend(sites)
+        error = self.take_sites(body)
+        records, stop = self.expand(body["recs"], body["extra0"], body["extras"])
+        return records, error if stop is None else _join(error, stop)
+
+    def expand(self, recs: bytes, extra0: int, extras: list[Any]
+               ) -> tuple[list[Record], str | None]:
+        """The records of ``recs`` (with the sites known so far), and why they
+        stopped early (``None``: they did not); :meth:`decode` without the site step."""
         whole = len(recs) - len(recs) % RECORD_SIZE
         out: list[Record] = []
         append, rank, table, nsites = out.append, self.rank, self._sites, len(self._sites)
@@ -204,15 +228,14 @@ class CompactDecoder:
                     else:
                         append(self._expand(fields, extra0, extras))
                 except _BadRecord as exc:
-                    return out, _join(error, f"record seq {seq}: {exc}")
+                    return out, f"record seq {seq}: {exc}"
                 continue
             if call < 0:
                 del rec["call"]
             append(rec)
         if whole != len(recs):
-            partial = f"truncated batch: {len(recs) - whole} bytes of a partial record"
-            return out, _join(error, partial)
-        return out, error
+            return out, f"truncated batch: {len(recs) - whole} bytes of a partial record"
+        return out, None
 
     def _site(self, site_id: int) -> str | None:
         if not 0 <= site_id < len(self._sites):

@@ -72,6 +72,12 @@ class TraceWriter:
             self._fh.write(b"".join(map(_encode, chunk)))
             self.records_written += len(chunk)
 
+    def write_bytes(self, lines: bytes, count: int) -> None:
+        """Append ``count`` records already encoded as lines (as :func:`encode_record`
+        gives them; the central process writes a compact batch from its columns)."""
+        self._fh.write(lines)
+        self.records_written += count
+
     def flush(self) -> None:
         """Hand buffered records to the operating system."""
         self._fh.flush()

@@ -1,0 +1,127 @@
+"""COMPACT batches as columns, against the dict expansion as oracle (``CompactDecoder.decode``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mpvis.protocol.codes import (
+    MVC_BLOCKING,
+    MVC_BUF,
+    MVC_CHAN,
+    MVC_PAIR,
+    MVC_SEND,
+    MVC_SYNC,
+    MVK_CONSUME,
+    MVK_FINAL,
+    MVK_RECV,
+    MVK_RECV_CONSUME,
+    MVK_SEND,
+    MVK_WAIT,
+)
+from mpvis.protocol.compact import RECORD, CompactDecoder, compact_body, needs_channels
+from mpvis.protocol.compact_columns import compact_columns
+from mpvis.protocol.records import RecordError, check_record
+
+NPROCS = 4
+SITES = ["a.py:1", "b.py:2", 'q"uote\\.py:3']
+_FLAGS = (0, MVC_BLOCKING, MVC_SYNC, MVC_BLOCKING | MVC_SYNC, MVC_SEND, MVC_PAIR | MVC_BLOCKING,
+          MVC_CHAN, MVC_BUF | MVC_BLOCKING, MVC_SEND | MVC_CHAN)
+_SMALL = st.sampled_from([-2, -1, 0, 1, 2, 3, 4, 7])
+
+
+_GOOD_FLAGS = (0, MVC_BLOCKING, MVC_SYNC, MVC_BLOCKING | MVC_SYNC, MVC_SEND,
+               MVC_SEND | MVC_BLOCKING, MVC_PAIR | MVC_BLOCKING)
+_KINDS = (MVK_SEND, MVK_RECV, MVK_CONSUME, MVK_RECV_CONSUME, MVK_FINAL, MVK_SEND,
+          MVK_RECV_CONSUME)
+
+
+@st.composite
+def _record(draw: st.DrawFn, good: bool) -> tuple[Any, ...]:
+    """The fields of one compact record but ``seq``: valid ones when ``good``, else
+    anything (values out of range, unknown sites, waits, channel flags...)."""
+    kind = draw(st.sampled_from(_KINDS if good else (*_KINDS, MVK_WAIT)))
+    flags = draw(st.sampled_from(_GOOD_FLAGS if good else _FLAGS))
+    site = draw(st.sampled_from([1, 2, 3, 1, 0] if good else [1, 9]))
+    t = draw(st.floats(allow_nan=True, allow_infinity=True, width=64) | st.floats(0, 100))
+    small = st.integers(0, NPROCS - 1) if good else _SMALL
+    comm = draw(st.sampled_from([0, 0, 5, 2**31 + 1] if good else [-1, 0]))
+    if kind == MVK_RECV_CONSUME:
+        ns = draw(st.integers(0, 2**31 - 1))
+        comm = (ns << 32) | (comm & 0x7FFFFFFF)
+        c = (draw(small) << 32) | (draw(small) & 0xFFFFFFFF)
+    else:
+        c = draw(small)
+    peer = draw(small if not good or kind != MVK_RECV else st.integers(-1, NPROCS - 1))
+    call = draw(st.sampled_from([-1, 0, 5, 2**40]))
+    return (kind, flags, 0, site, 0, t, comm, peer, draw(small), c, draw(small), call)
+
+
+@st.composite
+def bodies(draw: st.DrawFn) -> dict[str, Any]:
+    """A ``COMPACT`` body, mostly of valid records."""
+    good = draw(st.integers(0, 4)) > 0
+    recs = draw(st.lists(_record(good), min_size=1, max_size=40))
+    seq = draw(st.sampled_from([0, 0, 7, 2**40]))
+    packed = bytearray()
+    for fields in recs:
+        packed += RECORD.pack(*fields[:4], seq, *fields[5:])
+        seq += 2 if fields[0] == MVK_RECV_CONSUME else 1
+        if not good and draw(st.integers(0, 10)) == 0:
+            seq += 1  # a gap
+    return compact_body(0, bytes(packed), 1, list(SITES), 0, [])
+
+
+def _checks(records: list[dict[str, Any]]) -> bool:
+    try:
+        for r in records:
+            check_record(r, NPROCS)
+    except RecordError:
+        return False
+    seqs = [r["seq"] for r in records]
+    return seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(bodies(), st.integers(0, NPROCS))
+def test_columns_hold_exactly_the_records_of_decode(body: dict[str, Any], rank: int) -> None:
+    oracle, error = CompactDecoder(rank).decode(body)
+    decoder = CompactDecoder(rank)
+    cols = compact_columns(decoder, body, NPROCS)
+    # taken whole: every good batch without waits, buffer sends or channel consumes
+    # (needs_channels: any record flagged so, as the central process routes them)
+    takeable = (error is None and rank < NPROCS and _checks(oracle) and not needs_channels(body)
+                and not any(r["kind"] == "wait" for r in oracle))
+    if cols is None:
+        assert decoder.site_table == [None]  # nothing changed
+        assert not takeable
+        return
+    assert takeable
+    assert decoder.site_table == [None, *SITES]
+    assert repr(cols.records()) == repr(oracle)  # repr: NaN times compare equal
+    assert len(cols) == len(oracle) and list(cols) == cols.records()
+    assert cols[1:] == cols.records()[1:]
+    assert cols.jsonl() == b"".join(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE)
+                                    for r in oracle)
+    assert cols.first_seq == oracle[0]["seq"]
+    assert cols.has_final == any(r["kind"] == "final" for r in oracle)
+
+
+def test_a_ring_batch_is_taken_whole() -> None:
+    """What a ring's rank records (send, merged receive): the fast path takes it."""
+    recs = b"".join([
+        RECORD.pack(MVK_SEND, MVC_BLOCKING, 0, 1, 0, 0.5, 0, 1, 3, 0, 0, 0),
+        RECORD.pack(MVK_RECV_CONSUME, MVC_BLOCKING | MVC_SEND, 0, 2, 1, 0.75, 1500 << 32,
+                    3, -1, (3 << 32) | 2, 4, 1),
+        RECORD.pack(MVK_FINAL, 0, 0, 0, 3, 1.0, 0, 0, 0, 0, 0, 2),
+    ])
+    body = compact_body(0, recs, 1, ["a.py:1", "a.py:2"], 0, [])
+    cols = compact_columns(CompactDecoder(1), body, NPROCS)
+    assert cols is not None
+    assert [r["kind"] for r in cols] == ["send", "recv", "consume", "final"]
+    assert cols[2]["send"] == [2, 4] and cols[2]["tag"] == 3
+    assert cols[2]["t"] == pytest.approx(0.75 + 1500e-9)
