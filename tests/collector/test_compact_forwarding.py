@@ -17,14 +17,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from mpvis.collector.central import CentralProcess
 from mpvis.collector.collector import Collector
 from mpvis.instrument.recorder import BLOCKING, BUF, Drained, Recorder
 from mpvis.instrument.transport import SocketSink
-from mpvis.protocol.codes import MVK_SEND
+from mpvis.protocol.codes import MVC_SEND, MVK_RECV_CONSUME, MVK_SEND
 from mpvis.protocol.compact import RECORD, CompactDecoder, compact_body, needs_channels
+from mpvis.protocol.compact_columns import CompactColumns
 from mpvis.protocol.framing import MsgType, encode_frame
 from mpvis.protocol.records import make_header
 
@@ -199,3 +201,71 @@ def test_a_collector_stops_with_a_reason_at_an_older_central_process() -> None:
         col.stop()
         thread.join(10)
         server.close()
+
+
+def _rank_socket(col: Collector, token: str, rank: int) -> socket.socket:
+    sock = socket.create_connection(col.address)
+    hello = {"role": "rank", "token": token, "rank": rank, "pid": 1, "host": "h"}
+    sock.sendall(encode_frame(MsgType.HELLO, hello))
+    return sock
+
+
+def _sends(seqs: range, dest: int = 1, site: int = 1) -> bytes:
+    return b"".join(RECORD.pack(MVK_SEND, BLOCKING, 0, site, s, 0.25 * s, 0, dest, 3, 0, 0, s)
+                    for s in seqs)
+
+
+def _run_one_rank(central: CentralProcess, recorded: Recorded, bodies: list[dict[str, Any]],
+                  nprocs: int = 2) -> list[str]:
+    """Rank 0 ships ``bodies`` through a real collector; the journal's record lines."""
+    col = Collector(central.address, central.token, "run-1", header=make_header(nprocs),
+                    batch_records=10_000, flush_interval=5.0).start()
+    sock = _rank_socket(col, central.token, 0)
+    for body in bodies:
+        sock.sendall(encode_frame(MsgType.COMPACT, body))
+    sock.sendall(encode_frame(MsgType.BYE, {"rank": 0, "status": "final", "detail": ""}))
+    sock.close()
+    assert col.finish({"exit_code": 0}, timeout=20)
+    assert recorded.ended.wait(10)
+    col.stop()
+    return Path(recorded.ends[0]["journal"]).read_text().splitlines(keepends=True)[1:]
+
+
+def test_plain_compact_batches_are_journaled_from_columns(tmp_path: Path) -> None:
+    """Batches of sends and merged receives are journaled as columns (the callback
+    gets CompactColumns, no dicts made), byte for byte the dict path's lines."""
+    parts: list[Any] = []
+    recorded = Recorded()
+    central = CentralProcess(journal_dir=tmp_path, on_records=parts.append,
+                             on_run_end=recorded.end).start()
+    merged = b"".join(RECORD.pack(MVK_RECV_CONSUME, BLOCKING | MVC_SEND, 0, 2, s, 1.5, 7 << 32,
+                                  1, 3, (3 << 32) | 1, 5, s) for s in range(20, 40, 2))
+    bodies = [compact_body(0, _sends(range(20)), 1, ["a.py:1", "a.py:2"], 0, []),
+              compact_body(1, merged, 3, [], 0, [])]
+    try:
+        lines = _run_one_rank(central, recorded, bodies)
+    finally:
+        central.stop()
+    assert parts and all(isinstance(p, CompactColumns) for p in parts)
+    dec = CompactDecoder(0)
+    expected = [r for b in bodies for r in dec.decode(b)[0]]
+    assert "".join(lines).encode() == b"".join(
+        orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE) for r in expected)
+    assert recorded.ends[0]["records"] == 40 and recorded.ends[0]["rejected"] == 0
+
+
+def test_a_bad_compact_record_is_refused_with_its_rule_and_the_rest_kept(
+    central: CentralProcess, recorded: Recorded
+) -> None:
+    """A record breaking a rule (a dest beyond nprocs) in a compact batch: the
+    records before it are journaled, it is refused naming the rule, and its
+    rank's later records (from columns or not) leave a gap: refused, counted."""
+    bad = _sends(range(10, 12)) + _sends(range(12, 13), dest=2) + _sends(range(13, 15))
+    bodies = [compact_body(0, _sends(range(10)), 1, ["a.py:1"], 0, []),
+              compact_body(1, bad, 2, [], 0, []),
+              compact_body(2, _sends(range(15, 20)), 2, [], 0, [])]
+    lines = _run_one_rank(central, recorded, bodies)
+    assert [json.loads(x)["seq"] for x in lines] == list(range(12))
+    info = recorded.ends[0]
+    assert info["rejected"] == 8 and info["records"] == 12
+    assert len(recorded.records) == 12
