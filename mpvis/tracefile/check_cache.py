@@ -94,11 +94,13 @@ def cache_path(trace: str | Path, options: dict[str, object]) -> Path:
 
 def _code_stamp() -> str:
     """A hash of the names, sizes and modification times of the source files
-    whose change may change a report."""
+    whose change may change a report (and of the C extensions among them, such
+    as the exact race detector, ``analysis/_cexact.c``, as built)."""
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
     for sub in ("model", "analysis", "protocol", "tracefile"):
-        for f in sorted((root / sub).glob("*.py")):
+        files = [f for pattern in ("*.py", "*.c", "*.so") for f in (root / sub).glob(pattern)]
+        for f in sorted(files):
             st = f.stat()
             h.update(f"{sub}/{f.name}:{st.st_size}:{st.st_mtime_ns};".encode())
     return h.hexdigest()
