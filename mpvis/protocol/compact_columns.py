@@ -170,20 +170,19 @@ class CompactColumns(Sequence[Record]):
         """The records as trace lines (``orjson``'s output for :meth:`records`, one
         line each).  Per shape of row (the keys it has), each column is serialized
         once for all its rows and the pieces are interleaved by slice assignment;
-        rows of several shapes are put in ``seq`` order in a table of pieces."""
+        the lines of several shapes are then put back in ``seq`` order."""
         shapes = np.unique(self._shape).tolist()
         if len(shapes) == 1:
-            return b"".join(self._pieces(shapes[0], slice(None))[0])
-        groups = [(idx := np.flatnonzero(self._shape == code), *self._pieces(code, idx))
-                  for code in shapes]
-        table = np.full((len(self), max(g[2] for g in groups)), b"", dtype=object)
-        for idx, pieces, width in groups:
-            table[idx, :width] = np.array(pieces, dtype=object).reshape(len(idx), width)
-        return b"".join(table.ravel().tolist())
+            return b"".join(self._pieces(shapes[0], slice(None)))
+        lines = np.empty(len(self), dtype=object)
+        for code in shapes:
+            idx = np.flatnonzero(self._shape == code)
+            lines[idx] = b"".join(self._pieces(code, idx)).split(b"\n")[:-1]
+        return b"\n".join(lines.tolist()) + b"\n"
 
-    def _pieces(self, code: int, rows: slice | npt.NDArray[np.intp]) -> tuple[list[bytes], int]:
-        """The pieces of the lines of ``rows`` (all of shape ``code``), row after row,
-        and how many each line has.  A column with one value in all of them is
+    def _pieces(self, code: int, rows: slice | npt.NDArray[np.intp]) -> list[bytes]:
+        """The pieces of the lines of ``rows`` (all of shape ``code``), row after row.
+        A column with one value in all of them is
         written into the constant text around it (a rank's ``comm``, ``tag``,
         ``site`` often are): fewer pieces."""
         k = len(self.seq[rows])
@@ -206,7 +205,7 @@ class CompactColumns(Sequence[Record]):
         out: list[bytes] = [b""] * (k * width)
         for j, part in enumerate(parts):
             out[j::width] = [part] * k if isinstance(part, bytes) else part
-        return out, width
+        return out
 
     def _texts(self, name: str, rows: slice | npt.NDArray[np.intp]) -> list[bytes]:
         """Column ``name`` at ``rows`` as JSON texts; a single text if all are equal
