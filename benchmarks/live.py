@@ -16,6 +16,9 @@ Three figures, measured in the same run, on the same frames:
 * ``decode only``: expanding every frame's records into trace records with
   :class:`~mpvis.protocol.compact.CompactDecoder` in one thread, no I/O (what
   one per-record Python pass costs);
+* ``columns + JSON``: what the central process does with such a frame instead
+  (:func:`~mpvis.protocol.compact_columns.compact_columns`: the records as
+  columns, checked, then their journal lines), in one thread, no I/O;
 * ``collector + central``: a real :class:`~mpvis.collector.collector.Collector`
   and a real :class:`~mpvis.collector.central.CentralProcess` in this process,
   as under ``mpvis run``, journal included (the model is not fed: the window
@@ -50,6 +53,7 @@ from overhead import ring_recorder  # benchmarks/overhead.py, next to this file
 from mpvis.collector.central import CentralProcess
 from mpvis.collector.collector import Collector
 from mpvis.protocol.compact import CompactDecoder, compact_body
+from mpvis.protocol.compact_columns import compact_columns
 from mpvis.protocol.framing import MsgType, encode_frame, encode_frame_parts
 from mpvis.protocol.records import make_header
 
@@ -164,6 +168,22 @@ def decode_only(args: argparse.Namespace) -> tuple[float, int]:
     return time.process_time() - t0, n
 
 
+def columns_only(args: argparse.Namespace) -> tuple[float, int]:
+    """Seconds to check every frame of the run as columns and write its journal lines."""
+    bodies = [[b for _, b in _frames(r, args.senders, args.records, args.batch)]
+              for r in range(args.senders)]
+    t0 = time.process_time()
+    n = 0
+    for rank, frames in enumerate(bodies):
+        dec = CompactDecoder(rank)
+        for body in frames:
+            cols = compact_columns(dec, body, args.senders)
+            assert cols is not None, "a ring's frame is taken whole"
+            cols.jsonl()
+            n += len(cols)
+    return time.process_time() - t0, n
+
+
 def live(args: argparse.Namespace, tmp: Path) -> tuple[float, float, dict[str, Any]]:
     """Seconds from go to the last record journaled, CPU seconds, the run's end info."""
     ended = threading.Event()
@@ -234,6 +254,9 @@ def main() -> int:
     dec, n = decode_only(args)
     assert n == total, (n, total)
     line("decode only (CPU)", dec, raw, dec)
+    cols, n = columns_only(args)
+    assert n == total, (n, total)
+    line("columns + JSON (CPU)", cols, raw, cols)
     with tempfile.TemporaryDirectory() as tmp:
         elapsed, cpu, info = live(args, Path(tmp))
         line("collector + central", elapsed, raw, cpu)
