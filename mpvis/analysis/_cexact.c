@@ -38,7 +38,10 @@ typedef uint32_t clk;
 
 /* ------------------------------------------------------------------ memory */
 
-static jmp_buf *oom_jump; /* set while the algorithm runs (the GIL is held throughout) */
+/* Where an allocation failure jumps: set by each entry point that allocates, per
+ * thread (Python code run while a record is read, a __bool__ or __eq__, may switch
+ * threads or feed another detector: each entry saves and restores the outer one). */
+static _Thread_local jmp_buf *oom_jump;
 
 static void *xmalloc(size_t size)
 {
@@ -1476,7 +1479,9 @@ static int opt_bool(PyObject *rec, PyObject *name, bool dflt, bool *out)
         *out = dflt;
         return 0;
     }
+    Py_INCREF(v); /* its __bool__ might drop it from the record */
     int t = PyObject_IsTrue(v);
+    Py_DECREF(v);
     if (t < 0) {
         return -1;
     }
@@ -1622,27 +1627,33 @@ static int read_record(Det *d, PyObject *obj, Rec *out, int *cat, bool *has_root
         }
         break;
     case K_COLL: {
-        PyObject *op = field(obj, s_op);
         PyObject *r = field(obj, s_root);
-        if (PyErr_Occurred()) {
+        if (r == NULL && PyErr_Occurred()) {
+            return -1;
+        }
+        *has_root = r != NULL && r != Py_None;
+        if (*has_root && as_i64(r, s_root, root) < 0) { /* runs no Python code */
+            return -1;
+        }
+        PyObject *op = field(obj, s_op);
+        if (op == NULL && PyErr_Occurred()) {
             return -1;
         }
         *cat = 0;
         if (op != NULL) {
+            Py_INCREF(op); /* its __hash__ or __eq__ might drop it from the record */
             PyObject *sets[3] = {d->all_to_all, d->from_root, d->to_root};
             for (int i = 0; i < 3 && *cat == 0; i++) {
                 int in = PySet_Contains(sets[i], op);
                 if (in < 0) {
+                    Py_DECREF(op);
                     return -1;
                 }
                 if (in) {
                     *cat = i + 1;
                 }
             }
-        }
-        *has_root = r != NULL && r != Py_None;
-        if (*has_root && as_i64(r, s_root, root) < 0) {
-            return -1;
+            Py_DECREF(op);
         }
         break;
     }
@@ -1674,12 +1685,16 @@ static PyObject *det_feed(Det *d, PyObject *batch)
         return PyErr_NoMemory();
     }
     oom_jump = &env;
-    Py_ssize_t len = PySequence_Fast_GET_SIZE(seq);
-    for (Py_ssize_t i = 0; i < len; i++) {
+    /* The batch's size is read again at each record: Python code run while one is
+     * read (a __bool__, an __eq__) could shrink the list. */
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         int cat = 0;
         bool has_root = false;
         i64 root = 0;
-        int got = read_record(d, PySequence_Fast_GET_ITEM(seq, i), &rec, &cat, &has_root, &root);
+        PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+        Py_INCREF(item);
+        int got = read_record(d, item, &rec, &cat, &has_root, &root);
+        Py_DECREF(item);
         if (got < 0) {
             rec_free(&rec);
             oom_jump = outer;

@@ -193,3 +193,29 @@ def test_garbage_never_crashes(records: list[Record], size: int) -> None:
     for entry in det.report_entries():
         assert entry["method"] == "exact"
     assert det.held() >= 0
+
+
+def test_python_code_run_while_reading_a_record_cannot_crash_it() -> None:
+    """A value whose ``__bool__`` or ``__hash__`` empties the batch or the record
+    (reads are bounds-checked and hold their objects)."""
+    batch: list[Any] = []
+
+    class Shrinks:
+        def __bool__(self) -> bool:
+            batch.clear()
+            return True
+
+    coll: Record = {"rank": 0, "seq": 0, "kind": "coll", "comm": 0, "root": 0}
+
+    class Drops(str):
+        def __hash__(self) -> int:
+            coll.clear()
+            return str.__hash__(self)
+
+    coll["op"] = Drops("bcast")
+    batch += [_send(sync=Shrinks()), _send(seq=1), _send(seq=2)]
+    det = ExactRaceDetector(2)
+    det.feed(batch)
+    det.feed([coll])
+    det.finish()
+    assert det.held() == 2  # the first send and the collective, nothing after them
