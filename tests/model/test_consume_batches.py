@@ -118,6 +118,10 @@ def test_batch_consumes_equal_record_by_record(seed: int, broken: bool) -> None:
 @given(st.integers(0, 10**9), st.integers(2, 5), st.booleans())
 def test_batch_consumes_equal_record_by_record_interleaved(seed: int, nprocs: int,
                                                           broken: bool) -> None:
+    _interleaved(seed, nprocs, broken)
+
+
+def _interleaved(seed: int, nprocs: int, broken: bool) -> None:
     rng = random.Random(seed)
     header, records = random_execution(seed, nprocs=nprocs, steps=30)
     records = interleave(records, rng)
@@ -133,5 +137,4 @@ def test_batch_consumes_equal_record_by_record_many(seed: int, nprocs: int,
                                                    broken: bool) -> None:
     """More examples: some breakages (a nonblocking receive consumed again in a
     later batch, a send named early and consumed again) are rare."""
-    test_batch_consumes_equal_record_by_record_interleaved.hypothesis.inner_test(
-        seed, nprocs, broken)
+    _interleaved(seed, nprocs, broken)
