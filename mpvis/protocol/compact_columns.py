@@ -96,6 +96,8 @@ def _row(shape: int, call: bool) -> tuple[str | bytes, ...]:
 #: The pieces of a row of each (shape, has call), ``2 * shape + has call``.
 _ROWS: Final = tuple(_row(s, c) for s in range(len(_SHAPES)) for c in (False, True))
 _TRUE_FALSE: Final = (b"false", b"true")
+#: The longest period of row shapes :meth:`CompactColumns.jsonl` looks for.
+_PERIODS: Final = 6
 _P2P: Final = (MVK_SEND, MVK_RECV, MVK_CONSUME)
 
 
@@ -168,39 +170,50 @@ class CompactColumns(Sequence[Record]):
 
     def jsonl(self) -> bytes:
         """The records as trace lines (``orjson``'s output for :meth:`records`, one
-        line each).  Per shape of row (the keys it has), each column is serialized
-        once for all its rows and the pieces are interleaved by slice assignment;
-        the lines of several shapes are then put back in ``seq`` order."""
-        shapes = np.unique(self._shape).tolist()
-        if len(shapes) == 1:
-            return b"".join(self._pieces(shapes[0], slice(None)))
-        lines = np.empty(len(self), dtype=object)
-        for code in shapes:
-            idx = np.flatnonzero(self._shape == code)
-            lines[idx] = b"".join(self._pieces(code, idx)).split(b"\n")[:-1]
+        line each).  Each column is serialized once for all the rows that write it
+        and the pieces are interleaved by slice assignment.  Rows whose shapes
+        (the keys they have) repeat with a short period (a ring's send, receive,
+        consume...) are written as rows of that many lines; otherwise the lines of
+        each shape are made apart and put back in ``seq`` order."""
+        n = len(self)
+        shape = self._shape
+        period = next((p for p in range(1, _PERIODS + 1)
+                       if p >= n or np.array_equal(shape[p:], shape[:-p])), None)
+        if period is not None:
+            whole = n - n % period
+            out = self._pieces([(int(shape[j]), slice(j, whole, period))
+                                for j in range(min(period, n))]) if whole else []
+            for r in range(whole, n):  # fewer than a period at the end
+                out += self._pieces([(int(shape[r]), slice(r, r + 1))])
+            return b"".join(out)
+        lines = np.empty(n, dtype=object)
+        for code in np.unique(shape).tolist():
+            idx = np.flatnonzero(shape == code)
+            lines[idx] = b"".join(self._pieces([(code, idx)])).split(b"\n")[:-1]
         return b"\n".join(lines.tolist()) + b"\n"
 
-    def _pieces(self, code: int, rows: slice | npt.NDArray[np.intp]) -> list[bytes]:
-        """The pieces of the lines of ``rows`` (all of shape ``code``), row after row.
-        A column with one value in all of them is
-        written into the constant text around it (a rank's ``comm``, ``tag``,
-        ``site`` often are): fewer pieces."""
-        k = len(self.seq[rows])
-        parts: list[bytes | list[bytes]] = [b'{"rank":%d,"seq":' % self.rank]
-        texts: dict[str, list[bytes]] = {}
-        for piece in _ROWS[code]:
-            if isinstance(piece, str):
-                col = texts.get(piece)
-                if col is None:
-                    col = texts[piece] = self._texts(piece, rows)
-                if len(col) > 1:
-                    parts.append(col)
-                    continue
-                piece = col[0]
-            if isinstance(parts[-1], bytes):
-                parts[-1] += piece
-            else:
-                parts.append(piece)
+    def _pieces(self, rows: list[tuple[int, slice | npt.NDArray[np.intp]]]) -> list[bytes]:
+        """The pieces of lines, for ``rows``: pairs (shape, rows of that shape), each
+        selecting as many rows; one line of each pair in turn.  A column with one
+        value in all the rows of a pair is written into the constant text around
+        it (a rank's ``comm``, ``tag``, ``site`` often are): fewer pieces."""
+        k = len(self.seq[rows[0][1]])
+        parts: list[bytes | list[bytes]] = [b""]
+        for code, sel in rows:
+            texts: dict[str, list[bytes]] = {}
+            for piece in (b'{"rank":%d,"seq":' % self.rank, *_ROWS[code]):
+                if isinstance(piece, str):
+                    col = texts.get(piece)
+                    if col is None:
+                        col = texts[piece] = self._texts(piece, sel)
+                    if len(col) > 1:
+                        parts.append(col)
+                        continue
+                    piece = col[0]
+                if isinstance(parts[-1], bytes):
+                    parts[-1] += piece
+                else:
+                    parts.append(piece)
         width = len(parts)
         out: list[bytes] = [b""] * (k * width)
         for j, part in enumerate(parts):
@@ -218,7 +231,7 @@ class CompactColumns(Sequence[Record]):
         if name == "site":
             table = [orjson.dumps(s) for s in self.sites[:int(col.max()) + 1]]
             return list(map(table.__getitem__, col.tolist()))
-        return orjson.dumps(col, option=_NUMPY)[1:-1].split(b",")
+        return orjson.dumps(np.ascontiguousarray(col), option=_NUMPY)[1:-1].split(b",")
 
 
 def compact_columns(decoder: CompactDecoder, body: dict[str, Any], nprocs: int

@@ -125,3 +125,30 @@ def test_a_ring_batch_is_taken_whole() -> None:
     assert [r["kind"] for r in cols] == ["send", "recv", "consume", "final"]
     assert cols[2]["send"] == [2, 4] and cols[2]["tag"] == 3
     assert cols[2]["t"] == pytest.approx(0.75 + 1500e-9)
+
+
+@pytest.mark.parametrize("records", [1, 2, 3, 4, 5, 200, 201])
+def test_rows_of_a_periodic_pattern_are_written_as_the_dicts_are(records: int) -> None:
+    """A ring's rows (send, recv, consume: period 3) with 0, 1 or 2 rows past the
+    last whole period, and a final at the end (no period then): the lines are
+    orjson's of the dicts."""
+    recs = []
+    seq = 0
+    for i in range(records):
+        if i % 2 == 0:
+            recs.append(RECORD.pack(MVK_SEND, MVC_BLOCKING, 0, 1 + i % 3, seq, 0.1 * i, 0, 1, i,
+                                    0, 0, i))
+            seq += 1
+        else:
+            recs.append(RECORD.pack(MVK_RECV_CONSUME, MVC_BLOCKING | MVC_SEND, 0, 2, seq, 0.2,
+                                    3 << 32, 1, 4, (5 << 32) | 1, i, i))
+            seq += 2
+    for final in (False, True):
+        body = compact_body(0, b"".join(recs) + (
+            RECORD.pack(MVK_FINAL, 0, 0, 0, seq, 9.0, 0, 0, 0, 0, 0, -1) if final else b""),
+            1, list(SITES), 0, [])
+        oracle, error = CompactDecoder(0).decode(body)
+        cols = compact_columns(CompactDecoder(0), body, NPROCS)
+        assert error is None and cols is not None
+        assert cols.jsonl() == b"".join(orjson.dumps(r, option=orjson.OPT_APPEND_NEWLINE)
+                                        for r in oracle)
