@@ -4,7 +4,9 @@ A :class:`RaceTable` holds the ``races`` of the spec's report ("Analysis
 report") as NumPy columns, one row per entry in report order, and gives the
 entries back as dicts only when asked (:meth:`RaceTable.entries`, iteration:
 a chunk at a time), so a report can be sorted, grouped, marked, counted and
-serialised without a dict per race (about 600 bytes each).  It is a
+serialised without a dict per race (about 600 bytes each): its JSON is
+written from the columns (:meth:`RaceTable.json_chunks`, the bytes orjson
+gives for the dicts), its text from row tuples (:meth:`RaceTable.rows`).  It is a
 ``Sequence`` of entry dicts: code that only reads entries takes it as it
 takes a list; entries it yields are fresh dicts, so changes to them are not
 kept (change the columns).
@@ -212,11 +214,6 @@ class RaceTable(Sequence[dict[str, Any]]):
     def __iter__(self) -> Iterator[dict[str, Any]]:
         for lo in range(0, len(self), CHUNK):
             yield from self.entries(lo, lo + CHUNK)
-
-    def chunks(self) -> Iterator[list[dict[str, Any]]]:
-        """The entries, :data:`CHUNK` at a time."""
-        for lo in range(0, len(self), CHUNK):
-            yield self.entries(lo, lo + CHUNK)
 
     def rows(self) -> Iterator[tuple[Any, ...]]:
         """Each row's values in :data:`COLUMNS` order, as Python values, string
