@@ -176,7 +176,9 @@ def found_races(report: Report) -> Sequence[dict[str, Any]]:
 def exit_code(report: Report) -> int:
     """0 when no race, no deadlock (potential ones included) and no error was found,
     else 1 (spec)."""
-    return 1 if found_races(report) or report["deadlocks"] or report.get("errors") else 0
+    races = report["races"]
+    found = _found_mask(races).any() if isinstance(races, RaceTable) else found_races(report)
+    return 1 if found or report["deadlocks"] or report.get("errors") else 0
 
 
 def legend_examples(report: Report) -> list[dict[str, Any]]:
