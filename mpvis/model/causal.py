@@ -85,10 +85,6 @@ class CausalRelease:
         #: comm -> (instance, joined clock row, largest Lamport clock of its entries)
         self._coll_cache: dict[int, tuple[int, int, int]] = {}
         self._out_idx = array("q")  # global indices of the records being released
-        #: Merge the clocks of a rank's ready consumes together
-        #: (:meth:`ClockStore.merge_many`); False: one by one (the reference the
-        #: tests compare with).
-        self.batch_merges = True
 
     # ------------------------------------------------------------ told by others
     def appended(self, cols: Batch, k: int, start: int, records: list[Record] | None) -> None:
@@ -107,17 +103,10 @@ class CausalRelease:
             pending = self._pending
             if records is None:
                 records = [self.store.record_at(start + i) for i in range(k)]
-            for i in np.flatnonzero(cols.comm[:k] == 0).tolist():
-                records[i].setdefault("comm", 0)
-            ranks = cols.rank[:k]
-            order = np.argsort(ranks, kind="stable")
-            sr = ranks[order]
-            bounds = np.flatnonzero(sr[1:] != sr[:-1]) + 1
-            los, his = [0, *bounds.tolist()], [*bounds.tolist(), k]
-            pos = order.tolist()
-            get = records.__getitem__
-            for r, lo, hi in zip(sr[los].tolist(), los, his, strict=True):
-                pending[r].extend(map(get, pos[lo:hi]))
+            for rec in records[:k]:
+                if "comm" not in rec:
+                    rec["comm"] = 0
+                pending[rec["rank"]].append(rec)
 
     def truncated(self, before: list[int], kept: list[int]) -> None:
         """The store dropped events: rank ``r`` had ``before[r]`` events and
@@ -239,12 +228,6 @@ class CausalRelease:
         c_rank, c_seq = store.c_rank.data, store.c_seq.data
         done = self.done
         merge_one = self.clocks.merge_one
-        # ready consumes' merges, deferred and done together (ClockStore.merge_many)
-        # before anything reads this rank's clock rows, when batch_merges is set
-        m_seq: list[int] = []
-        m_q: list[int] = []
-        m_qs: list[int] = []
-        batch = self.batch_merges
         lam_base = self._lam_last[r] + 1  # Lamport clock of event a, before jumps
         jumps: list[tuple[int, int]] = []
         jumped = 0
@@ -267,7 +250,6 @@ class CausalRelease:
                         break
                     lg = self._lost_cause(g)
                     if lg >= 0:  # a lost send: after every recorded event of its rank
-                        self._merge_deferred(r, m_seq, m_q, m_qs)
                         merge_one(r, stop, c_rank[lg], c_seq[lg])
                         first = max(first, c_lamport[lg] + 1)
                 else:
@@ -278,13 +260,7 @@ class CausalRelease:
                             end = stop
                             break
                     else:
-                        if batch and q != r:
-                            m_seq.append(stop)
-                            m_q.append(q)
-                            m_qs.append(qs)
-                        else:  # a message to itself: its send's clock may be deferred
-                            self._merge_deferred(r, m_seq, m_q, m_qs)
-                            merge_one(r, stop, q, qs)
+                        merge_one(r, stop, q, qs)
                         if c_lamport[sg] >= first:
                             first = c_lamport[sg] + 1
                         if analyzers:
@@ -292,7 +268,6 @@ class CausalRelease:
                             if "send" not in rec:
                                 rec["send"] = [q, qs]
             elif code == K_COLL_EXIT:
-                self._merge_deferred(r, m_seq, m_q, m_qs)
                 joined = self._collective_clock(r, stop, final)
                 if joined is None:
                     end = stop
@@ -307,20 +282,10 @@ class CausalRelease:
             c_lamport[g] = first
             done[r] = stop + 1
             final = False  # only the first blocked event is forced
-        self._merge_deferred(r, m_seq, m_q, m_qs)
         if end > a:
             self._release(r, a, end, out, work, lam_base=lam_base, jumps=jumps)
         else:
             done[r] = a
-
-    def _merge_deferred(self, r: int, seqs: list[int], senders: list[int],
-                        sseqs: list[int]) -> None:
-        """Merge the clocks of the ready consumes deferred so far (and forget them)."""
-        if seqs:
-            self.clocks.merge_many(r, seqs, senders, sseqs)
-            seqs.clear()
-            senders.clear()
-            sseqs.clear()
 
     def _release(self, r: int, a: int, b: int, out: list[Record], work: set[int], *,
                  lam_base: int, jumps: list[tuple[int, int]]) -> None:

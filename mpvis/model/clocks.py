@@ -31,8 +31,6 @@ _CHUNK_BYTES = 32 << 20
 _MAX_SHIFT = 13
 #: Row 0 is all zeros: the source of a merge that has nothing earlier to merge.
 ZERO_ROW = 0
-#: Runs of at least this many merges are done with whole-array operations.
-_VECTOR_MERGES = 8
 
 
 class ClockStore:
@@ -104,50 +102,6 @@ class ClockStore:
         out[rank] = seq + 1
         self.merge_seq[rank].append(seq)
         rows.append(row)
-
-    def merge_many(self, rank: int, seqs: list[int], senders: list[int],
-                   sseqs: list[int]) -> None:
-        """:meth:`merge_one` for each ``(seqs[i], (senders[i], sseqs[i]))`` in
-        order (consumes of ``rank`` in seq order and their sends, none of
-        ``rank`` itself and every one with its clock known).
-
-        A long run is one cumulative maximum: row ``i`` is the maximum of the
-        rank's previous row and the senders' clocks up to ``i`` (each send's
-        own component raised to ``sseq + 1``), then the diagonal set to
-        ``seq + 1``, which is at least every other value the column can hold
-        (what happened before a consume on its own rank precedes it)."""
-        n = len(seqs)
-        if n < _VECTOR_MERGES:
-            for seq, q, s in zip(seqs, senders, sseqs, strict=True):
-                self.merge_one(rank, seq, q, s)
-            return
-        gov = np.fromiter((self._governing(q, s) for q, s in zip(senders, sseqs, strict=True)),
-                          dtype=np.int64, count=n)
-        block = self._gather(gov)
-        at = np.arange(n)
-        q_arr = np.asarray(senders, dtype=np.int64)
-        block[at, q_arr] = np.maximum(block[at, q_arr], np.asarray(sseqs, dtype=np.int32) + 1)
-        rows = self.merge_row[rank]
-        np.maximum(block[0], self._row(rows[-1] if rows else ZERO_ROW), out=block[0])
-        np.maximum.accumulate(block, axis=0, out=block)
-        block[:, rank] = np.asarray(seqs, dtype=np.int32) + 1
-        first = self._nrows
-        self._write_rows(block)
-        self.merge_seq[rank].extend(seqs)
-        rows.extend(range(first, first + n))
-
-    def _write_rows(self, block: IntVec) -> None:
-        """Append the rows of ``block`` after the last row (new chunks as needed)."""
-        sh, mk = self._shift, self._mask
-        lo, end = self._nrows, self._nrows + len(block)
-        while lo < end:
-            c = lo >> sh
-            if c == len(self._chunks):
-                self._chunks.append(np.empty((1 << sh, self.nprocs), dtype=np.int32))
-            hi = min(end, (c + 1) << sh)
-            self._chunks[c][lo & mk:(lo & mk) + hi - lo] = block[lo - self._nrows:hi - self._nrows]
-            lo = hi
-        self._nrows = end
 
     def join(self, others: list[tuple[int, int]]) -> int:
         """A row (owned by no event) holding the componentwise maximum of the
