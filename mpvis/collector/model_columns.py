@@ -26,13 +26,18 @@ _CODE = np.zeros(256, dtype=np.int8)
 for _mvk, _kind in ((MVK_SEND, R.SEND), (MVK_RECV, R.RECV), (MVK_CONSUME, R.CONSUME),
                     (MVK_FINAL, R.FINAL)):
     _CODE[_mvk] = R.KIND_CODE[_kind]
+#: The recorder kinds whose fields are all in the model's columns.
+_COLUMNS_ONLY = np.isin(np.arange(256), (MVK_SEND, MVK_RECV, MVK_CONSUME, MVK_FINAL))
 
 
 def model_batch(block: CompactColumns, sites: SiteTable) -> Batch | None:
     """The model's columns of ``block``'s records (``extract``'s, for their dicts), their
     sites numbered in ``sites``; ``None`` when a value does not fit the model's
-    32-bit columns or a ``call`` its column (``extract`` then decides, with its
-    error or extras)."""
+    32-bit columns or a ``call`` its column, or when a record has fields held in
+    no column (a wait, a collective, a state): ``extract`` then decides, with its
+    error or extras."""
+    if not _COLUMNS_ONLY[block.kind].all():  # waits, collectives, states: extract's extras
+        return None
     n = len(block)
     final = block.kind == MVK_FINAL
     p2p = ~final

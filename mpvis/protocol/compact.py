@@ -237,6 +237,15 @@ class CompactDecoder:
             return out, f"truncated batch: {len(recs) - whole} bytes of a partial record"
         return out, None
 
+    def expand_one(self, fields: tuple[Any, ...], extra0: int, extras: list[Any]
+                   ) -> Record | None:
+        """One record of kind 1 to 8 (the fields of :data:`RECORD`) as
+        :meth:`expand` gives it, ``None`` if it cannot be expanded."""
+        try:
+            return self._expand(fields, extra0, extras)
+        except _BadRecord:
+            return None
+
     def _site(self, site_id: int) -> str | None:
         if not 0 <= site_id < len(self._sites):
             raise _BadRecord(f"unknown site id {site_id}")

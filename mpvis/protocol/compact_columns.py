@@ -9,11 +9,15 @@ their two rows, checks the per-record rules of
 :meth:`CompactColumns.jsonl` writes the trace lines with one
 ``orjson`` call per column, not per record.
 
+The records of variable size (waits, collectives, states: their payloads
+are Python values) are expanded and checked one by one, as the dict path
+does, and their lines put among the others.
+
 Contract of :func:`compact_columns`: it returns ``None``, having changed
-nothing, for any batch it does not take whole: a kind other than send, recv,
-consume, kind 9 and final, a buffer send or a consume carrying ``chan``
-(the send resolver must see those), an unknown site id, a truncated record,
-a record breaking a rule, or ``seq`` values that do not follow one another.
+nothing, for any batch it does not take whole: an unknown kind, a buffer
+send or a consume carrying ``chan`` (the send resolver must see those), an
+unknown site id or payload, a truncated record, a record breaking a rule or
+holding a value JSON cannot, or ``seq`` values that do not follow one another.
 The caller then expands the batch with :meth:`CompactDecoder.decode
 <mpvis.protocol.compact.CompactDecoder.decode>`, which names the bad record and
 its rule as before.  Otherwise the batch's new sites join the decoder's table
@@ -40,14 +44,19 @@ from mpvis.protocol.codes import (
     MVC_CHAN,
     MVC_SEND,
     MVC_SYNC,
+    MVK_COLL,
+    MVK_COLL_EXIT,
     MVK_CONSUME,
     MVK_FINAL,
     MVK_RECV,
     MVK_RECV_CONSUME,
     MVK_SEND,
+    MVK_STATE,
+    MVK_WAIT,
 )
-from mpvis.protocol.compact import RECORD_SIZE, CompactDecoder, check_compact
+from mpvis.protocol.compact import RECORD, RECORD_SIZE, CompactDecoder, check_compact
 from mpvis.protocol.record_types import Record
+from mpvis.protocol.records import RecordError, check_record
 
 __all__ = ["RECORD_DTYPE", "CompactColumns", "compact_columns"]
 
@@ -96,17 +105,24 @@ def _row(shape: int, call: bool) -> tuple[str | bytes, ...]:
 #: The pieces of a row of each (shape, has call), ``2 * shape + has call``.
 _ROWS: Final = tuple(_row(s, c) for s in range(len(_SHAPES)) for c in (False, True))
 _TRUE_FALSE: Final = (b"false", b"true")
+#: The shape of a row of another kind (:data:`_OTHERS`).
+_OTHER: Final = -1
 #: The longest period of row shapes :meth:`CompactColumns.jsonl` looks for.
 _PERIODS: Final = 6
 _P2P: Final = (MVK_SEND, MVK_RECV, MVK_CONSUME)
+#: Kinds with a variable payload: their rows are expanded and checked one by one.
+_OTHERS: Final = (MVK_WAIT, MVK_COLL, MVK_COLL_EXIT, MVK_STATE)
+#: The recorder kinds a batch taken as columns may hold.
+_TAKEN: Final = np.isin(np.arange(256), (*_P2P, *_OTHERS, MVK_FINAL, MVK_RECV_CONSUME))
 
 
 class CompactColumns(Sequence[Record]):
     """One rank's records of one ``COMPACT`` batch, as columns (see the module docstring).
 
     Columns (NumPy arrays, one row per trace record, in ``seq`` order): ``kind``
-    (``MVK_SEND``, ``MVK_RECV``, ``MVK_CONSUME`` or ``MVK_FINAL`` of
-    :mod:`mpvis.protocol.codes`), ``seq``, ``t``, ``site`` (an id of
+    (``MVK_SEND``, ``MVK_RECV``, ``MVK_CONSUME``, ``MVK_FINAL`` of
+    :mod:`mpvis.protocol.codes`, or ``MVK_WAIT``, ``MVK_COLL``, ``MVK_COLL_EXIT``,
+    ``MVK_STATE``: rows whose other columns mean nothing), ``seq``, ``t``, ``site`` (an id of
     :attr:`sites`; 0: none), ``comm``, ``peer`` (a send's ``dest``, a receive's
     or consume's ``src``), ``tag``, ``blocking``, ``sync``, ``req`` (bool: the
     record has ``req``, equal to its ``seq``), ``ref`` (a consume's ``recv``),
@@ -114,10 +130,11 @@ class CompactColumns(Sequence[Record]):
     A ``Sequence`` of the records' dicts, built on first use.
     """
 
-    def __init__(self, cols: dict[str, npt.NDArray[Any]], decoder: CompactDecoder, recs: bytes
-                 ) -> None:
+    def __init__(self, cols: dict[str, npt.NDArray[Any]], decoder: CompactDecoder,
+                 body: dict[str, Any], others: dict[int, bytes]) -> None:
         """``cols``: the columns above and ``shape`` (each row's index of ``_ROWS``);
-        ``decoder`` and ``recs``: the rank's decoder and the batch's bytes."""
+        ``decoder`` and ``body``: the rank's decoder and the batch; ``others``: the
+        journal lines of the rows of other kinds (waits, collectives, states), by row."""
         self.rank = decoder.rank
         self.kind: npt.NDArray[np.uint8] = cols["kind"]
         self.seq: npt.NDArray[np.int64] = cols["seq"]
@@ -136,7 +153,8 @@ class CompactColumns(Sequence[Record]):
         self.sites: list[str | None] = decoder.site_table
         self._shape: npt.NDArray[np.intp] = cols["shape"]
         self._decoder = decoder
-        self._recs = recs
+        self._body = body
+        self._others = others
         self._records: list[Record] | None = None
 
     @property
@@ -152,7 +170,8 @@ class CompactColumns(Sequence[Record]):
     def records(self) -> list[Record]:
         """The records as dicts: :meth:`CompactDecoder.decode`'s expansion of the batch."""
         if self._records is None:
-            self._records = self._decoder.expand(self._recs, 0, [])[0]
+            b = self._body
+            self._records = self._decoder.expand(b["recs"], b["extra0"], b["extras"])[0]
         return self._records
 
     def __len__(self) -> int:
@@ -174,11 +193,13 @@ class CompactColumns(Sequence[Record]):
         and the pieces are interleaved by slice assignment.  Rows whose shapes
         (the keys they have) repeat with a short period (a ring's send, receive,
         consume...) are written as rows of that many lines; otherwise the lines of
-        each shape are made apart and put back in ``seq`` order."""
+        each shape are made apart and put back in ``seq`` order, with those of
+        the rows of other kinds (made one by one)."""
         n = len(self)
         shape = self._shape
-        period = next((p for p in range(1, _PERIODS + 1)
-                       if p >= n or np.array_equal(shape[p:], shape[:-p])), None)
+        period = None if self._others else next(
+            (p for p in range(1, _PERIODS + 1)
+             if p >= n or np.array_equal(shape[p:], shape[:-p])), None)
         if period is not None:
             whole = n - n % period
             out = self._pieces([(int(shape[j]), slice(j, whole, period))
@@ -188,8 +209,12 @@ class CompactColumns(Sequence[Record]):
             return b"".join(out)
         lines = np.empty(n, dtype=object)
         for code in np.unique(shape).tolist():
+            if code == _OTHER:
+                continue
             idx = np.flatnonzero(shape == code)
             lines[idx] = b"".join(self._pieces([(code, idx)])).split(b"\n")[:-1]
+        for row, line in self._others.items():
+            lines[row] = line
         return b"\n".join(lines.tolist()) + b"\n"
 
     def _pieces(self, rows: list[tuple[int, slice | npt.NDArray[np.intp]]]) -> list[bytes]:
@@ -250,19 +275,48 @@ def compact_columns(decoder: CompactDecoder, body: dict[str, Any], nprocs: int
     raw = np.frombuffer(recs, dtype=RECORD_DTYPE)
     kind, flags = raw["kind"], raw["flags"]
     merged = kind == MVK_RECV_CONSUME
-    if (not np.isin(kind, (*_P2P, MVK_FINAL, MVK_RECV_CONSUME)).all()
+    if (not _TAKEN[kind].all()
             or (flags & (MVC_BUF | MVC_CHAN)).any()
-            or int(raw["site"].max()) >= len(sites)
-            or (raw["seq"] < 0).any() or (raw["seq"] > _SEQ_MAX).any()):
+            or int(raw["site"].max()) >= len(sites)):
         return None
     cols, shape = _expanded(raw, merged)
-    if not _rules_hold(cols, nprocs):
-        return None
     seq = cols["seq"]
-    if (np.diff(seq) != 1).any():
+    if not (_rules_hold(cols, nprocs) and seq[0] >= 0 and seq[-1] <= _SEQ_MAX
+            and not (np.diff(seq) != 1).any()):
         return None
+    known = len(decoder.site_table)
     decoder.take_sites(body)
-    return CompactColumns({**cols, "shape": shape}, decoder, recs)
+    others = _other_lines(decoder, body, cols["kind"], nprocs)
+    if others is None:
+        del decoder.site_table[known:]  # nothing changed
+        return None
+    return CompactColumns({**cols, "shape": shape}, decoder, body, others)
+
+
+def _other_lines(decoder: CompactDecoder, body: dict[str, Any], kind: npt.NDArray[np.uint8],
+                 nprocs: int) -> dict[int, bytes] | None:
+    """The journal lines (without newline) of the rows of other kinds (waits,
+    collectives, states), each expanded and checked as the dict path does, by row;
+    ``None`` if one cannot be expanded, breaks a rule or is no JSON."""
+    rows = np.flatnonzero(np.isin(kind, _OTHERS))
+    if not len(rows):
+        return {}
+    recs, extra0, extras = body["recs"], body["extra0"], body["extras"]
+    # a row's record: rows before it include one extra row per merged receive
+    merged = np.frombuffer(recs, dtype=RECORD_DTYPE)["kind"] == MVK_RECV_CONSUME
+    row_of = np.arange(len(merged)) + np.concatenate(([0], np.cumsum(merged)[:-1]))
+    index = np.searchsorted(row_of, rows)
+    out: dict[int, bytes] = {}
+    for row, i in zip(rows.tolist(), index.tolist(), strict=True):
+        rec = decoder.expand_one(RECORD.unpack_from(recs, i * RECORD_SIZE), extra0, extras)
+        if rec is None:
+            return None
+        try:
+            check_record(rec, nprocs)
+            out[row] = orjson.dumps(rec)
+        except (RecordError, TypeError):
+            return None
+    return out
 
 
 def _expanded(raw: npt.NDArray[Any], merged: npt.NDArray[np.bool_]
@@ -301,13 +355,16 @@ def _expanded(raw: npt.NDArray[Any], merged: npt.NDArray[np.bool_]
     shape[is_cons] = _CONS_NOSEND
     shape[has_send] = _CONS
     shape[tail[has_send[tail]]] = _MCONS_SEND
+    other = np.isin(kind, _OTHERS)
     cols = {
         "kind": kind.astype(np.uint8), "seq": seq, "t": t, "site": site, "comm": comm,
         "peer": peer, "tag": tag, "blocking": blocking, "sync": (flags & MVC_SYNC) != 0,
         "req": (is_send | is_recv) & ~blocking, "ref": ref, "sseq": np.where(has_send, sseq, -1),
         "has_send": has_send, "call": call,
     }
-    return cols, 2 * shape + (call >= 0)
+    shape = 2 * shape + (call >= 0)
+    shape[other] = _OTHER
+    return cols, shape
 
 
 def _rules_hold(c: dict[str, npt.NDArray[Any]], nprocs: int) -> bool:
@@ -317,6 +374,7 @@ def _rules_hold(c: dict[str, npt.NDArray[Any]], nprocs: int) -> bool:
     kind, peer, tag = c["kind"], c["peer"], c["tag"]
     recv, cons = kind == MVK_RECV, kind == MVK_CONSUME
     low = np.where(recv, -1, 0)  # a receive's src and tag may be wildcards
-    bad = (kind != MVK_FINAL) & ((c["comm"] < 0) | (peer < low) | (peer >= nprocs) | (tag < low))
+    p2p = (kind == MVK_SEND) | recv | cons
+    bad = p2p & ((c["comm"] < 0) | (peer < low) | (peer >= nprocs) | (tag < low))
     bad |= cons & ((c["ref"] < 0) | (c["has_send"] & (c["sseq"] < 0)))
     return not bad.any()

@@ -16,11 +16,14 @@ from mpvis.protocol.codes import (
     MVC_PAIR,
     MVC_SEND,
     MVC_SYNC,
+    MVK_COLL,
+    MVK_COLL_EXIT,
     MVK_CONSUME,
     MVK_FINAL,
     MVK_RECV,
     MVK_RECV_CONSUME,
     MVK_SEND,
+    MVK_STATE,
     MVK_WAIT,
 )
 from mpvis.protocol.compact import RECORD, CompactDecoder, compact_body, needs_channels
@@ -44,7 +47,7 @@ _KINDS = (MVK_SEND, MVK_RECV, MVK_CONSUME, MVK_RECV_CONSUME, MVK_FINAL, MVK_SEND
 def _record(draw: st.DrawFn, good: bool) -> tuple[Any, ...]:
     """The fields of one compact record but ``seq``: valid ones when ``good``, else
     anything (values out of range, unknown sites, waits, channel flags...)."""
-    kind = draw(st.sampled_from(_KINDS if good else (*_KINDS, MVK_WAIT)))
+    kind = draw(st.sampled_from((*_KINDS, *_PAYLOADS) if draw(st.booleans()) else _KINDS))
     flags = draw(st.sampled_from(_GOOD_FLAGS if good else _FLAGS))
     site = draw(st.sampled_from([1, 2, 3, 1, 0] if good else [1, 9]))
     t = draw(st.floats(allow_nan=True, allow_infinity=True, width=64) | st.floats(0, 100))
@@ -61,19 +64,46 @@ def _record(draw: st.DrawFn, good: bool) -> tuple[Any, ...]:
     return (kind, flags, 0, site, 0, t, comm, peer, draw(small), c, draw(small), call)
 
 
+#: Payloads of the variable-size kinds, good ones, then bad ones (rule broken, no JSON).
+_PAYLOADS: dict[int, tuple[list[Any], list[Any]]] = {
+    MVK_WAIT: ([[0, 3], []], ["x", [1.5]]),
+    MVK_COLL: ([["barrier", {}], ["bcast", {"root": 1, "count": 2, "dtype": "i"}]],
+               [["bcast", {"root": -5}], ["gather", {"blob": b"z"}], "x"]),
+    MVK_COLL_EXIT: (["barrier"], [7, ""]),
+    MVK_STATE: ([{"i": 1, "s": "a"}, {}], [{"l": [1]}, ["x"]]),
+}
+
+
 @st.composite
 def bodies(draw: st.DrawFn) -> dict[str, Any]:
     """A ``COMPACT`` body, mostly of valid records."""
     good = draw(st.integers(0, 4)) > 0
     recs = draw(st.lists(_record(good), min_size=1, max_size=40))
     seq = draw(st.sampled_from([0, 0, 7, 2**40]))
+    extra0 = draw(st.sampled_from([0, 5]))
+    extras: list[Any] = []
     packed = bytearray()
     for fields in recs:
-        packed += RECORD.pack(*fields[:4], seq, *fields[5:])
+        c = fields[9]
+        if fields[0] in _PAYLOADS:
+            ok, bad = _PAYLOADS[fields[0]]
+            c = extra0 + len(extras)
+            extras.append(draw(st.sampled_from(ok if good else ok + bad)))
+            if not good and draw(st.integers(0, 5)) == 0:
+                c += 100  # not among the batch's payloads
+        packed += RECORD.pack(*fields[:4], seq, *fields[5:9], c, *fields[10:])
         seq += 2 if fields[0] == MVK_RECV_CONSUME else 1
         if not good and draw(st.integers(0, 10)) == 0:
             seq += 1  # a gap
-    return compact_body(0, bytes(packed), 1, list(SITES), 0, [])
+    return compact_body(0, bytes(packed), 1, list(SITES), extra0, extras)
+
+
+def _json(records: list[dict[str, Any]]) -> bool:
+    try:
+        orjson.dumps(records)
+    except TypeError:
+        return False
+    return True
 
 
 def _checks(records: list[dict[str, Any]]) -> bool:
@@ -92,10 +122,10 @@ def test_columns_hold_exactly_the_records_of_decode(body: dict[str, Any], rank: 
     oracle, error = CompactDecoder(rank).decode(body)
     decoder = CompactDecoder(rank)
     cols = compact_columns(decoder, body, NPROCS)
-    # taken whole: every good batch without waits, buffer sends or channel consumes
+    # taken whole: every good batch without buffer sends or channel consumes
     # (needs_channels: any record flagged so, as the central process routes them)
     takeable = (error is None and rank < NPROCS and _checks(oracle) and not needs_channels(body)
-                and not any(r["kind"] == "wait" for r in oracle))
+                and _json(oracle))
     if cols is None:
         assert decoder.site_table == [None]  # nothing changed
         assert not takeable
