@@ -112,6 +112,8 @@ _PERIODS: Final = 6
 _P2P: Final = (MVK_SEND, MVK_RECV, MVK_CONSUME)
 #: Kinds with a variable payload: their rows are expanded and checked one by one.
 _OTHERS: Final = (MVK_WAIT, MVK_COLL, MVK_COLL_EXIT, MVK_STATE)
+_KIND_NAMES: Final = {MVK_WAIT: "wait", MVK_COLL: "coll", MVK_COLL_EXIT: "coll_exit",
+                      MVK_STATE: "state"}
 #: The recorder kinds a batch taken as columns may hold.
 _TAKEN: Final = np.isin(np.arange(256), (*_P2P, *_OTHERS, MVK_FINAL, MVK_RECV_CONSUME))
 
@@ -308,9 +310,11 @@ def _other_lines(decoder: CompactDecoder, body: dict[str, Any], kind: npt.NDArra
     index = np.searchsorted(row_of, rows)
     out: dict[int, bytes] = {}
     for row, i in zip(rows.tolist(), index.tolist(), strict=True):
-        rec = decoder.expand_one(RECORD.unpack_from(recs, i * RECORD_SIZE), extra0, extras)
-        if rec is None:
-            return None
+        fields = RECORD.unpack_from(recs, i * RECORD_SIZE)
+        rec = decoder.expand_one(fields, extra0, extras)
+        if rec is None or (rec["rank"], rec["seq"], rec["kind"]) != (
+                decoder.rank, fields[4], _KIND_NAMES[fields[0]]):
+            return None  # (a collective's fields may name rank, seq or kind: the dict path)
         try:
             check_record(rec, nprocs)
             out[row] = orjson.dumps(rec)

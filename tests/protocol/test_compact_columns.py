@@ -68,7 +68,8 @@ def _record(draw: st.DrawFn, good: bool) -> tuple[Any, ...]:
 _PAYLOADS: dict[int, tuple[list[Any], list[Any]]] = {
     MVK_WAIT: ([[0, 3], []], ["x", [1.5]]),
     MVK_COLL: ([["barrier", {}], ["bcast", {"root": 1, "count": 2, "dtype": "i"}]],
-               [["bcast", {"root": -5}], ["gather", {"blob": b"z"}], "x"]),
+               [["bcast", {"root": -5}], ["gather", {"blob": b"z"}], "x",
+                ["barrier", {"seq": 0}], ["barrier", {"kind": "final"}]]),
     MVK_COLL_EXIT: (["barrier"], [7, ""]),
     MVK_STATE: ([{"i": 1, "s": "a"}, {}], [{"l": [1]}, ["x"]]),
 }
@@ -98,6 +99,18 @@ def bodies(draw: st.DrawFn) -> dict[str, Any]:
     return compact_body(0, bytes(packed), 1, list(SITES), extra0, extras)
 
 
+_NAMES = {MVK_SEND: ["send"], MVK_RECV: ["recv"], MVK_CONSUME: ["consume"],
+          MVK_RECV_CONSUME: ["recv", "consume"], MVK_FINAL: ["final"], MVK_WAIT: ["wait"],
+          MVK_COLL: ["coll"], MVK_COLL_EXIT: ["coll_exit"], MVK_STATE: ["state"]}
+
+
+def _kinds_kept(body: dict[str, Any], records: list[dict[str, Any]]) -> bool:
+    """Whether each record has its compact record's kind (a collective's payload
+    may name another, which only the dict path takes)."""
+    kinds = [k for f in RECORD.iter_unpack(body["recs"]) for k in _NAMES.get(f[0], ["?"])]
+    return kinds == [r["kind"] for r in records]
+
+
 def _json(records: list[dict[str, Any]]) -> bool:
     try:
         orjson.dumps(records)
@@ -125,7 +138,7 @@ def test_columns_hold_exactly_the_records_of_decode(body: dict[str, Any], rank: 
     # taken whole: every good batch without buffer sends or channel consumes
     # (needs_channels: any record flagged so, as the central process routes them)
     takeable = (error is None and rank < NPROCS and _checks(oracle) and not needs_channels(body)
-                and _json(oracle))
+                and _json(oracle) and _kinds_kept(body, oracle))
     if cols is None:
         assert decoder.site_table == [None]  # nothing changed
         assert not takeable
