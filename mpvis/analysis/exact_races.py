@@ -6,14 +6,14 @@ maps records onto the paper's events as described in
 it finds conflicting (the definition before Theorem 2.2): the execution has a
 race if and only if it reports at least one.
 
-Clocks.  Every event and match gets a Type A clock (section 3.1, packed ints of
-:mod:`mpvis.analysis.exact_clocks`); a record's own component is its ``seq`` + 1.
-A match gets a Type D clock (section 3.4), kept sparse (rank -> value) and only
-for matches whose receive has a wildcard source, the only ones that can
-conflict.  The event that rule 3 of section 2.5 puts after a WR is, here, the
-consume itself, and after a WS the sender's next communication record (the
-``wait`` of a nonblocking send): records in between are internal events, which
-order nothing else, so the tests of Theorem 3.4 give the same answers.
+Clocks.  Every event and match gets a Type A clock (section 3.1, one 32-bit
+component per rank); a record's own component is its ``seq`` + 1.  A match gets
+a Type D clock (section 3.4; 0 where a rank has no entry) only if its receive
+has a wildcard source, the only ones that can conflict.  The event that rule 3
+of section 2.5 puts after a WR is, here, the consume itself, and after a WS the
+sender's next communication record (the ``wait`` of a nonblocking send):
+records in between are internal events, which order nothing else, so the tests
+of Theorem 3.4 give the same answers.
 
 Consistent order.  The paper reads events and matches in an order consistent
 with R_h^+ (section 4).  The stream (``mpvis.model.stream``) is only causally
@@ -41,12 +41,11 @@ closed one per tag.  The detector may so list only some conflicting pairs;
 
 Implementation.  The algorithm runs in C (``mpvis/analysis/_cexact.c``, built by
 ``pip install``): each record is read from its dict once, when it arrives, and
-clocks are arrays of 32-bit components (the layout of
-:mod:`mpvis.analysis.exact_clocks`, one word per rank).  This module is its
-Python face: the same contract (``feed`` any batches of the causally ordered
-stream, ``finish`` at the end of input), results as tuples and report entries.
-A record the model's validation would refuse (a field missing or not an int)
-raises ``ValueError``/``TypeError`` naming the field; out of memory raises
+clocks are arrays of 32-bit components.  This module is its Python face: the
+same contract (``feed`` any batches of the causally ordered stream, ``finish``
+at the end of input), results as tuples, report entries or an array.  A record
+the model's validation would refuse (a field missing or not an int) raises
+``ValueError``/``TypeError`` naming the field; out of memory raises
 ``MemoryError`` and leaves the detector unusable.
 """
 
