@@ -525,9 +525,12 @@ class CentralProcess:
 
     def _journal_columns(self, run: _Run, block: CompactColumns) -> None:
         assert run.journal is not None
-        if run.journal.append_columns(block):
+        written = run.journal.append_columns(block)
+        if written:
             run.max_rank = max(run.max_rank, block.rank)
-            self._callback(self.on_records, block)
+            # the whole block, or what the disk took of it (the rest is counted as lost)
+            self._callback(self.on_records, block if written == len(block)
+                           else block.records()[:written])
 
     def _report_ends(self, run: _Run) -> None:
         """Report the ends of ranks that have no record held back (in arrival order)."""

@@ -21,10 +21,12 @@ import contextlib
 import logging
 import os
 from collections.abc import Callable
-from itertools import groupby
+from itertools import groupby, pairwise
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from mpvis.model.ingest import valid_prefix
 from mpvis.protocol.compact_columns import CompactColumns
@@ -39,6 +41,7 @@ log = logging.getLogger(__name__)
 #: Records written and flushed at a time: if the disk fills up, the pieces
 #: before the failing one stay in the file.
 WRITE_PIECE = 1024
+_NEWLINE = ord("\n")
 #: Refusals logged one by one per journal; later ones are only counted.
 LOGGED_REFUSALS = 20
 _RANK, _SEQ, _KIND = itemgetter("rank"), itemgetter("seq"), itemgetter("kind")
@@ -189,11 +192,13 @@ class Journal:
         through :meth:`append` one by one (duplicates dropped, a gap refused)."""
         return block.first_seq == self._next_seq.get(block.rank, 0)
 
-    def append_columns(self, block: CompactColumns) -> bool:
+    def append_columns(self, block: CompactColumns) -> int:
         """Admit, write and flush a rank's batch :meth:`takes` accepts, written from
-        its columns (:meth:`CompactColumns.jsonl`, no dict per record); whether it
-        was written.  A failed write is handled as in :meth:`append` (the file cut
-        back to its last whole line, the block and every later record unwritten)."""
+        its columns (:meth:`CompactColumns.jsonl`, no dict per record); how many of
+        its records were written (a prefix).  As in :meth:`append`, it is written
+        in pieces of :data:`WRITE_PIECE` records, and a failed write cuts the file
+        back to its last whole line: the pieces before it stay, the rest of the
+        block and every later record are unwritten."""
         assert self.takes(block)
         n = len(block)
         self._next_seq[block.rank] = block.first_seq + n
@@ -201,17 +206,28 @@ class Journal:
             self.finals.add(block.rank)
         if self.failed is not None:
             self.unwritten += n
-            return False
+            return 0
+        lines = block.jsonl()
+        ends = [0]
+        if n > WRITE_PIECE:  # where every WRITE_PIECE-th line ends
+            newlines = np.flatnonzero(np.frombuffer(lines, dtype=np.uint8) == _NEWLINE)
+            ends += (newlines[WRITE_PIECE - 1:-1:WRITE_PIECE] + 1).tolist()
+        ends.append(len(lines))
+        done = 0
         try:
-            self._writer.write_bytes(block.jsonl(), n)
-            self._writer.flush()
-            if self._good_size is not None:
-                self._good_size = self.path.stat().st_size
+            for start, end in pairwise(ends):
+                count = min(WRITE_PIECE, n - done)
+                self._writer.write_bytes(lines[start:end], count)
+                self._writer.flush()
+                if self._good_size is not None:
+                    self._good_size = self.path.stat().st_size
+                done += count
         except OSError as exc:
-            self._fail(exc, n)
-            return False
+            self.written += done
+            self._fail(exc, n - done)
+            return done
         self.written += n
-        return True
+        return n
 
     def _fail(self, exc: OSError, pending: int) -> None:
         self.failed = (f"cannot write the trace {self.path}: {exc.strerror or exc}; it keeps "
