@@ -167,7 +167,7 @@ class Requirements:
 
 def _arr(code: str, values: npt.NDArray[Any]) -> array[int]:
     out = array(code)
-    out.frombytes(np.ascontiguousarray(values, dtype=np.dtype(code)).tobytes())
+    out.frombytes(memoryview(np.ascontiguousarray(values, dtype=np.dtype(code))).cast("B"))
     return out
 
 
@@ -179,6 +179,13 @@ def requirements(m: ModelManager) -> Requirements:
     (their request lists) and collective entries (operation, root, group) are
     read from the records' extra fields one by one.
     """
+    counts, rows, groups, coll_at = _rows(m)
+    return _table(counts, rows, groups, coll_at)  # the run's arrays freed before the sort
+
+
+def _rows(m: ModelManager) -> tuple[list[int], list[tuple[npt.NDArray[Any], ...]],
+                                    list[_AllEntered], tuple[list[int], list[int], list[int]]]:
+    """The unsorted requirement rows of :func:`requirements`, by kind."""
     ev = run_arrays(m.store)
     counts = ev.counts
     counts_a = np.asarray(counts, np.int64)
@@ -265,7 +272,7 @@ def requirements(m: ModelManager) -> Requirements:
     groups: list[_AllEntered] = []
     coll_at: tuple[list[int], list[int], list[int]] = ([], [], [])  # rank, pos, group
     _collectives(ev, np.flatnonzero(kind_rm == _COLL), add, groups, coll_at)
-    return _table(counts, rows, groups, coll_at)
+    return counts, rows, groups, coll_at
 
 
 def _collectives(ev: RunArrays, colls: npt.NDArray[Any],
@@ -325,13 +332,16 @@ def _table(counts: list[int], rows: list[tuple[npt.NDArray[Any], ...]],
     """Sort the rows by (rank, position, generating record, order in it) and
     index them by checkpoint."""
     n = len(counts)
-    cols = [np.concatenate(c) for c in zip(*rows, strict=True)] if rows \
-        else [np.zeros(0, np.int64)] * 8
-    rank, at, gen, sub, nr, ns, cause, kind = cols
-    o = np.lexsort((sub, gen, at, rank))
-    rank, at, gen, nr, ns, cause, kind = (x[o] for x in (rank, at, gen, nr, ns, cause, kind))
+
+    def col(i: int) -> npt.NDArray[Any]:
+        """Column ``i`` of every row, in the order of ``rows`` (made when asked,
+        so only one whole column at a time exists beside the rows)."""
+        return np.concatenate([r[i] for r in rows]) if rows else np.zeros(0, np.int64)
+
     width = max(counts, default=0) + 2
-    row_key = rank.astype(np.int64) * width + at
+    row_key = col(0).astype(np.int64) * width + col(1)  # (rank, at)
+    o = np.lexsort((col(3), col(2), row_key))
+    row_key = row_key[o]
     c_rank = np.asarray(coll_at[0], np.int64)
     c_key = c_rank * width + np.asarray(coll_at[1], np.int64)
     cp_key = np.union1d(row_key, c_key)
@@ -339,12 +349,14 @@ def _table(counts: list[int], rows: list[tuple[npt.NDArray[Any], ...]],
     cp_start = np.searchsorted(cp_rank, np.arange(n + 1))
     row_start = np.searchsorted(row_key, cp_key)
     row_start = np.append(row_start, len(row_key))
+    del row_key, cp_rank
     group = np.full(len(cp_key), -1, np.int64)
     group[np.searchsorted(cp_key, c_key)] = np.asarray(coll_at[2], np.int64)
     return Requirements(
         counts=counts, cp_start=_arr("q", cp_start), cp_pos=_arr("q", cp_key % width),
-        row_start=_arr("q", row_start), need_rank=_arr("i", nr), need_seq=_arr("q", ns),
-        cause_seq=_arr("i", cause), kind=_arr("b", kind), gen=_arr("i", gen),
+        row_start=_arr("q", row_start), need_rank=_arr("i", col(4)[o]),
+        need_seq=_arr("q", col(5)[o]), cause_seq=_arr("i", col(6)[o]),
+        kind=_arr("b", col(7)[o]), gen=_arr("i", col(2)[o]),
         group=_arr("i", group), groups=groups)
 
 
