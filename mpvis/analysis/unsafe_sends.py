@@ -167,7 +167,7 @@ class Requirements:
 
 def _arr(code: str, values: npt.NDArray[Any]) -> array[int]:
     out = array(code)
-    out.frombytes(memoryview(np.ascontiguousarray(values, dtype=np.dtype(code))).cast("B"))
+    out.frombytes(np.ascontiguousarray(values, dtype=np.dtype(code)).view(np.uint8).data)
     return out
 
 
