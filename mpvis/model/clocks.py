@@ -13,12 +13,18 @@ Rows live in fixed-size chunks (no reallocation as the run grows); row 0 is
 all zeros, the "previous row" of a rank's first merge, so a merge is always
 one ``np.maximum`` written straight into its new row, plus two raised
 components.  Nothing here loops over events in Python beyond one call per merge.
+
+Components are counts of events of one rank, so rows are stored as 16-bit
+unsigned integers while every count fits (65,535 events per rank: half the
+memory of 32-bit rows); the first merge that needs a larger count widens every
+chunk to 32 bits, once.  Queries return 32-bit values whatever the storage.
 """
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -31,6 +37,9 @@ _CHUNK_BYTES = 32 << 20
 _MAX_SHIFT = 13
 #: Row 0 is all zeros: the source of a merge that has nothing earlier to merge.
 ZERO_ROW = 0
+#: The narrow storage of the rows and the largest component it holds.
+_NARROW = np.uint16
+_NARROW_MAX = int(np.iinfo(_NARROW).max)
 
 
 class ClockStore:
@@ -43,18 +52,30 @@ class ClockStore:
             shift -= 1
         self._shift = shift
         self._mask = (1 << shift) - 1
-        self._chunks: list[IntVec] = [np.zeros((1 << shift, nprocs), dtype=np.int32)]
+        self._dtype: type[np.unsignedinteger[Any]] | type[np.int32] = _NARROW
+        self._limit = _NARROW_MAX  # the largest component the rows can hold
+        self._chunks: list[npt.NDArray[Any]] = [np.zeros((1 << shift, nprocs), dtype=_NARROW)]
         self._nrows = 1  # row 0: ZERO_ROW
         self.merge_seq: list[array[int]] = [array("i") for _ in range(nprocs)]
         self.merge_row: list[array[int]] = [array("i") for _ in range(nprocs)]
 
     # -- building ---------------------------------------------------------
-    def _new_row(self) -> tuple[int, IntVec]:
+    def _fit(self, count: int) -> None:
+        """Make the rows able to hold the component ``count`` (widen them to
+        32 bits, once, when the narrow storage cannot); before a new row is
+        reserved, since widening replaces the chunks."""
+        if count > self._limit:
+            for i, chunk in enumerate(self._chunks):
+                self._chunks[i] = chunk.astype(np.int32)
+            self._dtype = np.int32
+            self._limit = int(np.iinfo(np.int32).max)
+
+    def _new_row(self) -> tuple[int, npt.NDArray[Any]]:
         """Reserve a row; return its id and a writable view of it."""
         row = self._nrows
         c = row >> self._shift
         if c == len(self._chunks):
-            self._chunks.append(np.empty((1 << self._shift, self.nprocs), dtype=np.int32))
+            self._chunks.append(np.empty((1 << self._shift, self.nprocs), dtype=self._dtype))
         self._nrows = row + 1
         return row, self._chunks[c][row & self._mask]
 
@@ -63,7 +84,8 @@ class ClockStore:
         i = bisect_right(self.merge_seq[q], s) - 1
         return self.merge_row[q][i] if i >= 0 else ZERO_ROW
 
-    def _joined_into(self, out: IntVec, base: int, others: list[tuple[int, int]]) -> None:
+    def _joined_into(self, out: npt.NDArray[Any], base: int,
+                     others: list[tuple[int, int]]) -> None:
         """``out`` = max of row ``base`` and the clocks of ``others``."""
         chunks = self._chunks
         out[:] = chunks[base >> self._shift][base & self._mask]
@@ -79,6 +101,7 @@ class ClockStore:
         Every event in ``others`` must already have its clock (causal order);
         events of one rank are merged in seq order.
         """
+        self._fit(max([seq] + [s for _, s in others]) + 1)
         rows = self.merge_row[rank]
         row, out = self._new_row()
         self._joined_into(out, rows[-1] if rows else ZERO_ROW, others)
@@ -88,6 +111,7 @@ class ClockStore:
 
     def merge_one(self, rank: int, seq: int, q: int, s: int) -> None:
         """:meth:`merge` with one other event ``(q, s)`` (a consume and its send)."""
+        self._fit(max(seq, s) + 1)
         chunks = self._chunks
         rows = self.merge_row[rank]
         prev = rows[-1] if rows else ZERO_ROW
@@ -107,12 +131,14 @@ class ClockStore:
         """A row (owned by no event) holding the componentwise maximum of the
         clocks of ``others``, for :meth:`merge_joined`: the members of a
         collective share it."""
+        self._fit(max((s for _, s in others), default=-1) + 1)
         row, out = self._new_row()
         self._joined_into(out, ZERO_ROW, others)
         return row
 
     def merge_joined(self, rank: int, seq: int, joined: int) -> None:
         """Event ``(rank, seq)`` merges a row made by :meth:`join`."""
+        self._fit(seq + 1)
         chunks = self._chunks
         rows = self.merge_row[rank]
         prev = rows[-1] if rows else ZERO_ROW
@@ -133,13 +159,14 @@ class ClockStore:
         return out
 
     # -- queries --------------------------------------------------------
-    def _row(self, row: int) -> IntVec:
-        vec: IntVec = self._chunks[row >> self._shift][row & self._mask]
+    def _row(self, row: int) -> npt.NDArray[Any]:
+        """Row ``row`` as stored (a view, 16 or 32 bits)."""
+        vec: npt.NDArray[Any] = self._chunks[row >> self._shift][row & self._mask]
         return vec
 
     def clock(self, rank: int, seq: int) -> IntVec:
         """The full vector clock of event ``(rank, seq)`` (a fresh array)."""
-        vec = self._row(self._governing(rank, seq)).copy()
+        vec = self._row(self._governing(rank, seq)).astype(np.int32)
         vec[rank] = seq + 1
         return vec
 
