@@ -271,6 +271,13 @@ def report_lines(report: Report, *, source: str | None = None, summary: bool = F
     nsup = int((c["suppressed"] != 0).sum())
     if nsup:
         yield f"({nsup} races marked intended are not shown nor counted)"
+    yield from outcome_lines(report, nr, nx_)
+
+
+def outcome_lines(report: Report, classified: int, exact_only: int) -> list[str]:
+    """The end of :func:`format_report`: deadlocks, errors, ranks that did not
+    finish, and the summary line counting ``classified`` races shown by the
+    classifier and ``exact_only`` more found by the exact test."""
     out: list[str] = []
     if report["deadlocks"]:
         out.append(f"Deadlocks: {len(report['deadlocks'])}")
@@ -291,8 +298,8 @@ def report_lines(report: Report, *, source: str | None = None, summary: bool = F
         site = f" ({r['site']})" if r.get("site") else ""
         detail = f": {r['detail']}" if r.get("detail") else ""
         out.append(f"rank {r['rank']} {r['status']}{where}{site}{detail}")
-    nd, ne = len(report["deadlocks"]), len(errors)
+    nr, nd, ne = classified, len(report["deadlocks"]), len(errors)
     out.append(f"Summary: {nr} race{'s' * (nr != 1)} by the classifier, "
-               f"{nx_} more by the exact test, {nd} deadlock{'s' * (nd != 1)}, "
+               f"{exact_only} more by the exact test, {nd} deadlock{'s' * (nd != 1)}, "
                f"{ne} error{'s' * (ne != 1)}.")
-    yield from out
+    return out

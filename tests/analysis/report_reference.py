@@ -11,15 +11,15 @@ serialised one entry at a time.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
 
 from mpvis.analysis.exact_events import exact_entry
 from mpvis.analysis.pipeline import Analyses
-from mpvis.analysis.race_groups import Group, SiteOf, _ranks_text, group_key, relative_site
-from mpvis.analysis.report import SHOWN_VERDICTS
+from mpvis.analysis.race_groups import Group, SiteOf, format_groups, group_key, relative_site
+from mpvis.analysis.report import SHOWN_VERDICTS, outcome_lines
 from mpvis.protocol import records as R
 
 Report = dict[str, Any]
@@ -101,28 +101,6 @@ def reference_group_races(
     return out
 
 
-def reference_format_groups(groups: Sequence[Group], entries: Iterable[dict[str, Any]]
-                            ) -> list[str]:
-    """Lines for a person, one per group, counting only ``entries`` (races of the
-    report annotated by :func:`group_races`, e.g. those shown); groups left
-    with none give no line."""
-    counts: dict[int, Counter[str]] = {}
-    for e in entries:
-        if "group" in e:
-            counts.setdefault(int(e["group"]), Counter())[str(e["verdict"])] += 1
-    lines = []
-    for i, g in enumerate(groups):
-        if i not in counts:
-            continue
-        c = counts[i]
-        what = ("recv " + g["sites"][0] + " vs send " + g["sites"][1] if g["method"] == "exact"
-                else g["sites"][0] + "  /  " + g["sites"][1])
-        by = ", ".join(f"{n} {v}" for v, n in sorted(c.items()))
-        lines.append(f"  {sum(c.values()):>7} x {what} [{g['method']}] ({by}; "
-                     f"{_ranks_text(g['ranks'])}; e.g. {g['example']})")
-    return lines
-
-
 def reference_found_races(report: Report) -> list[dict[str, Any]]:
     """Races a user is shown by default (legitimate or unverified, not marked
     intended: ``suppressed``, :mod:`mpvis.analysis.race_suppress`)."""
@@ -144,7 +122,7 @@ def _format_groups(report: Report, shown: list[Any], unseen: list[Any]) -> list[
     groups = report.get("groups")
     if not groups or not (shown or unseen):
         return []
-    lines = reference_format_groups(groups, [*shown, *unseen])
+    lines = format_groups(groups, [*shown, *unseen])  # its dict path
     return [f"Races by site pair: {len(lines)} group{'s' * (len(lines) != 1)}", *lines]
 
 
@@ -179,30 +157,7 @@ def reference_format_report(report: Report, *, source: str | None = None,
     nsup = sum(1 for e in report["races"] if e.get("suppressed"))
     if nsup:
         out.append(f"({nsup} races marked intended are not shown nor counted)")
-    if report["deadlocks"]:
-        out.append(f"Deadlocks: {len(report['deadlocks'])}")
-        for d in report["deadlocks"]:
-            tag = f"{d['kind']}, potential" if d.get("potential") else d["kind"]
-            out.append(f"  [{tag}] ranks {', '.join(map(str, d['ranks']))}: {d['reason']}")
-    else:
-        out.append("No deadlocks found.")
-    errors = report.get("errors", [])
-    if errors:
-        out.append(f"Errors: {len(errors)}")
-        out.extend(f"  [{e['kind']}] ranks {', '.join(map(str, e['ranks']))}: {e['reason']}"
-                   for e in errors)
-    for r in report.get("ranks", []):
-        if r["status"] == "finished":
-            continue
-        where = f" at event {r['at']}" if "at" in r else ""
-        site = f" ({r['site']})" if r.get("site") else ""
-        detail = f": {r['detail']}" if r.get("detail") else ""
-        out.append(f"rank {r['rank']} {r['status']}{where}{site}{detail}")
-    nr, nx_, nd = len(shown), len(unseen), len(report["deadlocks"])
-    ne = len(errors)
-    out.append(f"Summary: {nr} race{'s' * (nr != 1)} by the classifier, "
-               f"{nx_} more by the exact test, {nd} deadlock{'s' * (nd != 1)}, "
-               f"{ne} error{'s' * (ne != 1)}.")
+    out.extend(outcome_lines(report, len(shown), len(unseen)))  # not in question
     return "\n".join(out)
 
 
