@@ -17,6 +17,8 @@ Extension points (documented in ``docs/gui.md``; keep them stable):
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +41,10 @@ BUCKET_PX = frame.BUCKET_PX
 MAX_SYMBOLS = frame.MAX_SYMBOLS
 #: The frame index is rebuilt at most this often while a run streams in (ms).
 INDEX_MS = 1000
+#: From this many events on, a stale frame index is rebuilt on a worker thread
+#: while the previous one keeps serving frames (an index of 1M events took
+#: seconds of the GUI thread: the longest frame of a 1M-event load, issue 16).
+ASYNC_INDEX_MIN = 100_000
 GRID_COLOR = "#eceff1"
 
 _STOP_SPECS = [
@@ -110,6 +116,9 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
     #: a left click on no event, or anywhere in the density view: the row clicked
     #: (folded rank groups expand on it)
     row_clicked = QtCore.Signal(int)
+    #: a frame index built on a worker thread (the index, the generation it was
+    #: asked in); queued to the GUI thread
+    _index_built = QtCore.Signal(object, int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent, background="w")
@@ -123,6 +132,9 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self._index: frame.FrameIndex | None = None
         self._index_age = QtCore.QElapsedTimer()
         self._index_age.start()
+        self._index_gen = 0  # bumped when the model, layout or axis changes
+        self._index_building = False  # a worker thread builds the next index
+        self._index_built.connect(self._take_index)
         self._lost_segments = np.zeros((0, 4))
         self.lod_note = ""
         self._extents = np.zeros((0, 2))
@@ -230,6 +242,7 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         already built (off the GUI thread).
         """
         self.model = model
+        self._index_gen += 1  # an index still being built is for the old model
         if model is not None and (layout is None or layout.model is not model):
             layout = Layout(model)
         self.layout_ = layout
@@ -384,10 +397,44 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
                 )
             )
         )
-        if stale or fi is None:
+        if stale and fi is not None and fi.layout is lay and fi.logical == self.logical \
+                and lay.count >= ASYNC_INDEX_MIN:
+            self._build_index_async(lay, msgs)  # the events newer than ``fi`` get a plain pass
+        elif stale or fi is None:
+            self._index_gen += 1  # one being built meanwhile is older than this one
             fi = self._index = frame.FrameIndex(lay, msgs, self.logical)
             self._index_age.restart()
         return fi
+
+    def _build_index_async(self, lay: Layout, msgs: messages.MessageIndex) -> None:
+        """Build the next frame index on a worker thread from a copy of the layout's
+        events (:class:`~mpvis.scene.frame.IndexInput`); :meth:`_take_index` installs it.
+        One build at a time: a stale index asked for meanwhile waits for it."""
+        if self._index_building:
+            return
+        self._index_building = True
+        data = frame.IndexInput.copy_of(lay, self.logical)
+        logical, gen = self.logical, self._index_gen
+
+        def build() -> None:
+            index = frame.FrameIndex(lay, msgs, logical, data)
+            with contextlib.suppress(RuntimeError):  # the view was deleted meanwhile
+                self._index_built.emit(index, gen)
+
+        threading.Thread(target=build, name="mpvis-frame-index", daemon=True).start()
+
+    def _take_index(self, index: frame.FrameIndex, gen: int) -> None:
+        """GUI thread: a frame index built by :meth:`_build_index_async`; used unless
+        the model, layout or axis changed since it was asked for."""
+        self._index_building = False
+        self._index_age.restart()
+        if gen != self._index_gen or index.layout is not self.layout_ \
+                or index.logical != self.logical:
+            return
+        self._index = index
+        if self.layout_ is not None and index.count == self.layout_.count:
+            self._msgs = index.msgs
+        self.schedule_redraw()
 
     def _selected_message(self, msgs: messages.MessageIndex) -> np.ndarray | None:
         """Row of the selected event's message in ``msgs`` (always drawn), if any."""

@@ -56,8 +56,16 @@ def race_key(r: Race) -> tuple[int, int, tuple[int, int], tuple[int, int]] | Non
     return (r.rank, r.recvs[0], (m1[0], m1[1]), (m2[0], m2[1]))
 
 
-def exact_key(e: ExactRace) -> tuple[int, int, tuple[int, int], tuple[int, int]]:
+ExactKey = tuple[int, int, tuple[int, int], tuple[int, int]]
+
+
+def exact_key(e: ExactRace) -> ExactKey:
     return (e.rank, e.recv, (e.s1[0], e.s1[1]), (e.s2[0], e.s2[1]))
+
+
+def exact_keys(exact: list[ExactRace]) -> set[ExactKey]:
+    """The :func:`exact_key` of every race (what the ✓ of a classifier race looks up)."""
+    return {exact_key(e) for e in exact}
 
 
 _VERDICT_COLORS = {
@@ -90,7 +98,7 @@ class RaceTableModel(ColumnsTableModel):
         #: the program's directory: sites are shown relative to it
         self.base: str | None = None
         self.races: list[Row] = []
-        self.confirmed: set[tuple[int, int, tuple[int, int], tuple[int, int]]] = set()
+        self.confirmed: set[ExactKey] = set()
 
     def set_races(self, races: list[Row]) -> None:
         self.beginResetModel()
@@ -246,9 +254,24 @@ class RacePanel(QtWidgets.QWidget):
 
     def set_exact(self, exact: list[ExactRace]) -> None:
         """The exact detector's races; classifier races they confirm get a ✓."""
-        self._exact = list(exact)
-        self.model.confirmed = {exact_key(e) for e in exact}
+        self._take_exact(exact)
         self.refilter()
+
+    def set_lists(self, races: list[Race], exact: list[ExactRace] | None,
+                  confirmed: set[ExactKey] | None = None) -> None:
+        """:meth:`set_races` and (unless ``exact`` is ``None``) :meth:`set_exact` with
+        one pass of the filters (a pass over a 1M-event trace's races is long);
+        ``confirmed``: :func:`exact_keys` of ``exact``, if known."""
+        self._all = list(races)
+        if exact is not None:
+            self._take_exact(exact, confirmed)
+        self.refilter()
+
+    def _take_exact(self, exact: list[ExactRace],
+                    confirmed: set[ExactKey] | None = None) -> None:
+        if exact is not self._exact:
+            self._exact = list(exact)
+        self.model.confirmed = exact_keys(exact) if confirmed is None else confirmed
 
     def is_confirmed(self, race: Race) -> bool:
         key = race_key(race)

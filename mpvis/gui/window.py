@@ -40,7 +40,7 @@ from mpvis.gui.legend import LegendStrip
 from mpvis.gui.loader import TraceLoader
 from mpvis.gui.overview import Overview
 from mpvis.gui.panels import Area, registered_panels
-from mpvis.gui.race_panel import RacePanel
+from mpvis.gui.race_panel import ExactKey, RacePanel
 from mpvis.gui.race_popup import RaceNotifier
 from mpvis.gui.race_settings import RaceSettings
 from mpvis.gui.rank_folding import FOLD_MIN_RANKS, RankFolder
@@ -80,6 +80,8 @@ OVERVIEW_MS = 1000
 #: thread: time spent redrawing is not spent loading).
 LOADING_REDRAW_S = 1.0
 LOADING_REDRAW_SHARE = 0.2
+#: Races are offered to the notifier for at most this long per drain (ms).
+OFFER_MS = 30
 _AREAS = {
     "left": QtCore.Qt.DockWidgetArea.LeftDockWidgetArea,
     "right": QtCore.Qt.DockWidgetArea.RightDockWidgetArea,
@@ -129,6 +131,13 @@ class MainWindow(WindowApi):
         self.progress: QtWidgets.QProgressDialog | None = None
         self._last_overview = QtCore.QElapsedTimer()
         self._last_overview.start()
+        #: the exact races listed: (detector, how many it had found, the list, their
+        #: keys for the race panel's ✓ if known)
+        self._exact_list: tuple[object, int, list[ExactRace], set[ExactKey] | None] | None = None
+        #: (id of that list, classifier race count) the race panel shows
+        self._races_shown: tuple[int, int] | None = None
+        #: ids of races to offer to the notifier (:meth:`_offer_some`)
+        self._to_offer: deque[int] = deque()
         self._build()
         self._timer = QtCore.QTimer(self)
         self._timer.setInterval(DRAIN_MS)
@@ -261,6 +270,8 @@ class MainWindow(WindowApi):
         self.races.model.base = program_dir(model.header) if model is not None else None
         self.changes.clear()
         self.races.clear()
+        self._exact_list = self._races_shown = None
+        self._to_offer.clear()
         header = model.header if model is not None else {}
         self.notifier.reset(RaceSettings.load(header, self.settings_dir))
         self.diagram.set_model(model, layout, index)
@@ -358,6 +369,11 @@ class MainWindow(WindowApi):
     def _exact_ready(self, loader: TraceLoader) -> None:
         """The exact races of the opened trace are in: list them, mark confirmations."""
         if self.model is not None and loader.path == Path(self.source):
+            a = self.analyses
+            if a is not None and a.exact is not None and loader.exact_races is not None:
+                # built on the loader thread: the GUI thread only shows them
+                self._exact_list = (a.exact, len(loader.exact_races), loader.exact_races,
+                                    loader.exact_keys)
             self._note_deadlocks()  # the deadlock monitor ran in the same pass
             self.statusBar().showMessage("exact races (Cypher and Leu) computed", 5000)
 
@@ -415,6 +431,8 @@ class MainWindow(WindowApi):
         if fed:
             self._idle.restart()
             self._idle_checked = False
+        if self._to_offer:
+            self._offer_some()
         if not self.changes and not fed:
             self._check_idle()
             return
@@ -489,16 +507,48 @@ class MainWindow(WindowApi):
             return {}
         return {r: s for d in a.deadlock.deadlocks for r, s in d.events}
 
+    def _exact_races(self) -> list[ExactRace] | None:
+        """The exact detector's races, built once per number found (a 1M-event trace
+        has a quarter of a million: building them took a second of the GUI thread,
+        and every deadlock or race noted asked again)."""
+        a = self.analyses
+        if a is None or a.exact is None:
+            return None
+        n = len(a.exact.conflicts())
+        got = self._exact_list
+        if got is None or got[0] is not a.exact or got[1] != n:
+            got = self._exact_list = (a.exact, n, a.exact.races, None)
+        return got[2]
+
     def _races_changed(self, ids: list[int]) -> None:
         m = self.model
         assert m is not None
-        if self.analyses is not None and self.analyses.exact is not None:
-            self.races.set_exact(self.analyses.exact.races)
-        self.races.set_races(m.potential_races())
-        for rid in dict.fromkeys(ids):
-            race = m.races.races[rid]
-            if race.potential:
-                self.notifier.offer(race, race_tags(m, race))
+        exact = self._exact_races()
+        shown = (id(exact), len(m.races.races))
+        if ids or shown != self._races_shown:  # else the race list is as shown
+            new = self._races_shown is None or shown[0] != self._races_shown[0]
+            keys = self._exact_list[3] if self._exact_list is not None else None
+            self.races.set_lists(m.potential_races(), exact if new else None, keys)
+            self._races_shown = shown
+        self._to_offer.extend(ids)
+        self._offer_some()
+
+    def _offer_some(self) -> None:
+        """Offer the races added or changed to the notifier, for at most
+        :data:`OFFER_MS` (the rest on the next drains: the end of a 1M-event load
+        changes a quarter of a million races, seconds of offers at once)."""
+        m = self.model
+        if m is None:
+            self._to_offer.clear()
+            return
+        clock = QtCore.QElapsedTimer()
+        clock.start()
+        todo = self._to_offer
+        while todo and clock.elapsed() < OFFER_MS:
+            for rid in [todo.popleft() for _ in range(min(len(todo), 256))]:
+                race = m.races.races[rid]
+                if race.potential:
+                    self.notifier.offer(race, race_tags(m, race))
         self.notifier.refresh()
 
     # ------------------------------------------------------------ races

@@ -78,20 +78,52 @@ def visible_pixels(
     return np.clip(hi - lo, 0.0, 1.0) * length
 
 
-class FrameIndex:
-    """Events and messages of one layout on one time axis, ready for viewport queries."""
+@dataclass(frozen=True)
+class IndexInput:
+    """What a :class:`FrameIndex` is built from: the laid-out events' ``x`` on one
+    time axis, ranks and symbol classes, as of ``count`` events.
 
-    def __init__(self, layout: Layout, msgs: MessageIndex, logical: bool) -> None:
+    :meth:`copy_of` takes copies, no views: the model's and the layout's columns
+    live in growable buffers that cannot grow while a view of them exists, so a
+    copy lets another thread build the index while they keep growing.
+    """
+
+    count: int
+    x: FloatArray
+    ranks: IntArray
+    cls: npt.NDArray[np.int8]
+
+    @classmethod
+    def copy_of(cls, layout: Layout, logical: bool) -> IndexInput:
         n = layout.count
+        return cls(n, np.array(layout.x(logical)[:n]), layout.ranks.astype(np.int64),
+                   np.array(layout.cls))
+
+
+class FrameIndex:
+    """Events and messages of one layout on one time axis, ready for viewport queries.
+
+    ``data``: the layout's events as copied by :meth:`IndexInput.copy_of` (then
+    the index may be built on another thread; ``msgs`` holds no views either);
+    by default they are read from ``layout`` now.
+    """
+
+    def __init__(self, layout: Layout, msgs: MessageIndex, logical: bool,
+                 data: IndexInput | None = None) -> None:
+        if data is None:
+            n = layout.count
+            data = IndexInput(n, layout.x(logical)[:n], layout.ranks.astype(np.int64),
+                              layout.cls)
+        n = data.count
         self.count = n
         self.logical = logical
         self.layout = layout
         self.msgs = msgs
-        x = layout.x(logical)[:n]
-        ranks = layout.ranks.astype(np.int64)
+        x = data.x
+        ranks = data.ranks
         self.ranks = ranks
         ids = np.arange(n, dtype=np.int64)
-        self.events = BinnedItems(ids, x, x, ranks, layout.cls)
+        self.events = BinnedItems(ids, x, x, ranks, data.cls)
         xs, xc = x[msgs.send], x[msgs.consume]
         self.msg_x = np.column_stack([xs, xc]) if len(xs) else np.zeros((0, 2))
         self.msg_src = ranks[msgs.send]
