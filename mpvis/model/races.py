@@ -152,7 +152,10 @@ class RaceTracker:
         self.facts = facts
         self.races: list[Race] = []
         self._last_recv: dict[tuple[int, int], tuple[int, int, int]] = {}  # -> seq, src, tag
-        self._by_recv: dict[Key, list[int]] = {}
+        # receive (rank << 32 | seq) -> the id of its pair, or a list of both ids (a
+        # receive is the second of at most one pair and the first of at most one)
+        self._by_recv: dict[int, int | list[int]] = {}
+        self._site_pairs: dict[tuple[str | None, str | None], tuple[str | None, str | None]] = {}
         self._by_send: dict[Key, list[int]] = {}
         self._announced: set[int] = set()
         self._dirty: set[int] = set()
@@ -200,28 +203,43 @@ class RaceTracker:
         if sit in classifier.SECOND_RECV_SITUATIONS and tag1 != tag:
             return
         race = Race(rank=rank, comm=comm, recvs=(prev, seq), situation=sit)
-        race.id = len(self.races)
-        race.sites = (self.facts.site(rank, prev), self.facts.site(rank, seq))
+        race.id = rid = len(self.races)
+        sites = (self.facts.site(rank, prev), self.facts.site(rank, seq))
+        race.sites = self._site_pairs.setdefault(sites, sites)  # one tuple per site pair
         self.races.append(race)
+        by_recv = self._by_recv
         for s in (prev, seq):
-            self._by_recv.setdefault((rank, s), []).append(race.id)
-        self._dirty.add(race.id)
+            key = rank << 32 | s
+            held = by_recv.get(key)
+            if held is None:
+                by_recv[key] = rid
+            elif isinstance(held, int):
+                by_recv[key] = [held, rid]
+            else:
+                held.append(rid)
+        self._dirty.add(rid)
 
     def touch_recv(self, rank: int, recv_seq: int) -> None:
         """A consume of this receive arrived, or its message became known."""
-        ids = self._by_recv.get((rank, recv_seq))
-        if ids:
-            self._dirty.update(ids)
+        ids = self._by_recv.get(rank << 32 | recv_seq)
+        if ids is not None:
+            if isinstance(ids, int):
+                self._dirty.add(ids)
+            else:
+                self._dirty.update(ids)
 
     def touch_recvs(self, ranks: list[int], recv_seqs: list[int]) -> None:
         """:meth:`touch_recv` for each receive ``(ranks[i], recv_seqs[i])``."""
         by_recv = self._by_recv
         if by_recv:
             get, dirty = by_recv.get, self._dirty
-            for key in zip(ranks, recv_seqs, strict=True):
-                ids = get(key)
-                if ids:
-                    dirty.update(ids)
+            for r, s in zip(ranks, recv_seqs, strict=True):
+                ids = get(r << 32 | s)
+                if ids is not None:
+                    if isinstance(ids, int):
+                        dirty.add(ids)
+                    else:
+                        dirty.update(ids)
 
     def flush(self, final: bool) -> None:
         """Re-evaluate the pairs touched since the last flush, and those whose
