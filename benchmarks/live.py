@@ -44,6 +44,7 @@ import socket
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -155,8 +156,10 @@ def raw_sockets(args: argparse.Namespace) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def decode_only(args: argparse.Namespace) -> tuple[float, int]:
-    """Seconds to expand every frame of the run into records, in one thread."""
+def _time_frames(args: argparse.Namespace, per_frame: Callable[[CompactDecoder, bytes], int]
+                 ) -> tuple[float, int]:
+    """CPU seconds to run ``per_frame`` (which returns its record count) over every
+    frame of the run, rank by rank with one decoder each, in one thread."""
     bodies = [[b for _, b in _frames(r, args.senders, args.records, args.batch)]
               for r in range(args.senders)]
     t0 = time.process_time()
@@ -164,24 +167,23 @@ def decode_only(args: argparse.Namespace) -> tuple[float, int]:
     for rank, frames in enumerate(bodies):
         dec = CompactDecoder(rank)
         for body in frames:
-            n += len(dec.decode(body)[0])
+            n += per_frame(dec, body)
     return time.process_time() - t0, n
+
+
+def decode_only(args: argparse.Namespace) -> tuple[float, int]:
+    """Seconds to expand every frame of the run into records."""
+    return _time_frames(args, lambda dec, body: len(dec.decode(body)[0]))
 
 
 def columns_only(args: argparse.Namespace) -> tuple[float, int]:
     """Seconds to check every frame of the run as columns and write its journal lines."""
-    bodies = [[b for _, b in _frames(r, args.senders, args.records, args.batch)]
-              for r in range(args.senders)]
-    t0 = time.process_time()
-    n = 0
-    for rank, frames in enumerate(bodies):
-        dec = CompactDecoder(rank)
-        for body in frames:
-            cols = compact_columns(dec, body, args.senders)
-            assert cols is not None, "a ring's frame is taken whole"
-            cols.jsonl()
-            n += len(cols)
-    return time.process_time() - t0, n
+    def per_frame(dec: CompactDecoder, body: bytes) -> int:
+        cols = compact_columns(dec, body, args.senders)
+        assert cols is not None, "a ring's frame is taken whole"
+        cols.jsonl()
+        return len(cols)
+    return _time_frames(args, per_frame)
 
 
 def live(args: argparse.Namespace, tmp: Path) -> tuple[float, float, dict[str, Any]]:
