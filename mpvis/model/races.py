@@ -13,7 +13,6 @@ all records are in.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -28,27 +27,92 @@ IntArray = npt.NDArray[Any]
 Scope = Literal["adjacent", "nonadjacent"]
 
 
-@dataclass(slots=True)
 class Race:
     """A receive pair of one rank found by the 16-case classifier.
 
     ``messages`` are the ``(rank, seq)`` of the sends consumed by the two
     receives, ``None`` where a receive consumed nothing.  ``settled`` is false
     while the verdict may still change as records arrive.
+
+    The pairs of a run are many (about one per eight events of the 1M-event
+    benchmark trace), so ``recvs``, ``messages`` and ``consumes`` are held as
+    plain integers (-1 for ``None``) and given as tuples when read; two races
+    are equal when every field is.
     """
 
-    rank: int
-    comm: int
-    recvs: tuple[int, int]
-    situation: int
-    scope: Scope = "adjacent"
-    potential: bool = False
-    verdict: Verdict = "unverified"
-    messages: tuple[Key | None, Key | None] = (None, None)
-    consumes: tuple[int | None, int | None] = (None, None)
-    settled: bool = False
-    id: int = -1
-    sites: tuple[str | None, str | None] = field(default=(None, None))
+    __slots__ = ("_c1", "_c2", "_m1r", "_m1s", "_m2r", "_m2s", "_r1", "_r2", "comm", "id",
+                 "potential", "rank", "scope", "settled", "sites", "situation", "verdict")
+
+    def __init__(
+        self, rank: int, comm: int, recvs: tuple[int, int], situation: int, *,
+        scope: Scope = "adjacent", potential: bool = False, verdict: Verdict = "unverified",
+        messages: tuple[Key | None, Key | None] = (None, None),
+        consumes: tuple[int | None, int | None] = (None, None), settled: bool = False,
+        id: int = -1,
+        sites: tuple[str | None, str | None] = (None, None),
+    ) -> None:
+        self.rank = rank
+        self.comm = comm
+        self.recvs = recvs
+        self.situation = situation
+        self.scope: Scope = scope
+        self.potential = potential
+        self.verdict: Verdict = verdict
+        self.messages = messages
+        self.consumes = consumes
+        self.settled = settled
+        self.id = id
+        self.sites = sites
+
+    @property
+    def recvs(self) -> tuple[int, int]:
+        """The seqs of the two receives, in order."""
+        return self._r1, self._r2
+
+    @recvs.setter
+    def recvs(self, value: tuple[int, int]) -> None:
+        self._r1, self._r2 = value
+
+    @property
+    def messages(self) -> tuple[Key | None, Key | None]:
+        """The sends consumed by the two receives (``None``: nothing consumed)."""
+        return ((self._m1r, self._m1s) if self._m1r >= 0 else None,
+                (self._m2r, self._m2s) if self._m2r >= 0 else None)
+
+    @messages.setter
+    def messages(self, value: tuple[Key | None, Key | None]) -> None:
+        m1, m2 = value
+        self._m1r, self._m1s = m1 if m1 is not None else (-1, -1)
+        self._m2r, self._m2s = m2 if m2 is not None else (-1, -1)
+
+    @property
+    def consumes(self) -> tuple[int | None, int | None]:
+        """The seqs of the two receives' consumes (``None``: not consumed)."""
+        return (self._c1 if self._c1 >= 0 else None, self._c2 if self._c2 >= 0 else None)
+
+    @consumes.setter
+    def consumes(self, value: tuple[int | None, int | None]) -> None:
+        c1, c2 = value
+        self._c1 = c1 if c1 is not None else -1
+        self._c2 = c2 if c2 is not None else -1
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.rank, self.comm, self.recvs, self.situation, self.scope, self.potential,
+                self.verdict, self.messages, self.consumes, self.settled, self.id, self.sites)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Race)
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
+
+    def __repr__(self) -> str:
+        names = ("rank", "comm", "recvs", "situation", "scope", "potential", "verdict",
+                 "messages", "consumes", "settled", "id", "sites")
+        inner = ", ".join(f"{k}={v!r}" for k, v in zip(names, self._fields(), strict=True))
+        return f"Race({inner})"
 
     @property
     def consumption(self) -> str:
