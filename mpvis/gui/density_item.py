@@ -11,11 +11,19 @@ keep their own layers, drawn above it.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 import pyqtgraph as pg
 from PySide6 import QtCore, QtGui
 
-from mpvis.scene.density import IntArray, activity_density, density_rgba, intervals
+from mpvis.scene.density import (
+    IntArray,
+    activity_density,
+    density_rgba,
+    event_activities,
+    intervals,
+)
 from mpvis.scene.layout import Layout
 from mpvis.scene.lod import Viewport
 
@@ -36,6 +44,8 @@ class DensityItem(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no 
         self._rect = QtCore.QRectF(0, 0, 1, 1)
         self._spans: tuple[IntArray, IntArray, IntArray] | None = None
         self._spans_key: tuple[int, int] = (-1, -1)
+        self._acts = np.zeros(0, dtype=np.int8)  # event_activities, extended as events come
+        self._acts_of: weakref.ref[Layout] | None = None  # the layout they are of
 
     def clear(self) -> None:
         """Draw nothing (the diagram shows symbols)."""
@@ -53,11 +63,17 @@ class DensityItem(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no 
         key = (id(layout), layout.count)
         if self._spans is None or self._spans_key != key:  # intervals: once per layout size
             self._spans, self._spans_key = intervals(layout), key
+        if self._acts_of is None or self._acts_of() is not layout \
+                or len(self._acts) > layout.count:
+            self._acts, self._acts_of = np.zeros(0, dtype=np.int8), weakref.ref(layout)
+        if len(self._acts) < layout.count:
+            self._acts = np.concatenate([self._acts, event_activities(layout, len(self._acts))])
         rows = layout.rows.astype(np.int64) if rows is None else rows
         nrows = int(rows.max()) + 1 if len(rows) and rows.max() >= 0 else 0
         grid = activity_density(layout, logical, view.x0, view.x1,
                                 max(view.width_px // COLUMN_PX, 1),
-                                row_of_rank=rows, nrows=nrows, spans=self._spans, ids=ids)
+                                row_of_rank=rows, nrows=nrows, spans=self._spans, ids=ids,
+                                acts=self._acts)
         cells = density_rgba(grid)
         if cells.size == 0:
             self.clear()

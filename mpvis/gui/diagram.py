@@ -45,6 +45,8 @@ INDEX_MS = 1000
 #: while the previous one keeps serving frames (an index of 1M events took
 #: seconds of the GUI thread: the longest frame of a 1M-event load, issue 16).
 ASYNC_INDEX_MIN = 100_000
+#: ... when the events newer than it exceed this share of it (or the input ended).
+ASYNC_GROWTH = 0.4
 GRID_COLOR = "#eceff1"
 
 _STOP_SPECS = [
@@ -380,10 +382,20 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         While a run streams in, the index is rebuilt when the events newer than
         it exceed a fifth of it or a second has passed (the newer ones are
         drawn by a plain pass meanwhile); on a layout toggle or a new model at once.
+        From :data:`ASYNC_INDEX_MIN` events on it is rebuilt on a worker thread,
+        when the newer events exceed :data:`ASYNC_GROWTH` of it or the input has
+        ended (geometric growth: the builds of a whole load cost about as much
+        as a few of the last one, and never hold up a frame).
         """
         lay, msgs = self.layout_, self._msgs
         assert lay is not None and msgs is not None
         fi = self._index
+        ended = self.model is not None and self.model.input_ended
+        if fi is not None and fi.layout is lay and fi.logical == self.logical \
+                and lay.count >= ASYNC_INDEX_MIN:
+            if fi.count != lay.count and (ended or lay.count - fi.count > fi.count * ASYNC_GROWTH):
+                self._build_index_async(lay, msgs)  # newer events get a plain pass meanwhile
+            return fi
         stale = (
             fi is None
             or fi.layout is not lay
@@ -393,14 +405,11 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
                 and (
                     lay.count - fi.count > max(fi.count // 5, 20_000)
                     or self._index_age.elapsed() > INDEX_MS
-                    or (self.model is not None and self.model.input_ended)
+                    or ended
                 )
             )
         )
-        if stale and fi is not None and fi.layout is lay and fi.logical == self.logical \
-                and lay.count >= ASYNC_INDEX_MIN:
-            self._build_index_async(lay, msgs)  # the events newer than ``fi`` get a plain pass
-        elif stale or fi is None:
+        if stale or fi is None:
             self._index_gen += 1  # one being built meanwhile is older than this one
             fi = self._index = frame.FrameIndex(lay, msgs, self.logical)
             self._index_age.restart()

@@ -105,8 +105,10 @@ class RaceNotifier(QtWidgets.QFrame):
         self._queued = set()
         self.hide()
 
-    def offer(self, race: Race, tags: set[int]) -> bool:
-        """Consider ``race`` for notification; returns whether it was queued."""
+    def offer(self, race: Race, tags: set[int], *, count: bool = True) -> bool:
+        """Consider ``race`` for notification; returns whether it was queued.
+        ``count=False``: the "more waiting" line is left for :meth:`update_more`
+        (many offers at once)."""
         self.tags_of[id(race)] = tags
         if not self.settings.should_notify(race, tags):
             return False
@@ -116,7 +118,7 @@ class RaceNotifier(QtWidgets.QFrame):
         self._queued.add(id(race))
         if self.current is None:
             self.next()
-        else:
+        elif count:
             self._update_more()
         return True
 
@@ -171,6 +173,10 @@ class RaceNotifier(QtWidgets.QFrame):
         self.btn_tag.setEnabled(bool(tags))
         self.btn_site.setEnabled(any(r.sites))
         self.btn_rank.setText(f"Mute rank {r.rank}")
+        self._update_more()
+
+    def update_more(self) -> None:
+        """The "more waiting" line, after offers made with ``count=False``."""
         self._update_more()
 
     def _update_more(self) -> None:

@@ -351,6 +351,8 @@ class MainWindow(WindowApi):
         self.loader = None
         if analyses is not None:
             shown = analyses.model is self.model  # shown since ``started``
+            if shown:
+                self._take_exact_list(loader)
             if not shown:
                 self.set_model(analyses.model, str(loader.path), layout, analyses=analyses,
                                index=index)
@@ -369,11 +371,7 @@ class MainWindow(WindowApi):
     def _exact_ready(self, loader: TraceLoader) -> None:
         """The exact races of the opened trace are in: list them, mark confirmations."""
         if self.model is not None and loader.path == Path(self.source):
-            a = self.analyses
-            if a is not None and a.exact is not None and loader.exact_races is not None:
-                # built on the loader thread: the GUI thread only shows them
-                self._exact_list = (a.exact, len(loader.exact_races), loader.exact_races,
-                                    loader.exact_keys)
+            self._take_exact_list(loader)
             self._note_deadlocks()  # the deadlock monitor ran in the same pass
             self.statusBar().showMessage("exact races (Cypher and Leu) computed", 5000)
 
@@ -517,8 +515,18 @@ class MainWindow(WindowApi):
         n = len(a.exact.conflicts())
         got = self._exact_list
         if got is None or got[0] is not a.exact or got[1] != n:
+            if self.loader is not None:  # a trace loading: listed by the loader at its end
+                return got[2] if got is not None and got[0] is a.exact else None
             got = self._exact_list = (a.exact, n, a.exact.races, None)
         return got[2]
+
+    def _take_exact_list(self, loader: TraceLoader) -> None:
+        """The exact races the loader listed on its thread, if any (see :meth:`_exact_races`)."""
+        a = self.analyses
+        if a is not None and a.exact is not None and loader.exact_races is not None:
+            self._exact_list = (a.exact, len(loader.exact_races), loader.exact_races,
+                                loader.exact_keys)
+            loader.exact_races = loader.exact_keys = None  # held here from now on
 
     def _races_changed(self, ids: list[int]) -> None:
         m = self.model
@@ -548,7 +556,8 @@ class MainWindow(WindowApi):
             for rid in [todo.popleft() for _ in range(min(len(todo), 256))]:
                 race = m.races.races[rid]
                 if race.potential:
-                    self.notifier.offer(race, race_tags(m, race))
+                    self.notifier.offer(race, race_tags(m, race), count=False)
+        self.notifier.update_more()
         self.notifier.refresh()
 
     # ------------------------------------------------------------ races

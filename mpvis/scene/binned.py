@@ -78,14 +78,17 @@ class BinnedItems:
         ids: IntArray,
         x: FloatArray,
         x_hi: FloatArray,
-        group: IntArray,
+        group: npt.NDArray[np.integer],
         cls: npt.NDArray[np.integer],
     ) -> None:
-        ok = ~(np.isnan(x) | np.isnan(x_hi))
-        ids, x, x_hi = ids[ok], x[ok], x_hi[ok]
+        point = x_hi is x  # items without extent (events): one array serves both
+        ok = ~np.isnan(x) if point else ~(np.isnan(x) | np.isnan(x_hi))
+        ids, x = ids[ok], x[ok]
+        x_hi = x if point else x_hi[ok]
         group, cls = group[ok].astype(np.int64), cls[ok].astype(np.int64)
         order = np.argsort(x)
-        ids, x, x_hi, group, cls = ids[order], x[order], x_hi[order], group[order], cls[order]
+        ids, x, group, cls = ids[order], x[order], group[order], cls[order]
+        x_hi = x if point else x_hi[order]
         ext = x_hi - x
         cut = float(np.percentile(ext, 99)) if len(ext) > 100 else np.inf
         is_long = ext > cut
@@ -94,11 +97,13 @@ class BinnedItems:
         self.hi = float(x[-1]) if len(x) else 1.0
         span = max(self.hi - self.lo, 1e-300)
         short = ~is_long
-        self.full = _sorted(ids[short], x[short], x_hi[short])
-        self.long = _sorted(ids[is_long], x[is_long], x_hi[is_long])
+        sx, sg, sc, sids = x[short], group[short], cls[short], ids[short]
+        shi = sx if point else x_hi[short]
+        self.full = _sorted(sids, sx, shi)
+        lx = x[is_long]
+        self.long = _sorted(ids[is_long], lx, lx if point else x_hi[is_long])
         # levels, finest first: (buckets over the span, sorted representatives)
         self.levels: list[tuple[int, _Sorted]] = []
-        sx, sg, sc, sids, shi = x[short], group[short], cls[short], ids[short], x_hi[short]
         n_groups = int(sg.max()) + 1 if len(sg) else 0
         present = int(np.count_nonzero(np.bincount(sg))) if len(sg) else 1
         nb = MIN_LEVEL_BUCKETS
@@ -118,7 +123,8 @@ class BinnedItems:
             keep = keep[first]
             if len(keep) <= prev * LEVEL_SHRINK:
                 at = np.sort(keep)
-                self.levels.append((nb, _sorted(sids[at], sx[at], shi[at])))
+                lx = sx[at]
+                self.levels.append((nb, _sorted(sids[at], lx, lx if point else shi[at])))
                 prev = len(keep)
             nb //= 2
 

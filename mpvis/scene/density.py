@@ -171,6 +171,18 @@ def intervals(layout: Layout) -> tuple[IntArray, IntArray, IntArray]:
     return np.concatenate(begins), np.concatenate(ends), np.concatenate(acts)
 
 
+def event_activities(layout: Layout, start: int = 0) -> npt.NDArray[np.int8]:
+    """The point activity of the laid-out events from ``start`` on: :data:`SENDING`
+    (a send), :data:`RECEIVING` (a recv or a consume) or :data:`OTHER`; what
+    :func:`activity_density` counts per cell (``acts``, kept by a caller between
+    frames and extended as events come: an event's activity never changes)."""
+    kind = layout.model.c_kind.view()[start: layout.count]
+    out = np.full(len(kind), OTHER, dtype=np.int8)
+    out[kind == _SEND] = SENDING
+    out[(kind == _RECV) | (kind == _CONSUME)] = RECEIVING
+    return out
+
+
 def _add(out: npt.NDArray[np.float64] | npt.NDArray[np.int64], row: IntArray, col: IntArray,
          weights: FloatArray | float = 1.0) -> None:
     """``out[row, col] += weights``, repeated cells summed (``np.add.at``, but with
@@ -216,6 +228,7 @@ def activity_density(
     nrows: int | None = None,
     spans: tuple[IntArray, IntArray, IntArray] | None = None,
     ids: IntArray | None = None,
+    acts: npt.NDArray[np.int8] | None = None,
 ) -> DensityGrid:
     """The activity of every row over ``width`` pixel columns covering ``[x0, x1]``.
 
@@ -224,7 +237,10 @@ def activity_density(
     (event counts).  ``spans``: :func:`intervals` of the layout, when the caller
     keeps them between frames.  ``ids``: the events that may lie in ``[x0, x1]``
     (a superset; e.g. from the frame index's ``x``-sorted events), so that a
-    frame costs the visible events, not all of them; default every event.
+    frame costs the visible events, not all of them; default every event (also
+    when ``ids`` holds half of them or more: one pass in order costs less).
+    ``acts``: :func:`event_activities` of at least the laid-out events, when the
+    caller keeps them between frames.
     """
     if row_of_rank is None:
         row_of_rank = layout.rows.astype(np.int64)
@@ -241,27 +257,26 @@ def activity_density(
     scale = width / span
     x_all = layout.x(logical)[:n]
     rank_all = layout.ranks
-    kind_all = layout.model.c_kind.view()[:n]
+    act_all = acts[:n] if acts is not None and len(acts) >= n else event_activities(layout)
+    if ids is not None and 2 * len(ids) >= n:
+        ids = None  # most events: a sequential pass costs less than gathering them
     if ids is None:
-        xs, ranks, kind = x_all, rank_all.astype(np.int64), kind_all
+        xs, ranks, point = x_all, rank_all, act_all
     else:
         ids = np.asarray(ids, dtype=np.int64)
         ids = ids[ids < n]
-        xs, ranks, kind = x_all[ids], rank_all[ids].astype(np.int64), kind_all[ids]
+        xs, ranks, point = x_all[ids], rank_all[ids], act_all[ids]
     rows = row_of_rank[ranks]
     px = (xs - x0) * scale
     inside = (rows >= 0) & (px >= 0) & (px < width)  # NaN x: not inside
-    col = np.where(inside, px, 0).astype(np.int64)
-    _add(events, rows[inside], col[inside])
-    send = kind == _SEND
-    receive = (kind == _RECV) | (kind == _CONSUME)
-    # a message is one send and one receive: its recv and its consume count half each
-    for act, mask, w in ((SENDING, send, 1.0), (RECEIVING, receive, 0.5),
-                         (OTHER, ~(send | receive), 1.0)):
-        sel = inside & mask
-        plane = np.zeros((nrows, width))
-        _add(plane, rows[sel], col[sel], w)
-        shares[..., act] = plane
+    # one count per (row, column, point activity): the events are their sum; a
+    # message is one send and one receive, so its recv and its consume count half each
+    key = (rows[inside] * width + px[inside].astype(np.int64)) * 3 + point[inside]
+    cells = np.bincount(key, minlength=nrows * width * 3).reshape(nrows, width, 3)
+    events += cells.sum(axis=2)
+    shares[..., SENDING] = cells[..., SENDING]
+    shares[..., RECEIVING] = 0.5 * cells[..., RECEIVING]
+    shares[..., OTHER] = cells[..., OTHER]
     begin, end, act_of = spans if spans is not None else intervals(layout)
     if len(begin):
         ra = row_of_rank[rank_all[begin].astype(np.int64)]

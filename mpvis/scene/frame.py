@@ -90,13 +90,13 @@ class IndexInput:
 
     count: int
     x: FloatArray
-    ranks: IntArray
+    ranks: npt.NDArray[np.int32]
     cls: npt.NDArray[np.int8]
 
     @classmethod
     def copy_of(cls, layout: Layout, logical: bool) -> IndexInput:
         n = layout.count
-        return cls(n, np.array(layout.x(logical)[:n]), layout.ranks.astype(np.int64),
+        return cls(n, np.array(layout.x(logical)[:n]), np.array(layout.ranks),
                    np.array(layout.cls))
 
 
@@ -112,8 +112,9 @@ class FrameIndex:
                  data: IndexInput | None = None) -> None:
         if data is None:
             n = layout.count
-            data = IndexInput(n, layout.x(logical)[:n], layout.ranks.astype(np.int64),
-                              layout.cls)
+            # the ranks copied: the index keeps them, and a view would keep the
+            # model's column from growing
+            data = IndexInput(n, layout.x(logical)[:n], np.array(layout.ranks), layout.cls)
         n = data.count
         self.count = n
         self.logical = logical
@@ -126,8 +127,8 @@ class FrameIndex:
         self.events = BinnedItems(ids, x, x, ranks, data.cls)
         xs, xc = x[msgs.send], x[msgs.consume]
         self.msg_x = np.column_stack([xs, xc]) if len(xs) else np.zeros((0, 2))
-        self.msg_src = ranks[msgs.send]
-        self.msg_dst = ranks[msgs.consume]
+        self.msg_src = ranks[msgs.send].astype(np.int64)
+        self.msg_dst = ranks[msgs.consume].astype(np.int64)
         self.messages = BinnedItems(
             np.arange(len(xs), dtype=np.int64),
             np.fmin(xs, xc),

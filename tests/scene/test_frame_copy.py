@@ -47,9 +47,8 @@ def test_an_index_of_copies_frames_as_one_read_from_the_layout_while_both_grow()
     for k in range(6):
         a = lo_x + (hi_x - lo_x) * k / 6
         view = Viewport(a, a + (hi_x - lo_x) / 4, -0.5, 7.5, 900, 400)
-        fresh = FrameIndex(lay, msgs, False, IndexInput(data.count, old, lay.ranks[: data.count]
-                                                        .astype(np.int64),
-                                                        lay.cls[: data.count]))
+        fresh = FrameIndex(lay, msgs, False, IndexInput(
+            data.count, old, np.array(lay.ranks[: data.count]), lay.cls[: data.count]))
         f1, f2 = copied.frame(view), fresh.frame(view)
         assert f1.events.tolist() == f2.events.tolist()
         assert f1.messages.tolist() == f2.messages.tolist()
