@@ -96,7 +96,8 @@ class Race:
         self._c1 = c1 if c1 is not None else -1
         self._c2 = c2 if c2 is not None else -1
 
-    def _fields(self) -> tuple[object, ...]:
+    def as_tuple(self) -> tuple[object, ...]:
+        """Every field, in the constructor's order."""
         return (self.rank, self.comm, self.recvs, self.situation, self.scope, self.potential,
                 self.verdict, self.messages, self.consumes, self.settled, self.id, self.sites)
 
@@ -104,14 +105,14 @@ class Race:
         if other.__class__ is not self.__class__:
             return NotImplemented
         assert isinstance(other, Race)
-        return self._fields() == other._fields()
+        return self.as_tuple() == other.as_tuple()
 
     __hash__ = None  # type: ignore[assignment]  # mutable, as the dataclass it replaces
 
     def __repr__(self) -> str:
         names = ("rank", "comm", "recvs", "situation", "scope", "potential", "verdict",
                  "messages", "consumes", "settled", "id", "sites")
-        inner = ", ".join(f"{k}={v!r}" for k, v in zip(names, self._fields(), strict=True))
+        inner = ", ".join(f"{k}={v!r}" for k, v in zip(names, self.as_tuple(), strict=True))
         return f"Race({inner})"
 
     @property
@@ -221,7 +222,7 @@ class RaceTracker:
         self._by_recv: dict[int, int | list[int]] = {}
         self._site_pairs: dict[tuple[str | None, str | None], tuple[str | None, str | None]] = {}
         self._by_send: dict[Key, list[int]] = {}
-        self._announced: set[int] = set()
+        self._announced = bytearray()  # per race id: 1 once announced as potential
         self._dirty: set[int] = set()
         self.added: list[int] = []
         self.changed: set[int] = set()
@@ -326,10 +327,13 @@ class RaceTracker:
         waiting = evaluate(race, self.facts, final)
         if waiting is not None:
             self._by_send.setdefault(waiting, []).append(rid)
-        if race.potential and rid not in self._announced:
-            self._announced.add(rid)
+        announced = self._announced
+        if len(announced) <= rid:
+            announced.extend(bytes(len(self.races) - len(announced)))
+        if race.potential and not announced[rid]:
+            announced[rid] = 1
             self.added.append(rid)
-        elif rid in self._announced and before != (race.potential, race.verdict, race.messages):
+        elif announced[rid] and before != (race.potential, race.verdict, race.messages):
             self.changed.add(rid)
 
     def take_changes(self) -> tuple[list[int], list[int]]:
