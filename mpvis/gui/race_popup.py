@@ -42,6 +42,9 @@ class RaceNotifier(QtWidgets.QFrame):
         self.docked = docked
         self.settings = RaceSettings()
         self.tags_of: dict[int, set[int]] = {}
+        #: computes a race's tags when first needed (an offer without tags): most
+        #: offered races are never shown, and their tags matter only once a tag is muted
+        self.tags_for: Callable[[Race], set[int]] | None = None
         self.pending: list[Race] = []
         self._queued: set[int] = set()  # ids of the races in ``pending``
         self.current: Race | None = None
@@ -105,12 +108,13 @@ class RaceNotifier(QtWidgets.QFrame):
         self._queued = set()
         self.hide()
 
-    def offer(self, race: Race, tags: set[int], *, count: bool = True) -> bool:
+    def offer(self, race: Race, tags: set[int] | None, *, count: bool = True) -> bool:
         """Consider ``race`` for notification; returns whether it was queued.
         ``count=False``: the "more waiting" line is left for :meth:`update_more`
         (many offers at once)."""
-        self.tags_of[id(race)] = tags
-        if not self.settings.should_notify(race, tags):
+        if tags is not None:
+            self.tags_of[id(race)] = tags
+        if not self._notify(race):
             return False
         if self.current is race or id(race) in self._queued:
             return False
@@ -127,7 +131,7 @@ class RaceNotifier(QtWidgets.QFrame):
         self.pending = [
             r
             for r in self.pending
-            if self.settings.should_notify(r, self.tags_of.get(id(r), set()))
+            if self._notify(r)
         ]
         self._queued = {id(r) for r in self.pending}
         if not self.pending:
@@ -168,12 +172,25 @@ class RaceNotifier(QtWidgets.QFrame):
         )
         self.title.setToolTip(f"{situation_text(r.situation)}\n{r.consumption}: "
                               f"{CONSUMPTION.get(r.consumption, '')}")
-        tags = sorted(self.tags_of.get(id(r), set()))
+        tags = sorted(self.tags(r))
         self.btn_tag.setText(f"Mute tag {','.join(map(str, tags))}" if tags else "Mute tag")
         self.btn_tag.setEnabled(bool(tags))
         self.btn_site.setEnabled(any(r.sites))
         self.btn_rank.setText(f"Mute rank {r.rank}")
         self._update_more()
+
+    def tags(self, race: Race) -> set[int]:
+        """The tags ``race`` was offered with, or computed by :attr:`tags_for` now."""
+        got = self.tags_of.get(id(race))
+        if got is None:
+            got = self.tags_for(race) if self.tags_for is not None else set()
+            self.tags_of[id(race)] = got
+        return got
+
+    def _notify(self, race: Race) -> bool:
+        """Worth notifying (its tags computed only if some tag is muted)."""
+        return self.settings.should_notify(
+            race, self.tags(race) if self.settings.muted_tags else set())
 
     def update_more(self) -> None:
         """The "more waiting" line, after offers made with ``count=False``."""
@@ -220,7 +237,7 @@ class RaceNotifier(QtWidgets.QFrame):
         elif what == "rank":
             s.muted_ranks.add(r.rank)
         elif what == "tag":
-            s.muted_tags.update(self.tags_of.get(id(r), set()))
+            s.muted_tags.update(self.tags(r))
         else:
             s.intended.add(race_identity(r))
         s.save()

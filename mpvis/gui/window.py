@@ -157,6 +157,7 @@ class MainWindow(WindowApi):
         lay.setSpacing(0)
         # the race notification is docked above the diagram: it never covers the data
         self.notifier = RaceNotifier(center, docked=True)
+        self.notifier.tags_for = self._race_tags
         lay.addWidget(self.overview)
         lay.addWidget(self.notifier)
         lay.addWidget(self.diagram, 1)
@@ -541,6 +542,10 @@ class MainWindow(WindowApi):
         self._to_offer.extend(ids)
         self._offer_some()
 
+    def _race_tags(self, race: Race) -> set[int]:
+        """:func:`race_tags` in the model shown (the notifier asks when it needs them)."""
+        return race_tags(self.model, race) if self.model is not None else set()
+
     def _offer_some(self) -> None:
         """Offer the races added or changed to the notifier, for at most
         :data:`OFFER_MS` (the rest on the next drains: the end of a 1M-event load
@@ -556,7 +561,7 @@ class MainWindow(WindowApi):
             for rid in [todo.popleft() for _ in range(min(len(todo), 256))]:
                 race = m.races.races[rid]
                 if race.potential:
-                    self.notifier.offer(race, race_tags(m, race), count=False)
+                    self.notifier.offer(race, None, count=False)  # tags when needed
         self.notifier.update_more()
         self.notifier.refresh()
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from PySide6 import QtCore
 
 from mpvis.gui import diagram as diagram_mod
 from mpvis.gui.overview import BINS, _histogram
@@ -87,3 +88,26 @@ def test_overview_histogram_counts_as_histogram2d(
         assert np.array_equal(got, h)
     inside = (x >= lo) & (x <= hi) & (y >= 0) & (y < rows)
     assert got.sum() == inside.sum()
+
+
+def test_offered_races_get_their_tags_when_shown_and_a_muted_tag_quiets_them(
+        qtbot: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mpvis.gui.race_settings import RaceSettings
+    from mpvis.scene.race_marks import race_tags
+    from tests.fixtures import simulated_model
+
+    monkeypatch.setattr(RaceSettings, "save", lambda self: None)  # no settings file written
+    win = shown_window(qtbot)
+    m = simulated_model("wildcard_race")
+    win.set_model(m)
+    n = win.notifier
+    first = n.current
+    assert first is not None
+    tags = race_tags(m, first)  # the oracle: computed directly from the model
+    assert n.tags(first) == tags
+    assert n.btn_tag.isEnabled() == bool(tags)
+    if tags:
+        qtbot.mouseClick(n.btn_tag, QtCore.Qt.MouseButton.LeftButton)
+        assert tags <= n.settings.muted_tags
+        left = ([n.current] if n.current else []) + n.pending
+        assert all(not (race_tags(m, r) & tags) for r in left)
