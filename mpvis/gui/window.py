@@ -453,7 +453,7 @@ class MainWindow(WindowApi):
             and self.analyses.deadlock is not None
             and len(self.analyses.deadlock.deadlocks) != self._deadlocks_seen
         ):
-            self._note_deadlocks()
+            self._note_deadlocks(races=not added)  # else the race list is refreshed below
         if self.model is not None:
             self.diagram.data_changed()
             if added:
@@ -490,13 +490,15 @@ class MainWindow(WindowApi):
         a.deadlock.check(final=False)
         self._note_deadlocks()
 
-    def _note_deadlocks(self) -> None:
+    def _note_deadlocks(self, races: bool = True) -> None:
+        """Show the deadlocks found so far; ``races``: refresh the race list too (the
+        exact detector runs beside the deadlock monitor)."""
         a = self.analyses
         n = len(a.deadlock.deadlocks) if a is not None and a.deadlock is not None else 0
         self._deadlocks_seen = n
         self.deadlocks_changed.emit()
         self.diagram.set_stuck_ranks(self.deadlocked_ranks())
-        if self.analyses is not None:
+        if self.analyses is not None and races:
             self._races_changed([])
 
     def deadlocked_ranks(self) -> dict[int, int]:
