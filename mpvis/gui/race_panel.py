@@ -325,8 +325,11 @@ class RacePanel(QtWidgets.QWidget):
             and not sit.isdigit()
             and (not scope.startswith("nonadjacent"))
         ):
-            shown += [r for r in self._exact if (rank is None or r.rank == rank)
-                      and (self.focus is None or (r.rank, r.recv) == self.focus)]
+            if rank is None and self.focus is None:  # all of them (millions on 10M events)
+                shown += self._exact
+            else:
+                shown += [r for r in self._exact if (rank is None or r.rank == rank)
+                          and (self.focus is None or (r.rank, r.recv) == self.focus)]
         self.model.set_races(shown)
         total = len(self.all_races()) + len(self._exact)
         grouped = self.grouped.isChecked()
