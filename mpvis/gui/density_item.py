@@ -46,6 +46,7 @@ class DensityItem(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no 
         self._spans_key: tuple[int, int] = (-1, -1)
         self._acts = np.zeros(0, dtype=np.int8)  # event_activities, extended as events come
         self._acts_of: weakref.ref[Layout] | None = None  # the layout they are of
+        self._shown: tuple[object, ...] = ()  # what the image shows (update_view's key)
 
     def clear(self) -> None:
         """Draw nothing (the diagram shows symbols)."""
@@ -69,6 +70,13 @@ class DensityItem(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no 
         if len(self._acts) < layout.count:
             self._acts = np.concatenate([self._acts, event_activities(layout, len(self._acts))])
         rows = layout.rows.astype(np.int64) if rows is None else rows
+        # the same events, axis, range and rows as the image shown: nothing to redo
+        # (a redraw for a selection, an overlay or a frame index landing)
+        shown = (id(layout), layout.count, logical, layout.logical_ready, view.x0, view.x1,
+                 view.width_px, rows.tobytes())
+        if self._image is not None and shown == self._shown:
+            return
+        self._shown = shown
         nrows = int(rows.max()) + 1 if len(rows) and rows.max() >= 0 else 0
         grid = activity_density(layout, logical, view.x0, view.x1,
                                 max(view.width_px // COLUMN_PX, 1),

@@ -111,3 +111,35 @@ def test_offered_races_get_their_tags_when_shown_and_a_muted_tag_quiets_them(
         assert tags <= n.settings.muted_tags
         left = ([n.current] if n.current else []) + n.pending
         assert all(not (race_tags(m, r) & tags) for r in left)
+
+
+def test_the_density_image_is_kept_while_nothing_it_shows_changed(qtbot: Any) -> None:
+    from mpvis.gui.density_item import DensityItem
+    from mpvis.scene.layout import Layout
+    from mpvis.scene.lod import Viewport
+
+    recs = list(generate_records(6_000, 4, seed=6))
+    m = ModelManager(make_header(4, program="synthetic.py"))
+    m.add_batch(recs[:3_000])
+    lay = Layout(m)
+    lay.update()
+
+    def view() -> Viewport:
+        lo, hi = lay.bounds(False)
+        return Viewport(lo, hi, -0.5, 3.5, 300, 100)
+
+    item = DensityItem()
+    item.update_view(lay, False, view())
+    first = item._image
+    assert first is not None
+    item.update_view(lay, False, view())
+    assert item._image is first  # the same events, range and rows: not recomputed
+    m.add_batch(recs[3_000:])
+    lay.update()
+    item.update_view(lay, False, view())
+    fresh = DensityItem()  # the oracle: computed from scratch
+    fresh.update_view(lay, False, view())
+    assert item._image is not first and item._image is not None and fresh._image is not None
+    assert item._image == fresh._image
+    item.update_view(lay, False, view(), rows=np.array([0, 0, 1, 1]))  # folded rows
+    assert item._image != fresh._image
