@@ -37,13 +37,14 @@ import gc
 import queue
 import threading
 from collections import deque
+from collections.abc import Container
 from pathlib import Path
 
 from PySide6 import QtCore
 
 from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.pipeline import Analyses
-from mpvis.gui.race_panel import ExactKey, exact_keys
+from mpvis.gui.race_panel import DetectorKeys, ExactKey
 from mpvis.scene.frame import FrameIndex
 from mpvis.scene.layout import Layout
 from mpvis.scene.messages import message_index
@@ -126,7 +127,7 @@ class TraceLoader(QtCore.QThread):
         #: the exact races, built on this thread once the exact pass is done
         #: (before ``exact_ready``), so that the GUI thread only lists them
         self.exact_races: list[ExactRace] | None = None
-        self.exact_keys: set[ExactKey] | None = None  # their keys (the race panel's ✓)
+        self.exact_keys: Container[ExactKey] | None = None  # their keys (the race panel's ✓)
         self._seen = 0
         self._parts: deque[ParsedBatch] = deque()  # pieces of the batch being added
         self._gc_was_enabled = True
@@ -252,7 +253,7 @@ class TraceLoader(QtCore.QThread):
         million objects for 1M events: the GUI thread only shows them)."""
         if analyses.exact is not None:
             self.exact_races = analyses.exact.races
-            self.exact_keys = exact_keys(self.exact_races)
+            self.exact_keys = DetectorKeys(analyses.exact)  # it is fed no more
 
     def stop(self) -> None:
         """Cancel the load and wait until the worker has stopped (the window is

@@ -13,11 +13,13 @@ window then highlights it.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.analysis.exact_events import ExactRace
+from mpvis.analysis.exact_races import ExactRaceDetector
 from mpvis.analysis.race_groups import SiteOf, relative_site
 from mpvis.gui.race_group_view import GroupTableModel, group_rows
 from mpvis.gui.table_model import ColumnsTableModel
@@ -68,6 +70,21 @@ def exact_keys(exact: list[ExactRace]) -> set[ExactKey]:
     return {exact_key(e) for e in exact}
 
 
+class DetectorKeys(Container[ExactKey]):
+    """:func:`exact_keys` of a detector that is no longer fed, without the set: each
+    lookup asks the detector (a hash lookup in C; the set of a 1M-event trace's
+    quarter of a million keys took about 50 bytes per event)."""
+
+    def __init__(self, det: ExactRaceDetector) -> None:
+        self._found = det.conflicts()
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, tuple) or len(key) != 4:
+            return False
+        rank, recv, s1, s2 = key
+        return (rank, recv, *s1, *s2) in self._found
+
+
 _VERDICT_COLORS = {
     "legitimate": "#c62828",
     "unverified": "#ef6c00",
@@ -98,7 +115,7 @@ class RaceTableModel(ColumnsTableModel):
         #: the program's directory: sites are shown relative to it
         self.base: str | None = None
         self.races: list[Row] = []
-        self.confirmed: set[ExactKey] = set()
+        self.confirmed: Container[ExactKey] = set()
 
     def set_races(self, races: list[Row]) -> None:
         self.beginResetModel()
@@ -258,17 +275,17 @@ class RacePanel(QtWidgets.QWidget):
         self.refilter()
 
     def set_lists(self, races: list[Race], exact: list[ExactRace] | None,
-                  confirmed: set[ExactKey] | None = None) -> None:
+                  confirmed: Container[ExactKey] | None = None) -> None:
         """:meth:`set_races` and (unless ``exact`` is ``None``) :meth:`set_exact` with
         one pass of the filters (a pass over a 1M-event trace's races is long);
-        ``confirmed``: :func:`exact_keys` of ``exact``, if known."""
+        ``confirmed``: :func:`exact_keys` of ``exact`` (or :class:`DetectorKeys`), if known."""
         self._all = list(races)
         if exact is not None:
             self._take_exact(exact, confirmed)
         self.refilter()
 
     def _take_exact(self, exact: list[ExactRace],
-                    confirmed: set[ExactKey] | None = None) -> None:
+                    confirmed: Container[ExactKey] | None = None) -> None:
         if exact is not self._exact:
             self._exact = list(exact)
         self.model.confirmed = exact_keys(exact) if confirmed is None else confirmed

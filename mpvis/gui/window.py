@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -133,7 +133,8 @@ class MainWindow(WindowApi):
         self._last_overview.start()
         #: the exact races listed: (detector, how many it had found, the list, their
         #: keys for the race panel's ✓ if known)
-        self._exact_list: tuple[object, int, list[ExactRace], set[ExactKey] | None] | None = None
+        self._exact_list: tuple[object, int, list[ExactRace], Container[ExactKey] | None] \
+            | None = None
         #: (id of that list, classifier race count) the race panel shows
         self._races_shown: tuple[int, int] | None = None
         #: ids of races to offer to the notifier (:meth:`_offer_some`)

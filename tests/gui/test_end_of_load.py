@@ -170,3 +170,11 @@ def test_the_window_lists_the_exact_races_and_deadlocks_mpvis_check_finds(
     assert oracle.deadlock is not None and win.analyses.deadlock is not None
     assert [d.to_report() for d in win.analyses.deadlock.deadlocks] == [
         d.to_report() for d in oracle.deadlock.deadlocks]
+    # the race panel's ✓ asks the detector: as the set of the exact races' keys does
+    from mpvis.gui.race_panel import DetectorKeys, exact_keys, race_key
+    keys = win.races.model.confirmed
+    assert isinstance(keys, DetectorKeys)
+    oracle_keys = exact_keys(oracle.exact.races)
+    probes: list[object] = [*oracle_keys, *(race_key(r) for r in oracle.model.potential_races())]
+    probes += [(0, 1, (2, 3), (4, 5)), (0, 1), "x", None]
+    assert all((k in keys) == (k in oracle_keys) for k in probes)
