@@ -70,8 +70,8 @@ class Analyses:
     ) -> ExactRaceDetector:
         """Run the exact detector over a model already built without it.
 
-        For post-mortem browsing: the window shows a trace as soon as the model
-        is built and runs this pass afterwards.  The model's events are fed in
+        For a model built without analyzers (an imported OTF2 archive, a
+        benchmark of the pass alone).  The model's events are fed in
         Lamport-clock order, a linear extension of happened-before, so the
         detector sees a causally consistent stream (``mpvis.model.stream``).
         ``progress(done, total)`` is called after every batch of events.
@@ -90,8 +90,9 @@ class Analyses:
         extension of happened-before: a causally consistent stream), the
         records rebuilt from the columns a batch at a time
         (:func:`~mpvis.model.record_batch.rebuild_records`).  The window builds
-        the model without analyzers, so the parser ships no record dicts and
-        the diagram shows first, then runs this.  The deadlocks are those of
+        an OTF2 archive's model without analyzers, and the part of a trace read
+        before an error, then runs this (trace files get the analyzers attached
+        while they load, as ``mpvis check`` does).  The deadlocks are those of
         the wait-for graph at the end of the input, as with the analyzers
         attached; the on-the-fly exact list may differ in which conflicts it
         keeps (never in whether there is one), so ``mpvis check`` attaches them.
