@@ -151,9 +151,13 @@ class RaceNotifier(QtWidgets.QFrame):
         self.place()
 
     def refresh(self) -> None:
-        """Redraw the text of the shown race (its verdict may have changed since)."""
+        """Redraw the text of the shown race (its verdict may have changed since);
+        one that turned out not to be a race (spurious, false) gives way to the next."""
         r = self.current
         if r is None:
+            return
+        if not self._notify(r):
+            self.next()
             return
         what = {"legitimate": "Race", "unverified": "Possible race (unverified)"}.get(
             r.verdict, "Receive pair"

@@ -111,6 +111,21 @@ def test_intended_race_never_pops_again(qtbot) -> None:  # type: ignore[no-untyp
     assert n.current is not before
 
 
+def test_a_race_that_turns_out_not_to_be_one_leaves_the_notification(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """Seen under Xvfb on the live demo: the bar kept announcing a receive pair
+    whose verdict had become "not a race"; it now shows the next race instead."""
+    win = shown_window(qtbot)
+    win.set_model(simulated_model("wildcard_race"))
+    n = win.notifier
+    first = n.current
+    assert first is not None
+    first.verdict = "spurious"  # what the classifier concludes once the clocks arrive
+    n.refresh()
+    assert n.current is not first and first not in n.pending
+    assert n.current is None or n.settings.should_notify(n.current, set())
+    assert n.isVisible() == (n.current is not None)
+
+
 def test_live_records_grow_the_diagram(qtbot) -> None:  # type: ignore[no-untyped-def]
     win = shown_window(qtbot)
     header, recs = simulate("ring", 0)
