@@ -25,7 +25,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from PySide6 import QtCore
+
 Area = Literal["left", "right", "bottom", "top"]
+#: Where Qt docks a panel of each area.
+DOCK_AREAS: dict[Area, QtCore.Qt.DockWidgetArea] = {
+    "left": QtCore.Qt.DockWidgetArea.LeftDockWidgetArea,
+    "right": QtCore.Qt.DockWidgetArea.RightDockWidgetArea,
+    "bottom": QtCore.Qt.DockWidgetArea.BottomDockWidgetArea,
+    "top": QtCore.Qt.DockWidgetArea.TopDockWidgetArea,
+}
 
 
 @dataclass(frozen=True)

@@ -81,6 +81,12 @@ class RaceSettings:
             tmp.write_text(json.dumps(data, indent=1), encoding="utf-8")
             os.replace(tmp, self.path)
 
+    def summary(self) -> str:
+        """One line for the status bar: what is muted and where it is saved."""
+        return (f"race notifications for {self.program}: {len(self.muted_sites)} sites, "
+                f"{len(self.muted_ranks)} ranks, {len(self.muted_tags)} tags muted, "
+                f"{len(self.intended)} intended (saved in {self.path})")
+
     def is_intended(self, race: Race) -> bool:
         return race_identity(race) in self.intended
 

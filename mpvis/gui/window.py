@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Container, Iterable
+from collections.abc import Container
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.analysis.exact_events import ExactRace
-from mpvis.analysis.exact_offline import conflicting_sends
 from mpvis.analysis.pipeline import Analyses
 from mpvis.analysis.race_groups import program_dir, relative_site, tolerant
 from mpvis.collector.feed import FeedMessage, RunEnded, RunStarted, StreamFailed
@@ -31,6 +30,7 @@ from mpvis.gui import (
     message_matrix_panel,  # noqa: F401  (registers its panel on import)
     orderings_view,
     predicate_panel,  # noqa: F401  (registers its panel on import)
+    receive_actions,
 )
 from mpvis.gui.deadlock_panel import DeadlockPanel
 from mpvis.gui.details import DetailsPanel
@@ -39,7 +39,7 @@ from mpvis.gui.keep_run import confirm_close
 from mpvis.gui.legend import LegendStrip
 from mpvis.gui.loader import TraceLoader
 from mpvis.gui.overview import Overview
-from mpvis.gui.panels import Area, registered_panels
+from mpvis.gui.panels import DOCK_AREAS, Area, registered_panels
 from mpvis.gui.race_panel import ExactKey, RacePanel
 from mpvis.gui.race_popup import RaceNotifier
 from mpvis.gui.race_settings import RaceSettings
@@ -48,23 +48,18 @@ from mpvis.gui.window_api import WindowApi
 from mpvis.model.manager import ModelManager
 from mpvis.model.observer import ModelChange
 from mpvis.model.races import Race
-from mpvis.model.record_batch import rank_records
 from mpvis.protocol import records as rec_kinds
-from mpvis.protocol.record_types import Record
 from mpvis.scene.describe import summary
 from mpvis.scene.frame import FrameIndex
 from mpvis.scene.layout import Layout
 from mpvis.scene.race_marks import (
     confirmed_overlay,
     exact_race_overlay,
-    ghost_overlay,
     race_overlay,
     race_tags,
     races_overlay,
 )
-from mpvis.scene.symbols import CODE as SYMBOL_CODE
 from mpvis.scene.vocabulary import call
-from mpvis.tracefile.reader import TraceFileError, iter_records
 
 if TYPE_CHECKING:
     from mpvis.gui.live import LiveSession
@@ -72,7 +67,6 @@ if TYPE_CHECKING:
 DRAIN_MS = 80
 #: A live run with no record for this long is checked for deadlocks (ms).
 IDLE_MS = 3000
-_ANY_RECV = SYMBOL_CODE["recv_any"]
 #: Overview refreshes at most this often while a run streams in.
 OVERVIEW_MS = 1000
 #: A trace shown while it loads is laid out and redrawn at most this often, and
@@ -82,12 +76,6 @@ LOADING_REDRAW_S = 1.0
 LOADING_REDRAW_SHARE = 0.2
 #: Races are offered to the notifier for at most this long per drain (ms).
 OFFER_MS = 30
-_AREAS = {
-    "left": QtCore.Qt.DockWidgetArea.LeftDockWidgetArea,
-    "right": QtCore.Qt.DockWidgetArea.RightDockWidgetArea,
-    "bottom": QtCore.Qt.DockWidgetArea.BottomDockWidgetArea,
-    "top": QtCore.Qt.DockWidgetArea.TopDockWidgetArea,
-}
 
 
 class _Observer:
@@ -212,10 +200,7 @@ class MainWindow(WindowApi):
             self._jump_partner,
             lambda g: self.model is not None and self.model.event_at(g).partner is not None,
         )
-        d.add_event_action("Races of this recv(-1,-1)", self.show_nonadjacent, self._is_any_recv)
-        d.add_event_action(
-            "Conflicting sends (exact)", self.show_conflicting_sends, self._is_wild_source_recv
-        )
+        receive_actions.install(self)
         cones_overlay.install(self)
         flip_action.install(self)
         orderings_view.install(self)
@@ -232,7 +217,7 @@ class MainWindow(WindowApi):
         dock = QtWidgets.QDockWidget(title, self)
         dock.setObjectName(f"panel-{name}")
         dock.setWidget(widget)
-        self.addDockWidget(_AREAS[area], dock)
+        self.addDockWidget(DOCK_AREAS[area], dock)
         dock.setVisible(visible)
         self.docks[name] = dock
         if self.panels_menu is not None:
@@ -596,43 +581,6 @@ class MainWindow(WindowApi):
         d.fit_events(ov.highlight)  # both receives and both sends in view
         self._select_quietly(m.gidx(race.rank, race.recvs[0]))
 
-    def _is_wild_source_recv(self, g: int) -> bool:
-        m = self.model
-        if m is None or not 0 <= g < m.event_count:
-            return False
-        e = m.event_at(g)
-        return e.kind == rec_kinds.RECV and e.peer == -1 and e.consume is not None
-
-    def _records(self) -> Iterable[Record]:
-        """Every record of the shown run: from the trace file, or rebuilt from the model."""
-        m = self.model
-        assert m is not None
-        if self.live_run is None and self.source and Path(self.source).is_file():
-            return (rec for _, rec in iter_records(self.source))
-        return (rec for r in range(m.nprocs) for rec in rank_records(m, r))
-
-    def show_conflicting_sends(self, g: int) -> list[tuple[int, int]]:
-        """Draw dashed ghost lines from every send that could have matched receive ``g`` (exact)."""
-        m = self.model
-        if m is None or not self._is_wild_source_recv(g):
-            return []
-        r, s = m.event_at(g).key
-        QtWidgets.QApplication.setOverrideCursor(QtCore.Qt.CursorShape.WaitCursor)
-        try:
-            sends = conflicting_sends(self._records(), m.nprocs, r, s)
-        except TraceFileError as exc:
-            self.show_message(f"cannot read the trace again: {exc}", error=True)
-            return []
-        finally:
-            QtWidgets.QApplication.restoreOverrideCursor()
-        self.diagram.set_overlay("ghosts", ghost_overlay(m, g, sends))
-        self.statusBar().showMessage(
-            f"recv {r}:{s}: {len(sends)} conflicting send(s) by the exact test "
-            "(dashed: they could have been matched instead)",
-            15000,
-        )
-        return sends
-
     def _notified_show(self, race: Race) -> None:
         self.docks["races"].show()
         self.docks["races"].raise_()
@@ -640,44 +588,15 @@ class MainWindow(WindowApi):
             self.show_race(race)
 
     def _settings_changed(self) -> None:
-        s = self.notifier.settings
-        self.statusBar().showMessage(
-            f"race notifications for {s.program}: {len(s.muted_sites)} sites, "
-            f"{len(s.muted_ranks)} ranks, {len(s.muted_tags)} tags muted, "
-            f"{len(s.intended)} intended (saved in {s.path})",
-            10000,
-        )
-
-    def _is_any_recv(self, g: int) -> bool:
-        lay = self.diagram.layout_
-        return lay is not None and 0 <= g < lay.count and int(lay.cls[g]) == _ANY_RECV
-
-    def show_nonadjacent(self, g: int) -> list[Race]:
-        """Compute the non-adjacent races of the ``recv(-1,-1)`` ``g`` and list them."""
-        m = self.model
-        if m is None or not self._is_any_recv(g):
-            return []
-        r, s = m.event_at(g).key
-        found = m.nonadjacent_races(r, s)
-        self.races.add_nonadjacent(found)
-        n = sum(x.verdict in ("legitimate", "unverified") for x in found)
-        self.statusBar().showMessage(
-            f"recv(ANY_SOURCE, ANY_TAG) {r}:{s}: {len(found)} non-adjacent receive pairs, "
-            f"{n} of them races (listed in the race panel)",
-            15000,
-        )
-        if found:
-            self.docks["races"].show()
-            self.docks["races"].raise_()
-        return found
+        self.statusBar().showMessage(self.notifier.settings.summary(), 10000)
 
     # ------------------------------------------------------------ selection
     def _selected(self, g: int) -> None:
         self.details.show_event(self.model, g)
         if g >= 0:
             self.docks["details"].show()
-            if self._is_any_recv(g) and not self._focusing:
-                self.show_nonadjacent(g)
+            if receive_actions.is_any_recv(self, g) and not self._focusing:
+                receive_actions.show_nonadjacent(self, g)
                 self._focus_receive(g)
         self.event_selected.emit(g)
 
@@ -696,7 +615,7 @@ class MainWindow(WindowApi):
         if m is None or seq >= m.count(rank):
             return
         g = m.gidx(rank, seq)
-        if self._is_any_recv(g):
+        if receive_actions.is_any_recv(self, g):
             self._focus_receive(g)
 
     def _focus_receive(self, g: int) -> None:
