@@ -2,7 +2,9 @@
 
 ``mpvis.instrument._crecorder`` is the in-rank recorder's hot path
 (``mpvis/instrument/_crecorder.c``), ``mpvis.analysis._cexact`` the exact race
-detector (``mpvis/analysis/_cexact.c``); ``pip install -e .`` builds them in place.
+detector (``mpvis/analysis/_cexact.c``), ``mpvis.model._ccausal`` the model's
+walk in causal order (``mpvis/model/_ccausal.c``: clock merges, Lamport
+clocks); ``pip install -e .`` builds them in place.
 """
 
 from setuptools import Extension, setup
@@ -18,6 +20,11 @@ setup(
         Extension(
             "mpvis.analysis._cexact",
             ["mpvis/analysis/_cexact.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
+        ),
+        Extension(
+            "mpvis.model._ccausal",
+            ["mpvis/model/_ccausal.c"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
         ),
     ]

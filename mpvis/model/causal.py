@@ -33,7 +33,16 @@ from typing import Any
 
 import numpy as np
 
-from mpvis.model.clocks import ClockStore
+from mpvis.model.clocks import (
+    COLL_EXIT,
+    END,
+    NO_CAUSE,
+    NO_SEND,
+    WALK,
+    ClockStore,
+    event_cause,
+    joined_cause,
+)
 from mpvis.model.collectives import ALL_TO_ALL, CollectiveBook
 from mpvis.model.ingest import Batch
 from mpvis.model.store import EventStore
@@ -45,9 +54,6 @@ Key = tuple[int, int]
 
 K_CONSUME = R.KIND_CODE[R.CONSUME]
 K_COLL, K_COLL_EXIT = R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_EXIT]
-
-#: Runs of events at most this long get their Lamport clocks in a Python loop.
-_SHORT_RUN = 48
 
 
 class CausalRelease:
@@ -215,106 +221,56 @@ class CausalRelease:
         """Advance rank ``r`` in causal order as far as its dependencies allow
         (with ``final``, its next event is processed even if a cause is missing).
 
-        Only consumes and collective entries and exits are looked at one by
-        one; the Lamport clocks of the run are then filled in with one NumPy
-        operation (one more than the predecessor's, plus the jumps at merges)."""
+        The walk is :meth:`ClockStore.walk <mpvis.model.clocks.ClockStore.walk>`
+        (in C: clock merges and Lamport clocks); it comes back here only where
+        a cause needs deciding: a consume whose send is unknown or not
+        processed (wait for it, or force it at the end of input), a collective
+        exit (:meth:`_collective_clock`), and it hands back the collective
+        entries it passed (:meth:`_entered`)."""
         store = self.store
         events = store.by_rank[r]
-        a = s = self.done[r]
+        a = self.done[r]
         n = len(events)
-        if s >= n:
+        if a >= n:
             return
-        c_kind, c_partner, c_lamport = store.c_kind.data, store.c_partner.data, store.c_lamport.data
-        c_rank, c_seq = store.c_rank.data, store.c_seq.data
-        done = self.done
-        merge_one = self.clocks.merge_one
-        lam_base = self._lam_last[r] + 1  # Lamport clock of event a, before jumps
-        jumps: list[tuple[int, int]] = []
-        jumped = 0
-        end = n
-        analyzers = bool(self.analyzers)
         at = self._merge_at[r]
-        lo = bisect_left(at, s)
-        for stop in at[lo:bisect_left(at, n, lo)]:
-            done[r] = stop  # everything before this event is processed
-            g = events[stop]
-            code = c_kind[g]
-            expected = lam_base + (stop - a) + jumped
-            first = expected
-            if code == K_CONSUME:
-                sg = c_partner[g]
-                if sg < 0:
-                    if not final:
-                        self._wait_on(("match", r, stop), r)
-                        end = stop
-                        break
-                    lg = self._lost_cause(g)
-                    if lg >= 0:  # a lost send: after every recorded event of its rank
-                        merge_one(r, stop, c_rank[lg], c_seq[lg])
-                        first = max(first, c_lamport[lg] + 1)
-                else:
-                    q, qs = c_rank[sg], c_seq[sg]
-                    if done[q] <= qs:
-                        if not final:
-                            self._wait_on(("done", q, qs), r)
-                            end = stop
-                            break
-                    else:
-                        merge_one(r, stop, q, qs)
-                        if c_lamport[sg] >= first:
-                            first = c_lamport[sg] + 1
-                        if analyzers:
-                            rec = self._pending[r][self._head[r] + stop - a]
-                            if "send" not in rec:
-                                rec["send"] = [q, qs]
-            elif code == K_COLL_EXIT:
-                joined = self._collective_clock(r, stop, final)
+        lo = bisect_left(at, a)
+        forced = at[lo] if final and lo < len(at) else -1  # only the first stop is forced
+        s, lam, cause = a, self._lam_last[r] + 1, WALK
+        while True:
+            st, s, lo, lam, entered = self.clocks.walk(r, s, lo, lam, cause, store=store,
+                                                       merge_at=at, done=self.done)
+            for e in entered:
+                self._entered(r, e)
+            if st == END:
+                break
+            g = events[s]
+            if st == COLL_EXIT:
+                joined = self._collective_clock(r, s, s == forced)
                 if joined is None:
-                    end = stop
                     break
-                self.clocks.merge_joined(r, stop, joined[0])
-                first = max(first, joined[1] + 1)
+                cause = joined_cause(*joined)
+            elif s == forced:
+                lg = self._lost_cause(g) if st == NO_SEND else -1
+                cause = event_cause(lg) if lg >= 0 else NO_CAUSE
+            elif st == NO_SEND:
+                self._wait_on(("match", r, s), r)
+                break
             else:
-                self._entered(r, stop)
-            if first > expected:
-                jumps.append((stop - a, first - expected))
-                jumped += first - expected
-            c_lamport[g] = first
-            done[r] = stop + 1
-            final = False  # only the first blocked event is forced
-        if end > a:
-            self._release(r, a, end, out, work, lam_base=lam_base, jumps=jumps)
-        else:
-            done[r] = a
+                sg = store.c_partner.data[g]
+                self._wait_on(("done", store.c_rank.data[sg], store.c_seq.data[sg]), r)
+                break
+        self.done[r] = s
+        if s > a:
+            self._lam_last[r] = lam - 1
+            self._release(r, a, s, out, work)
 
-    def _release(self, r: int, a: int, b: int, out: list[Record], work: set[int], *,
-                 lam_base: int, jumps: list[tuple[int, int]]) -> None:
-        """Events ``a..b-1`` of rank ``r`` are causally processed; event ``a + i``
-        gets Lamport clock ``lam_base + i`` plus the ``jumps`` at or before ``i``."""
-        self.done[r] = b
+    def _release(self, r: int, a: int, b: int, out: list[Record], work: set[int]) -> None:
+        """Events ``a..b-1`` of rank ``r`` are causally processed (their clocks
+        and Lamport clocks written): release their records, wake who waits."""
         events = self.store.by_rank[r]
-        if b - a <= _SHORT_RUN:  # NumPy's per-call cost would dominate
-            c_lamport = self.store.c_lamport.data
-            extra = 0
-            it = iter(jumps)
-            nxt = next(it, None)
-            for i in range(b - a):
-                if nxt is not None and nxt[0] == i:
-                    extra += nxt[1]
-                    nxt = next(it, None)
-                c_lamport[events[a + i]] = lam_base + i + extra
-            self._lam_last[r] = lam_base + b - a - 1 + extra
-        else:
-            lam = np.arange(lam_base, lam_base + b - a, dtype=np.int64)
-            if jumps:
-                step = np.zeros(b - a, dtype=np.int64)
-                for i, j in jumps:
-                    step[i] = j
-                lam += np.cumsum(step)
-            idx = np.frombuffer(events, dtype=np.int64)[a:b]
-            self.store.c_lamport.view()[idx] = lam
-            self._lam_last[r] = int(lam[-1])
         if self.analyzers:
+            self._name_sends(r, a, b)
             self._out_idx.extend(events[a:b])
             head = self._head[r]
             pend = self._pending[r]
@@ -331,6 +287,25 @@ class CausalRelease:
         if waiters:
             for x in [x for x in waiters if a <= x < b]:
                 work.update(waiters.pop(x))
+
+    def _name_sends(self, r: int, a: int, b: int) -> None:
+        """The stream's consumes name their send (:mod:`mpvis.model.stream`): a
+        pending consume record of events ``a..b-1`` of rank ``r`` that does not
+        gets the send it merged (inferred by the non-overtaking rule)."""
+        store = self.store
+        c_kind, c_partner = store.c_kind.data, store.c_partner.data
+        c_rank, c_seq = store.c_rank.data, store.c_seq.data
+        events, at, done = store.by_rank[r], self._merge_at[r], self.done
+        pend, base = self._pending[r], self._head[r] - a
+        lo = bisect_left(at, a)
+        for s in at[lo:bisect_left(at, b, lo)]:
+            g = events[s]
+            if c_kind[g] == K_CONSUME:
+                rec = pend[base + s]
+                if "send" not in rec:
+                    sg = c_partner[g]
+                    if sg >= 0 and done[c_rank[sg]] > c_seq[sg]:
+                        rec["send"] = [c_rank[sg], c_seq[sg]]
 
     def _entered(self, r: int, s: int) -> None:
         """A ``coll`` is processed: count it toward its instance's entries."""

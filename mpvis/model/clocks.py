@@ -11,8 +11,12 @@ at ``4 * nprocs`` bytes per merge event, not per event, and answers
 
 Rows live in fixed-size chunks (no reallocation as the run grows); row 0 is
 all zeros, the "previous row" of a rank's first merge, so a merge is always
-one ``np.maximum`` written straight into its new row, plus two raised
-components.  Nothing here loops over events in Python beyond one call per merge.
+one componentwise maximum written straight into its new row, plus two raised
+components.  The merges happen in C, while a rank is walked in causal order
+(:meth:`ClockStore.walk`, :mod:`mpvis.model._ccausal`): Python sees a merge
+only where it decides its cause (a collective exit, an event forced at the end
+of input); a collective's joined row (:meth:`ClockStore.join`) is made once
+per instance.
 
 Components are counts of events of one rank, so rows are stored as 16-bit
 unsigned integers while every count fits (65,535 events per rank: half the
@@ -24,12 +28,60 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from typing import Any
+from typing import Any, Final, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
+from mpvis.model import _ccausal
+from mpvis.model.store import EventStore
+from mpvis.protocol import records as R
+
 IntVec = npt.NDArray[np.int32]
+
+#: What the caller decided for the event a :meth:`ClockStore.walk` resumes at:
+#: ``(how, x, lamport)``, ``how`` one of the ``CAUSE_*`` codes.
+Cause = tuple[int, int, int]
+CAUSE_WALK, CAUSE_NONE, CAUSE_EVENT, CAUSE_JOINED = 0, 1, 2, 3
+#: Nothing decided: the walk looks at the event's cause itself.
+WALK: Final[Cause] = (CAUSE_WALK, 0, 0)
+#: Forced at the end of input with nothing to merge.
+NO_CAUSE: Final[Cause] = (CAUSE_NONE, 0, 0)
+
+
+def event_cause(g: int) -> Cause:
+    """Merge the clock of the processed event of global index ``g`` (a lost
+    send's stand-in: its rank's last recorded event)."""
+    return (CAUSE_EVENT, g, 0)
+
+
+def joined_cause(row: int, lamport: int) -> Cause:
+    """Merge a row made by :meth:`ClockStore.join`; ``lamport`` is the largest
+    Lamport clock of the events joined."""
+    return (CAUSE_JOINED, row, lamport)
+
+
+#: Why a walk stopped (:attr:`Walked.status`).
+END, NO_SEND, SEND_LATE, COLL_EXIT = 0, 1, 2, 3
+_WIDEN, _FULL = 4, 5
+_MERGE_KINDS = (R.KIND_CODE[R.CONSUME], R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_EXIT])
+
+
+class Walked(NamedTuple):
+    """Where a :meth:`ClockStore.walk` stopped."""
+
+    #: :data:`END` (every event of the rank is processed), :data:`NO_SEND` (a
+    #: consume whose send is unknown), :data:`SEND_LATE` (a consume whose send
+    #: is not processed), :data:`COLL_EXIT` (a collective exit).
+    status: int
+    #: The seq of the event it stopped at (not processed): events before it are.
+    seq: int
+    #: Index in the rank's merge stops of that event (or past them).
+    lo: int
+    #: Lamport clock that event gets if nothing raises it.
+    lam: int
+    #: Seqs of the collective entries processed, in order.
+    entered: list[int]
 
 #: Bytes of one chunk of rows at most (its row count is a power of two, at most 8192,
 #: so a header with many ranks never reserves rows it may not need).
@@ -61,14 +113,17 @@ class ClockStore:
 
     # -- building ---------------------------------------------------------
     def _fit(self, count: int) -> None:
-        """Make the rows able to hold the component ``count`` (widen them to
-        32 bits, once, when the narrow storage cannot); before a new row is
-        reserved, since widening replaces the chunks."""
+        """Make the rows able to hold the component ``count`` (widen them when
+        the narrow storage cannot); before a new row is reserved."""
         if count > self._limit:
-            for i, chunk in enumerate(self._chunks):
-                self._chunks[i] = chunk.astype(np.int32)
-            self._dtype = np.int32
-            self._limit = int(np.iinfo(np.int32).max)
+            self._widen()
+
+    def _widen(self) -> None:
+        """Store the rows as 32 bits from now on (once: they replace the chunks)."""
+        for i, chunk in enumerate(self._chunks):
+            self._chunks[i] = chunk.astype(np.int32)
+        self._dtype = np.int32
+        self._limit = int(np.iinfo(np.int32).max)
 
     def _new_row(self) -> tuple[int, npt.NDArray[Any]]:
         """Reserve a row; return its id and a writable view of it."""
@@ -95,59 +150,48 @@ class ClockStore:
             if out[q] <= s:
                 out[q] = s + 1
 
-    def merge(self, rank: int, seq: int, others: list[tuple[int, int]]) -> None:
-        """Event ``(rank, seq)`` merges the clocks of the events ``others``.
-
-        Every event in ``others`` must already have its clock (causal order);
-        events of one rank are merged in seq order.
-        """
-        self._fit(max([seq] + [s for _, s in others]) + 1)
-        rows = self.merge_row[rank]
-        row, out = self._new_row()
-        self._joined_into(out, rows[-1] if rows else ZERO_ROW, others)
-        out[rank] = seq + 1
-        self.merge_seq[rank].append(seq)
-        rows.append(row)
-
-    def merge_one(self, rank: int, seq: int, q: int, s: int) -> None:
-        """:meth:`merge` with one other event ``(q, s)`` (a consume and its send)."""
-        self._fit(max(seq, s) + 1)
-        chunks = self._chunks
-        rows = self.merge_row[rank]
-        prev = rows[-1] if rows else ZERO_ROW
-        seqs = self.merge_seq[q]
-        i = bisect_right(seqs, s) - 1
-        g = self.merge_row[q][i] if i >= 0 else ZERO_ROW
-        row, out = self._new_row()
-        sh, mk = self._shift, self._mask
-        np.maximum(chunks[prev >> sh][prev & mk], chunks[g >> sh][g & mk], out=out)
-        if out[q] <= s:
-            out[q] = s + 1
-        out[rank] = seq + 1
-        self.merge_seq[rank].append(seq)
-        rows.append(row)
-
     def join(self, others: list[tuple[int, int]]) -> int:
         """A row (owned by no event) holding the componentwise maximum of the
-        clocks of ``others``, for :meth:`merge_joined`: the members of a
+        clocks of ``others``, for :func:`joined_cause`: the members of a
         collective share it."""
         self._fit(max((s for _, s in others), default=-1) + 1)
         row, out = self._new_row()
         self._joined_into(out, ZERO_ROW, others)
         return row
 
-    def merge_joined(self, rank: int, seq: int, joined: int) -> None:
-        """Event ``(rank, seq)`` merges a row made by :meth:`join`."""
-        self._fit(seq + 1)
-        chunks = self._chunks
-        rows = self.merge_row[rank]
-        prev = rows[-1] if rows else ZERO_ROW
-        row, out = self._new_row()
-        np.maximum(chunks[prev >> self._shift][prev & self._mask],
-                   chunks[joined >> self._shift][joined & self._mask], out=out)
-        out[rank] = seq + 1
-        self.merge_seq[rank].append(seq)
-        rows.append(row)
+    def walk(self, rank: int, a: int, lo: int, lam: int, cause: Cause, *,
+             store: EventStore, merge_at: array[int], done: list[int]) -> Walked:
+        """Process events of ``rank`` from seq ``a`` in causal order, in C
+        (:mod:`mpvis.model._ccausal`, the one implementation): each consume
+        whose send is processed gets its merge row, every event its Lamport
+        clock (the store's ``c_lamport``), until an event needs the caller.
+
+        ``merge_at[lo]`` is the rank's first merge stop at or after ``a``,
+        ``lam`` the Lamport clock of event ``a`` before any jump, ``cause``
+        what the caller decided for event ``a`` when it is a stop (:data:`WALK`:
+        nothing, look for yourself).  ``done[q]`` says how far rank ``q`` is
+        processed.  Widening the rows and new chunks of rows happen here, so
+        the walk stops only where the caller has something to decide
+        (:class:`Walked`)."""
+        entered: list[int] = []
+        kind_consume, kind_coll, kind_exit = _MERGE_KINDS
+        start = a
+        while True:
+            status, a, lo, lam, self._nrows, more = _ccausal.walk(
+                rank, a, lo, lam, cause[0], cause[1], cause[2],
+                store.by_rank[rank], merge_at, store.c_kind.data, store.c_partner.data,
+                store.c_rank.data, store.c_seq.data, store.c_lamport.data, done,
+                self._chunks, self._nrows, self._limit, self._shift,
+                self.merge_seq, self.merge_row, kind_consume, kind_coll, kind_exit)
+            entered += more
+            if status == _WIDEN:
+                self._widen()
+            elif status == _FULL:
+                self._chunks.append(np.empty((1 << self._shift, self.nprocs), dtype=self._dtype))
+            else:
+                return Walked(status, a, lo, lam, entered)
+            if a != start:  # the caused event is processed; the walk stopped later
+                cause = WALK
 
     def _gather(self, rows: npt.NDArray[np.int64]) -> IntVec:
         chunk = rows >> self._shift

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import random
+from typing import Any
 
 import numpy as np
 import pytest
@@ -19,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpvis.model import clocks
-from mpvis.model.clocks import ClockStore
 from mpvis.model.manager import ModelManager
+from mpvis.protocol.record_types import Record
 from tests.model.random_traces import interleave, random_execution
 from tests.model.test_happened_before import assert_clocks_match_graph
 
@@ -39,18 +40,42 @@ def test_clocks_widened_mid_run_match_graph_reachability(seed: int, nprocs: int,
 
 
 def test_counts_past_16_bits_widen_the_rows() -> None:
-    """Seqs past 65,535 on a real store: earlier narrow rows keep their values,
-    every query answers 32-bit values."""
-    cs = ClockStore(2)
-    cs.merge_one(1, 3, 0, 10)  # narrow row
+    """Seqs past 65,535 in a real model: earlier narrow rows keep their values,
+    every query answers 32-bit values, Lamport clocks jump at the consumes."""
     big = 70_000
-    cs.merge_one(0, big, 1, 3)  # needs 70,001: widens
-    cs.merge_one(1, big + 5, 0, big)
+    seq = [0, 0]
+    recs: list[Record] = []
+
+    def ev(rank: int, kind: str, **f: Any) -> None:
+        recs.append({"rank": rank, "seq": seq[rank], "kind": kind, **f})
+        seq[rank] += 1
+
+    def local(rank: int, until: int) -> None:
+        while seq[rank] < until:
+            ev(rank, "state", vars={"x": 0})
+
+    def message(src: int, dest: int, consume_at: int) -> None:
+        sent = seq[src]
+        ev(src, "send", dest=dest, tag=0, blocking=True, sync=False)
+        local(dest, consume_at - 1)
+        ev(dest, "recv", src=src, tag=0, blocking=True)
+        ev(dest, "consume", recv=consume_at - 1, src=src, tag=0, send=[src, sent])
+
+    local(0, 10)
+    message(0, 1, 3)  # (0, 10) -> (1, 3): a narrow row
+    message(1, 0, big)  # (1, 4) -> (0, big): needs 70,001, widens
+    message(0, 1, big + 5)  # (0, big + 1) -> (1, big + 5)
+    m = ModelManager({"kind": "header", "format": "mpvis-trace", "version": 1, "nprocs": 2})
+    m.add_batch(recs)
+    m.finish()
+    cs = m.clocks
     assert cs.clock(1, 3).tolist() == [11, 4]
-    assert cs.clock(0, big).tolist() == [big + 1, 4]
-    assert cs.clock(1, big + 5).tolist() == [big + 1, big + 6]
+    assert cs.clock(0, big).tolist() == [big + 1, 5]
+    assert cs.clock(1, big + 5).tolist() == [big + 2, big + 6]
     assert cs.clock(1, 3).dtype == np.int32
-    assert cs.happened_before((0, big), (1, big + 5))
-    assert not cs.happened_before((0, big + 1), (1, big + 5))
-    assert cs.rows(1).tolist() == [[11, 4], [big + 1, big + 6]]
+    assert cs.happened_before((0, big + 1), (1, big + 5))
+    assert not cs.happened_before((0, big + 2), (1, big + 5))
+    assert cs.rows(1).tolist() == [[11, 4], [big + 2, big + 6]]
     assert cs.column(1, 0, 5).tolist() == [0, 0, 0, 11, 11]
+    assert [m.event(*k).lamport for k in ((0, 10), (1, 3), (1, 4), (0, big), (1, big + 5))] == [
+        10, 11, 12, big, big + 13]
