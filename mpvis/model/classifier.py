@@ -9,15 +9,27 @@ consumed (``shared/papers/mpvisualizer-race-detection.txt``, section 3).
   the spec fixes: ``unverified`` when either receive consumed nothing; else
   ``spurious`` (same origin); else ``false`` (consumption of the first message
   happened before the send of the second); else ``legitimate``.
+
+:func:`situations`, :func:`potential_races` and :func:`verdicts` are the same
+three over arrays (one element per receive pair), for the model's race
+tracker (:mod:`mpvis.model.races`), which holds its pairs as columns; a
+property test checks them against the functions above, element by element.
 """
 
 from __future__ import annotations
 
-from typing import Final, Literal
+from typing import Any, Final, Literal
+
+import numpy as np
+import numpy.typing as npt
 
 ANY: Final = -1
 
 Verdict = Literal["legitimate", "unverified", "spurious", "false"]
+#: The verdicts by code (:func:`verdicts` gives codes).
+VERDICTS: Final[tuple[Verdict, ...]] = ("unverified", "spurious", "false", "legitimate")
+_UNVERIFIED, _SPURIOUS, _FALSE, _LEGITIMATE = range(4)
+Array = npt.NDArray[Any]
 
 #: Situations whose potential race is known from the first receive alone
 #: (subset 2 of section 3.1: detected when the first receive is notified).
@@ -84,3 +96,38 @@ def verdict(
     if first_consume_before_second_send:
         return "false"
     return "legitimate"
+
+
+def situations(src1: Array, tag1: Array, src2: Array, tag2: Array) -> Array:
+    """:func:`situation` of each pair (``int64``)."""
+    out: Array = (1 + (tag1 == ANY).astype(np.int64) + 2 * (src1 == ANY) + 4 * (tag2 == ANY)
+                  + 8 * (src2 == ANY))
+    return out
+
+
+def potential_races(  # noqa: PLR0917  # the pseudo-code's operands, as potential_race's
+    src1: Array, tag1: Array, src2: Array, tag2: Array,
+    has1: Array, m1_pid: Array, m1_tag: Array, has2: Array, m2_tag: Array,
+) -> Array:
+    """:func:`potential_race` of each pair (a ``bool`` array): ``has1``/``has2``
+    say whether each receive consumed a message (``cons1``/``cons2`` not
+    ``None``), ``m1_pid``, ``m1_tag``, ``m2_tag`` that message's pid and tag
+    (read only where it was consumed)."""
+    later = (tag2 == ANY) & has1 & ((m1_pid == src2) | (has2 & (m1_tag == m2_tag)))
+    out: Array = (src1 == ANY) & ((tag1 == ANY) | (tag1 == tag2) | later)
+    return out
+
+
+def verdicts(has1: Array, m1_pid: Array, has2: Array, m2_pid: Array, *, decided: Array,
+             before: Array) -> Array:
+    """:func:`verdict` of each pair, as codes of :data:`VERDICTS` (``int8``):
+    ``decided`` says whether ``first_consume_before_second_send`` is known,
+    ``before`` gives it where it is."""
+    out = np.full(len(has1), _UNVERIFIED, dtype=np.int8)
+    both = has1 & has2
+    spurious = both & (m1_pid == m2_pid)
+    out[spurious] = _SPURIOUS
+    known = both & ~spurious & decided
+    out[known & before] = _FALSE
+    out[known & ~before] = _LEGITIMATE
+    return out

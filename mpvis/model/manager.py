@@ -44,8 +44,6 @@ Contract of :meth:`ModelManager.add_batch`:
 
 from __future__ import annotations
 
-from functools import partial
-
 import numpy as np
 
 from mpvis.model.causal import CausalRelease
@@ -55,7 +53,7 @@ from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import Batch, extract
 from mpvis.model.nonadjacent import nonadjacent_races
 from mpvis.model.observer import ModelChange, ModelObserver
-from mpvis.model.races import Race, RaceTracker, RecvFacts, receive_state
+from mpvis.model.races import Race, RaceTracker, RecvFacts
 from mpvis.model.rules import RecordRules
 from mpvis.model.status import DEAD, ENDED, FINISHED, RUNNING, SUSPENDED, rank_status
 from mpvis.model.store import EventStore
@@ -92,8 +90,7 @@ class ModelManager:
                                              lost_send_of=self._lost_send_of)
         #: The classifier's receive pairs.
         self.races = RaceTracker(RecvFacts(
-            receive=partial(receive_state, store), clock_ready=causal.clock_ready,
-            happened_before=causal.clocks.happened_before, site=store.site_of,
+            store=store, done=lambda: causal.done, happened_before=causal.clocks.happened_before,
         ))
         #: The spec's context rules and the facts they keep.
         self.rules = rules = RecordRules(store, causal, self.races, self.colls)

@@ -11,8 +11,10 @@ over the event store and the tracker's facts, keeping no state.
 
 from __future__ import annotations
 
-from mpvis.model import classifier
-from mpvis.model.races import Race, RecvFacts, evaluate
+import numpy as np
+
+from mpvis.model.classifier import situations
+from mpvis.model.races import Race, RaceColumns, RecvFacts, evaluate
 from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
 
@@ -22,21 +24,19 @@ _K_RECV = R.KIND_CODE[R.RECV]
 def nonadjacent_races(store: EventStore, facts: RecvFacts, rank: int, seq: int, *,
                       final: bool) -> list[Race]:
     """Pairs of ``recv(-1,-1)`` ``(rank, seq)`` with its non-adjacent later receives
-    (``final``: the input has ended, what is missing stays missing).
+    (``final``: the input has ended, what is missing stays missing), in seq order.
 
     Raises ``ValueError`` if the event is not a ``recv(-1,-1)``.
     """
     g = store.gidx(rank, seq)
     if store.c_kind[g] != _K_RECV or store.c_peer[g] != -1 or store.c_tag[g] != -1:
         raise ValueError(f"event {rank}:{seq} is not a recv(-1,-1)")
-    later = store.later_receives(rank, seq)
-    out = []
-    for s2 in later[1:]:
-        g2 = store.gidx(rank, s2)
-        src2, tag2 = int(store.c_peer[g2]), int(store.c_tag[g2])
-        race = Race(rank=rank, comm=int(store.c_comm[g]), recvs=(seq, s2),
-                    situation=classifier.situation(-1, -1, src2, tag2), scope="nonadjacent",
-                    sites=(store.site_of(rank, seq), store.site_of(rank, s2)))
-        evaluate(race, facts, final=final)
-        out.append(race)
-    return out
+    later = store.later_receives(rank, seq)[1:]
+    g2 = np.frombuffer(store.by_rank[rank], dtype=np.int64)[np.array(later, dtype=np.int64)]
+    g1 = np.full(len(g2), g, dtype=np.int64)
+    peer, tag = store.c_peer.view(), store.c_tag.view()
+    t = RaceColumns(facts, "nonadjacent", numbered=False)
+    t.add(g1, g2, situations(peer[g1], tag[g1], peer[g2], tag[g2]))
+    rows = np.arange(len(t), dtype=np.int64)
+    evaluate(t, rows, final=final)
+    return t.views(rows)

@@ -42,7 +42,7 @@ from mpvis.model.collectives import CollectiveBook
 from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import Batch
 from mpvis.model.matching import ChannelBook
-from mpvis.model.races import RaceTracker
+from mpvis.model.races import RaceTracker, gather_gidx
 from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING
@@ -89,15 +89,6 @@ def _special_mask(codes: Any, flags: Any) -> Any:
     return np.isin(codes, _SPECIAL_CODES) | nonblocking
 
 
-def _gather(by_rank: list[Any], ranks: Any, seqs: Any) -> Any:
-    """Global indices of events ``(ranks[i], seqs[i])`` (all in the store)."""
-    out = np.empty(len(ranks), dtype=np.int64)
-    for r in np.unique(ranks).tolist():
-        sel = ranks == r
-        out[sel] = np.frombuffer(by_rank[r], dtype=np.int64)[seqs[sel]]
-    return out
-
-
 class _ConsumePlan:
     """A batch's consumes checked with whole-array operations.
 
@@ -135,7 +126,7 @@ class _ConsumePlan:
         counts = np.fromiter((len(b) for b in by_rank), dtype=np.int64, count=len(by_rank))
         if (qs >= counts[csrc]).any():
             return None
-        rg, sg = _gather(by_rank, rank, rs), _gather(by_rank, csrc, qs)
+        rg, sg = np.split(gather_gidx(by_rank, np.r_[rank, csrc], np.r_[rs, qs]), [len(pos)])
         kind, ref, c_comm = store.c_kind.view(), store.c_ref.view(), store.c_comm.view()
         peer, tag, flags = store.c_peer.view(), store.c_tag.view(), store.c_flags.view()
         src, rtag = peer[rg], tag[rg]
@@ -163,7 +154,7 @@ class _ConsumePlan:
         np.frombuffer(rules.store.c_ref.data, dtype=np.int32)[self.rg[:n]] = self.seq[:n]
         sends: list[int] = self.sg[:n].tolist()
         rules.linked_many(sends, self.cg[:n].tolist(), self.rank[:n].tolist(),
-                          self.seq[:n].tolist(), self.rs[:n].tolist())
+                          self.seq[:n].tolist(), self.rg[:n])
         return sends
 
 
@@ -287,8 +278,7 @@ class RecordRules:
         if plan is not None:
             self._apply_plan(plan, limit, linked_before, early_at)
         recv = np.flatnonzero(cols.code[:limit] == K_RECV)
-        self.races.on_recvs(cols.rank[recv], cols.seq[recv], cols.comm[recv], cols.peer[recv],
-                            cols.tag[recv])
+        self.races.on_recvs(recv + start)
         if error is not None:
             self._unlink_dropped(start, start + limit)
             return error
@@ -331,7 +321,7 @@ class RecordRules:
             sg = int(store.c_partner.data[cg])
             self._early[store.key(sg)] = cg
             store.unlink(cg)
-            self.races.touch_recv(int(store.c_rank.data[cg]), int(store.c_ref.data[cg]))
+            self.races.touch(store.by_rank[int(store.c_rank.data[cg])][store.c_ref.data[cg]])
         self._new_messages = [g for g in self._new_messages if g < cut]
 
     def _early_sends(self, rows: Rows, cols: Batch, k: int) -> set[int]:
@@ -495,7 +485,7 @@ class RecordRules:
         if qs < 0:
             ref[rg] = s
             self._infer((csrc, r, comm, ctag), rs, s)
-            self.races.touch_recv(r, rs)
+            self.races.touch(rg)
             return
         g = b.start + i
         events = store.by_rank[csrc]
@@ -509,7 +499,7 @@ class RecordRules:
         else:
             ref[rg] = s
             self._early[(csrc, qs)] = g
-            self.races.touch_recv(r, rs)
+            self.races.touch(rg)
 
     def _on_wait(self, b: Rows, i: int) -> None:
         """A wait; a receive request counts as consumed when its consume came
@@ -585,16 +575,16 @@ class RecordRules:
                 "communicator differs", rank=r, seq=s)
 
     def linked_many(self, sends: list[int], consumes: list[int], ranks: list[int],
-                    seqs: list[int], recvs: list[int]) -> None:
+                    seqs: list[int], recvs: Any) -> None:
         """What :meth:`_link` does for each of a batch's planned consumes (gidx
-        ``consumes``, key ``(ranks, seqs)``, of receive ``recvs``) and its send
+        ``consumes``, key ``(ranks, seqs)``, of receive gidx ``recvs``) and its send
         (``sends``), in batch order, except listing the new messages (the
         caller merges them in batch order)."""
         link = self.store.link
         for sg, cg in zip(sends, consumes, strict=True):
             link(sg, cg)
         self.causal.messages_linked(ranks, seqs)
-        self.races.touch_recvs(ranks, recvs)
+        self.races.touch_many(recvs)
 
     def _link(self, sg: int, cg: int) -> None:
         store = self.store
@@ -602,7 +592,7 @@ class RecordRules:
         self._new_messages.append(sg)
         r = store.c_rank.data[cg]
         self.causal.message_linked(r, store.c_seq.data[cg])
-        self.races.touch_recv(r, store.c_ref.data[cg])
+        self.races.touch(store.by_rank[r][store.c_ref.data[cg]])
 
     def _link_checked(self, sg: int, cg: int) -> None:
         """Link a send to a consume that arrived first, checking they agree."""
