@@ -20,11 +20,14 @@ Each leaked request is one ``request_leak`` entry of the report's ``errors``
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import Any
+
+import numpy as np
 
 from mpvis.analysis.deadlock_p2p import describe_p2p
 from mpvis.analysis.deadlock_report import describe_site
-from mpvis.model.event_arrays import rank_arrays
+from mpvis.model.event_arrays import rank_arrays, run_arrays
 from mpvis.model.manager import ModelManager
 from mpvis.model.record_batch import rebuild_records
 from mpvis.protocol import records as R
@@ -36,6 +39,11 @@ _SEND, _RECV, _WAIT = R.KIND_CODE[R.SEND], R.KIND_CODE[R.RECV], R.KIND_CODE[R.WA
 
 def _posting(m: ModelManager, rank: int, req: int) -> int | None:
     """The seq of the rank's last send or receive that opened request ``req``."""
+    events = rank_arrays(m.store, rank)
+    codes = events.kind
+    if req >= 0:  # the column's -1 is "no req": only a real one is looked up there
+        hits = np.flatnonzero(((codes == _SEND) | (codes == _RECV)) & (events.field("req") == req))
+        return int(hits[-1]) if len(hits) else None
     for seq in range(m.count(rank) - 1, -1, -1):
         rec = m.record(rank, seq)
         if rec["kind"] in ("send", "recv") and rec.get("req") == req:
@@ -43,26 +51,52 @@ def _posting(m: ModelManager, rank: int, req: int) -> int | None:
     return None
 
 
-def _open_requests(m: ModelManager, rank: int) -> list[dict[str, Any]]:
-    """Requests the rank's records leave open, as ``final.requests`` entries."""
-    live: dict[int, dict[str, Any]] = {}
-    # Only nonblocking sends and receives and waits matter: the rank's events,
-    # possibly millions, are filtered as arrays before any record is rebuilt.
-    events = rank_arrays(m.store, rank)
-    codes = events.kind
-    p2p = (codes == _SEND) | (codes == _RECV)
-    keep = (p2p & ~events.blocking) | (codes == _WAIT)
-    for rec in rebuild_records(m, events.indices[keep]):
-        seq = rec["seq"]
-        kind = rec["kind"]
-        if kind in ("send", "recv") and not rec["blocking"]:
-            live[rec["req"]] = {"req": rec["req"], "call": describe_p2p(rec),
-                                "site": rec.get("site"), "state": "active", "started": True,
-                                "seq": seq}
-        elif kind == "wait":
-            for q in rec["reqs"]:
-                live.pop(q, None)
-    return list(live.values())
+def _open_requests(m: ModelManager, ranks: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """Requests the records of each of ``ranks`` leave open, as ``final.requests``
+    entries, in the order a walk of the rank's events would list them: a
+    nonblocking send or receive opens its ``req`` (a later one of the same
+    ``req`` replaces the entry, keeping its place), a ``wait`` naming it
+    closes it.  On arrays: a request is open when a posting of it comes after
+    the last wait naming it; its entry is its last posting, its place its
+    first posting after that wait.  Only the open ones are rebuilt as records.
+    """
+    out: dict[int, list[dict[str, Any]]] = {r: [] for r in ranks}
+    if not ranks:
+        return out
+    ev = run_arrays(m.store)
+    codes = ev.kind
+    mine = np.zeros(len(ev), dtype=bool)
+    for r in ranks:
+        mine[ev.starts[r]:ev.starts[r + 1]] = True
+    posts = np.flatnonzero(mine & ((codes == _SEND) | (codes == _RECV)) & ~ev.blocking)
+    waits = np.flatnonzero(mine & (codes == _WAIT))
+    reqs = [ex["reqs"] for ex in ev.extras(waits)]
+    named = np.fromiter(chain.from_iterable(reqs), dtype=np.int64)
+    # (rank, req, position, is a wait) of every posting and every wait naming a request
+    pos = np.concatenate([posts, np.repeat(waits, [len(q) for q in reqs])])
+    req = np.concatenate([ev.field("req", posts).astype(np.int64), named])
+    is_wait = np.arange(len(pos)) >= len(posts)
+    order = np.lexsort((pos, req, ev.rank[pos]))  # positions are rank-major
+    pos, req, is_wait = pos[order], req[order], is_wait[order]
+    new_key = np.ones(len(pos), dtype=bool)
+    new_key[1:] = (req[1:] != req[:-1]) | (ev.rank[pos[1:]] != ev.rank[pos[:-1]])
+    key = np.cumsum(new_key) - 1
+    # per request, the index of its last wait (-1: none): postings after it are open
+    last_wait = np.full(int(key[-1]) + 1 if len(key) else 0, -1, dtype=np.int64)
+    np.maximum.at(last_wait, key[is_wait], np.flatnonzero(is_wait))
+    open_ = ~is_wait & (np.arange(len(pos)) > last_wait[key])
+    keys = key[open_]
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    last = np.ones(len(keys), dtype=bool)
+    last[:-1] = keys[1:] != keys[:-1]
+    place, entry = pos[open_][first], pos[open_][last]
+    entry = entry[np.argsort(place, kind="stable")]
+    for p, rec in zip(entry.tolist(), rebuild_records(m, ev.indices[entry]), strict=True):
+        out[int(ev.rank[p])].append({
+            "req": rec["req"], "call": describe_p2p(rec), "site": rec.get("site"),
+            "state": "active", "started": True, "seq": rec["seq"]})
+    return out
 
 
 def _reason(rank: int, entry: dict[str, Any]) -> str:
@@ -83,13 +117,14 @@ def request_leaks(m: ModelManager) -> list[dict[str, object]]:
     posting event when known), ``req``, ``call``, ``state``, ``started``,
     ``site`` and ``reason``.
     """
-    out: list[dict[str, object]] = []
+    listed: dict[int, object] = {}
     for rank in range(m.nprocs):
-        if not m.finished[rank] or rank in m.dead:
-            continue
-        final = m.record(rank, m.count(rank) - 1)
-        listed = final.get("requests")
-        entries = listed if isinstance(listed, list) else _open_requests(m, rank)
+        if m.finished[rank] and rank not in m.dead:
+            listed[rank] = m.record(rank, m.count(rank) - 1).get("requests")
+    found = _open_requests(m, [r for r, x in listed.items() if not isinstance(x, list)])
+    out: list[dict[str, object]] = []
+    for rank, given in listed.items():
+        entries = given if isinstance(given, list) else found[rank]
         for entry in entries:
             if not isinstance(entry, dict):
                 continue
