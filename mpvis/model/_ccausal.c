@@ -87,6 +87,39 @@ static void release(Buf *buf)
     }
 }
 
+/* A few buffers held during one walk, least recently used evicted: a walk
+ * touches few chunks of rows and few ranks' merge lists, so acquiring each
+ * once per walk (not once per merge, nor all of them) is what it costs. */
+#define SLOTS 8
+
+typedef struct {
+    Py_ssize_t key;
+    unsigned long used;
+    Buf buf, buf2;
+} Slot;
+
+static Slot *slot_for(Slot *slots, unsigned long *clock, Py_ssize_t key, int *hit)
+{
+    Slot *victim = &slots[0];
+    for (int i = 0; i < SLOTS; i++) {
+        Slot *sl = &slots[i];
+        if (sl->buf.held && sl->key == key) {
+            sl->used = ++*clock;
+            *hit = 1;
+            return sl;
+        }
+        if (victim->buf.held && (!sl->buf.held || sl->used < victim->used)) {
+            victim = sl;
+        }
+    }
+    release(&victim->buf);
+    release(&victim->buf2);
+    victim->key = key;
+    victim->used = ++*clock;
+    *hit = 0;
+    return victim;
+}
+
 typedef struct {
     /* arguments */
     Py_ssize_t r, a, lo, nrows, limit, shift, nprocs;
@@ -96,48 +129,73 @@ typedef struct {
     int k_consume, k_coll, k_exit;
     PyObject *done, *chunks, *merge_seq, *merge_row;
     Buf events, merge_at, kind, partner, crank, cseq, lamport;
-    /* rows: one buffer per chunk, acquired on first use */
-    Buf *chunk;
     Py_ssize_t nchunks, rows_cap;
     int wide; /* rows are int32 (else uint16) */
-    /* merge lists of other ranks, acquired on first use */
-    Buf *mseq, *mrow;
+    unsigned long clock;
+    Slot chunk[SLOTS]; /* chunks of rows, by chunk index */
+    Slot list[SLOTS];  /* merge lists (seqs in buf, rows in buf2), by rank */
     /* this walk's new merges of rank r (appended to its lists at the end) */
     int32_t *new_seq, *new_row;
-    Py_ssize_t nnew;
+    Py_ssize_t nnew, cap_seq, cap_row;
     int32_t prev_row; /* rank r's last row */
     /* this walk's collective entries of rank r (their seqs) */
     int32_t *entered;
-    Py_ssize_t nentered;
+    Py_ssize_t nentered, cap_entered;
 } Walk;
+
+/* Make room for one more int32 in *buf (capacity *cap); -1 on no memory. */
+static int grow(int32_t **buf, Py_ssize_t n, Py_ssize_t *cap)
+{
+    if (n < *cap) {
+        return 0;
+    }
+    Py_ssize_t cap2 = *cap ? 2 * *cap : 64;
+    int32_t *p = PyMem_Realloc(*buf, (size_t)cap2 * sizeof(int32_t));
+    if (p == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *buf = p;
+    *cap = cap2;
+    return 0;
+}
 
 static void *chunk_row(Walk *w, Py_ssize_t row)
 {
     Py_ssize_t c = row >> w->shift;
-    Buf *buf = &w->chunk[c];
-    if (!buf->held) {
+    int hit;
+    Slot *sl = slot_for(w->chunk, &w->clock, c, &hit);
+    if (!hit) {
         PyObject *obj = PyList_GET_ITEM(w->chunks, c);
-        if (get_buf(buf, obj, w->wide ? "i" : "H", 1, "clock rows") < 0) {
+        if (get_buf(&sl->buf, obj, w->wide ? "i" : "H", 1, "clock rows") < 0) {
             return NULL;
         }
-        if (buf->b.ndim != 2 || buf->b.shape[0] != ((Py_ssize_t)1 << w->shift)
-            || buf->b.shape[1] != w->nprocs) {
+        if (sl->buf.b.ndim != 2 || sl->buf.b.shape[0] != ((Py_ssize_t)1 << w->shift)
+            || sl->buf.b.shape[1] != w->nprocs) {
             PyErr_SetString(PyExc_ValueError, "clock rows: a chunk has the wrong shape");
             return NULL;
         }
     }
     Py_ssize_t off = (row & (((Py_ssize_t)1 << w->shift) - 1)) * w->nprocs;
-    return (char *)buf->b.buf + off * buf->b.itemsize;
+    return (char *)sl->buf.b.buf + off * sl->buf.b.itemsize;
 }
 
-/* Rank q's entry of a list of merge lists (seqs or rows), as a buffer. */
-static Buf *merge_list(Buf *table, PyObject *lists, Py_ssize_t q)
+/* Rank q's merge lists (seqs, rows) as buffers of equal length. */
+static Slot *merge_lists(Walk *w, Py_ssize_t q)
 {
-    Buf *buf = &table[q];
-    if (!buf->held && get_buf(buf, PyList_GET_ITEM(lists, q), "i", 0, "merge list") < 0) {
-        return NULL;
+    int hit;
+    Slot *sl = slot_for(w->list, &w->clock, q, &hit);
+    if (!hit) {
+        if (get_buf(&sl->buf, PyList_GET_ITEM(w->merge_seq, q), "i", 0, "merge seqs") < 0
+            || get_buf(&sl->buf2, PyList_GET_ITEM(w->merge_row, q), "i", 0, "merge rows") < 0) {
+            return NULL;
+        }
+        if (sl->buf.b.len != sl->buf2.b.len) {
+            PyErr_SetString(PyExc_ValueError, "merge lists of different lengths");
+            return NULL;
+        }
     }
-    return buf;
+    return sl;
 }
 
 /* The row governing the clock of event (q, s): q's last merge row at or
@@ -156,18 +214,12 @@ static int64_t governing(Walk *w, Py_ssize_t q, int64_t s)
         }
         return w->new_row[lo];
     }
-    Buf *bs = merge_list(w->mseq, w->merge_seq, q);
-    Buf *br = bs ? merge_list(w->mrow, w->merge_row, q) : NULL;
-    if (br == NULL) {
+    Slot *sl = merge_lists(w, q);
+    if (sl == NULL) {
         return -1;
     }
-    Py_ssize_t n = bs->b.len / 4;
-    if (br->b.len / 4 != n) {
-        PyErr_SetString(PyExc_ValueError, "merge lists of different lengths");
-        return -1;
-    }
-    const int32_t *seqs = bs->b.buf;
-    Py_ssize_t lo = 0, hi = n; /* first seq > s */
+    const int32_t *seqs = sl->buf.b.buf;
+    Py_ssize_t lo = 0, hi = sl->buf.b.len / 4; /* first seq > s */
     while (lo < hi) {
         Py_ssize_t mid = (lo + hi) / 2;
         if (seqs[mid] <= s) {
@@ -176,7 +228,7 @@ static int64_t governing(Walk *w, Py_ssize_t q, int64_t s)
             hi = mid;
         }
     }
-    int64_t row = lo > 0 ? ((const int32_t *)br->b.buf)[lo - 1] : 0;
+    int64_t row = lo > 0 ? ((const int32_t *)sl->buf2.b.buf)[lo - 1] : 0;
     if (row < 0 || row >= w->nrows) {
         PyErr_SetString(PyExc_ValueError, "merge list names a row that does not exist");
         return -1;
@@ -189,6 +241,10 @@ static int64_t governing(Walk *w, Py_ssize_t q, int64_t s)
 static int merge(Walk *w, int64_t seq, int64_t other, Py_ssize_t q, int64_t qs)
 {
     Py_ssize_t row = w->nrows;
+    if (grow(&w->new_seq, w->nnew, &w->cap_seq) < 0
+        || grow(&w->new_row, w->nnew, &w->cap_row) < 0) {
+        return -1;
+    }
     void *out = chunk_row(w, row);
     const void *pa = out ? chunk_row(w, w->prev_row) : NULL;
     const void *pb = pa ? chunk_row(w, other) : NULL;
@@ -305,6 +361,9 @@ static int run(Walk *w, int *status)
         if (k == w->k_coll) {
             if (cause != C_WALK) {
                 PyErr_SetString(PyExc_ValueError, "a cause given for a collective entry");
+                return -1;
+            }
+            if (grow(&w->entered, w->nentered, &w->cap_entered) < 0) {
                 return -1;
             }
             w->entered[w->nentered++] = (int32_t)s;
@@ -432,20 +491,15 @@ static void release_all(Walk *w)
     release(&w->crank);
     release(&w->cseq);
     release(&w->lamport);
-    for (Py_ssize_t c = 0; w->chunk && c < w->nchunks; c++) {
-        release(&w->chunk[c]);
-    }
-    for (Py_ssize_t q = 0; w->mseq && q < w->nprocs; q++) {
-        release(&w->mseq[q]);
-        release(&w->mrow[q]);
+    for (int i = 0; i < SLOTS; i++) {
+        release(&w->chunk[i].buf);
+        release(&w->list[i].buf);
+        release(&w->list[i].buf2);
     }
 }
 
 static void free_all(Walk *w)
 {
-    PyMem_Free(w->chunk);
-    PyMem_Free(w->mseq);
-    PyMem_Free(w->mrow);
     PyMem_Free(w->new_seq);
     PyMem_Free(w->new_row);
     PyMem_Free(w->entered);
@@ -483,22 +537,33 @@ static int rows_wide(PyObject *chunk)
 }
 
 PyDoc_STRVAR(walk_doc,
-"walk(r, a, lo, lam, cause, cause_x, cause_lam, events, merge_at, kind, partner,\n"
-"     rank, seq, lamport, done, chunks, nrows, limit, shift, merge_seq, merge_row,\n"
-"     k_consume, k_coll, k_exit) -> (status, a, lo, lam, nrows, entered)\n\n"
-"Walk rank r's events from seq a (merge_at[lo] its first merge stop at or after a,\n"
-"lam its Lamport clock before jumps), with `cause` (0 walk, 1 none, 2 event\n"
-"cause_x, 3 joined row cause_x with Lamport cause_lam) for the event at a.\n"
-"Returns why it stopped (0 end of the rank's events, 1 a consume without send,\n"
-"2 a consume whose send is not processed, 3 a collective exit, 4 rows must be\n"
-"widened, 5 rows must grow), where (seq a, merge stop lo, Lamport lam), the row\n"
-"count and the collective entries passed.");
+"walk(ctx, r, a, lo, lam, cause, cause_x, cause_lam, nrows, limit)\n"
+"    -> (status, a, lo, lam, nrows, entered)\n\n"
+"ctx = (by_rank, merge_at, kind, partner, rank, seq, lamport, done, chunks, shift,\n"
+"       merge_seq, merge_row, k_consume, k_coll, k_exit): the store's rank event\n"
+"lists and columns, each rank's merge stops, how far each rank is processed,\n"
+"the clock rows' chunks and merge lists, the kind codes.\n"
+"Walk rank r's events from seq a (merge_at[r][lo] its first merge stop at or\n"
+"after a, lam its Lamport clock before jumps), with `cause` (0 walk, 1 none,\n"
+"2 event cause_x, 3 joined row cause_x with Lamport cause_lam) for the event\n"
+"at a.  Returns why it stopped (0 end of the rank's events, 1 a consume without\n"
+"send, 2 a consume whose send is not processed, 3 a collective exit, 4 rows must\n"
+"be widened, 5 rows must grow), where (seq a, merge stop lo, Lamport lam), the\n"
+"row count and the collective entries passed (seqs).");
 
-enum {
-    A_R, A_A, A_LO, A_LAM, A_CAUSE, A_CX, A_CLAM, A_EVENTS, A_AT, A_KIND, A_PARTNER, A_RANK,
-    A_SEQ, A_LAMPORT, A_DONE, A_CHUNKS, A_NROWS, A_LIMIT, A_SHIFT, A_MSEQ, A_MROW, A_KCONS,
-    A_KCOLL, A_KEXIT, NARGS
-};
+enum { X_BY_RANK, X_AT, X_KIND, X_PARTNER, X_RANK, X_SEQ, X_LAMPORT, X_DONE, X_CHUNKS, X_SHIFT,
+       X_MSEQ, X_MROW, X_KCONS, X_KCOLL, X_KEXIT, NCTX };
+enum { A_CTX, A_R, A_A, A_LO, A_LAM, A_CAUSE, A_CX, A_CLAM, A_NROWS, A_LIMIT, NARGS };
+
+static int list_item(PyObject *list, Py_ssize_t i, PyObject **out, const char *what)
+{
+    if (!PyList_Check(list) || i >= PyList_GET_SIZE(list)) {
+        PyErr_Format(PyExc_ValueError, "walk(): %s must be a list with an entry per rank", what);
+        return -1;
+    }
+    *out = PyList_GET_ITEM(list, i);
+    return 0;
+}
 
 static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -507,21 +572,31 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Format(PyExc_TypeError, "walk() takes %d arguments (%zd given)", NARGS, nargs);
         return NULL;
     }
+    PyObject *ctx = args[A_CTX];
+    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != NCTX) {
+        PyErr_Format(PyExc_TypeError, "walk(): ctx must be a tuple of %d items", NCTX);
+        return NULL;
+    }
     Walk w;
     memset(&w, 0, sizeof w);
     PyObject *result = NULL;
-    int64_t v[NARGS];
-    static const int ints[] = {A_R, A_A, A_LO, A_LAM, A_CAUSE, A_CX, A_CLAM, A_NROWS,
-                               A_LIMIT, A_SHIFT, A_KCONS, A_KCOLL, A_KEXIT};
+    int64_t v[NARGS], x[NCTX];
+    static const int ints[] = {A_R, A_A, A_LO, A_LAM, A_CAUSE, A_CX, A_CLAM, A_NROWS, A_LIMIT};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         if (int_arg(args[ints[i]], &v[ints[i]]) < 0) {
             return NULL;
         }
     }
-    w.done = args[A_DONE];
-    w.chunks = args[A_CHUNKS];
-    w.merge_seq = args[A_MSEQ];
-    w.merge_row = args[A_MROW];
+    static const int xints[] = {X_SHIFT, X_KCONS, X_KCOLL, X_KEXIT};
+    for (size_t i = 0; i < sizeof xints / sizeof xints[0]; i++) {
+        if (int_arg(PyTuple_GET_ITEM(ctx, xints[i]), &x[xints[i]]) < 0) {
+            return NULL;
+        }
+    }
+    w.done = PyTuple_GET_ITEM(ctx, X_DONE);
+    w.chunks = PyTuple_GET_ITEM(ctx, X_CHUNKS);
+    w.merge_seq = PyTuple_GET_ITEM(ctx, X_MSEQ);
+    w.merge_row = PyTuple_GET_ITEM(ctx, X_MROW);
     if (!PyList_Check(w.done) || !PyList_Check(w.chunks) || !PyList_Check(w.merge_seq)
         || !PyList_Check(w.merge_row)) {
         PyErr_SetString(PyExc_TypeError, "walk(): done, chunks and the merge lists must be lists");
@@ -538,10 +613,10 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     w.cause_lam = v[A_CLAM];
     w.nrows = (Py_ssize_t)v[A_NROWS];
     w.limit = (Py_ssize_t)v[A_LIMIT];
-    w.shift = (Py_ssize_t)v[A_SHIFT];
-    w.k_consume = (int)v[A_KCONS];
-    w.k_coll = (int)v[A_KCOLL];
-    w.k_exit = (int)v[A_KEXIT];
+    w.shift = (Py_ssize_t)x[X_SHIFT];
+    w.k_consume = (int)x[X_KCONS];
+    w.k_coll = (int)x[X_KCOLL];
+    w.k_exit = (int)x[X_KEXIT];
     if (PyList_GET_SIZE(w.merge_seq) != w.nprocs || PyList_GET_SIZE(w.merge_row) != w.nprocs
         || w.r < 0 || w.r >= w.nprocs || w.a < 0 || w.lo < 0 || w.lam < 0 || w.cause < C_WALK
         || w.cause > C_JOINED || w.shift < 0 || w.shift > 24 || w.nchunks < 1 || w.nrows < 1
@@ -558,34 +633,27 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_SetString(PyExc_ValueError, "walk(): limit larger than the rows can hold");
         return NULL;
     }
-    if (get_buf(&w.events, args[A_EVENTS], "q", 0, "rank events") < 0
-        || get_buf(&w.merge_at, args[A_AT], "i", 0, "merge stops") < 0
-        || get_buf(&w.kind, args[A_KIND], "b", 0, "kinds") < 0
-        || get_buf(&w.partner, args[A_PARTNER], "q", 0, "partners") < 0
-        || get_buf(&w.crank, args[A_RANK], "i", 0, "ranks") < 0
-        || get_buf(&w.cseq, args[A_SEQ], "i", 0, "seqs") < 0
-        || get_buf(&w.lamport, args[A_LAMPORT], "i", 1, "Lamport clocks") < 0) {
-        goto done;
+    PyObject *events, *at;
+    if (list_item(PyTuple_GET_ITEM(ctx, X_BY_RANK), w.r, &events, "by_rank") < 0
+        || list_item(PyTuple_GET_ITEM(ctx, X_AT), w.r, &at, "merge_at") < 0) {
+        return NULL;
     }
-    Py_ssize_t stops = w.merge_at.b.len / 4 - (w.lo < w.merge_at.b.len / 4 ? w.lo : 0);
-    size_t cap = (size_t)(stops > 0 ? stops : 1);
-    w.chunk = PyMem_Calloc((size_t)w.nchunks, sizeof(Buf));
-    w.mseq = PyMem_Calloc((size_t)w.nprocs, sizeof(Buf));
-    w.mrow = PyMem_Calloc((size_t)w.nprocs, sizeof(Buf));
-    w.new_seq = PyMem_Malloc(cap * sizeof(int32_t));
-    w.new_row = PyMem_Malloc(cap * sizeof(int32_t));
-    w.entered = PyMem_Malloc(cap * sizeof(int32_t));
-    if (!w.chunk || !w.mseq || !w.mrow || !w.new_seq || !w.new_row || !w.entered) {
-        PyErr_NoMemory();
+    if (get_buf(&w.events, events, "q", 0, "rank events") < 0
+        || get_buf(&w.merge_at, at, "i", 0, "merge stops") < 0
+        || get_buf(&w.kind, PyTuple_GET_ITEM(ctx, X_KIND), "b", 0, "kinds") < 0
+        || get_buf(&w.partner, PyTuple_GET_ITEM(ctx, X_PARTNER), "q", 0, "partners") < 0
+        || get_buf(&w.crank, PyTuple_GET_ITEM(ctx, X_RANK), "i", 0, "ranks") < 0
+        || get_buf(&w.cseq, PyTuple_GET_ITEM(ctx, X_SEQ), "i", 0, "seqs") < 0
+        || get_buf(&w.lamport, PyTuple_GET_ITEM(ctx, X_LAMPORT), "i", 1, "Lamport clocks") < 0) {
         goto done;
     }
     /* rank r's last row: the end of its merge list */
-    Buf *br = merge_list(w.mrow, w.merge_row, w.r);
-    if (br == NULL) {
+    Slot *own = merge_lists(&w, w.r);
+    if (own == NULL) {
         goto done;
     }
-    Py_ssize_t nr = br->b.len / 4;
-    w.prev_row = nr > 0 ? ((const int32_t *)br->b.buf)[nr - 1] : 0;
+    Py_ssize_t nr = own->buf2.b.len / 4;
+    w.prev_row = nr > 0 ? ((const int32_t *)own->buf2.b.buf)[nr - 1] : 0;
     if (w.prev_row < 0 || w.prev_row >= w.nrows) {
         PyErr_SetString(PyExc_ValueError, "merge list names a row that does not exist");
         goto done;
@@ -603,12 +671,12 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     for (Py_ssize_t i = 0; i < w.nentered; i++) {
-        PyObject *x = PyLong_FromLong(w.entered[i]);
-        if (x == NULL) {
+        PyObject *e = PyLong_FromLong(w.entered[i]);
+        if (e == NULL) {
             Py_DECREF(entered);
             goto done;
         }
-        PyList_SET_ITEM(entered, i, x);
+        PyList_SET_ITEM(entered, i, e);
     }
     result = Py_BuildValue("(innLnN)", status, w.a, w.lo, (long long)w.lam, w.nrows, entered);
 done:

@@ -1,11 +1,20 @@
-"""Types of the model's walk in causal order (``_ccausal.c``; see ``clocks.py``)."""
+"""Types of the model's walk in causal order (``_ccausal.c``; see ``ClockStore.walker``)."""
 
 from array import array
 from typing import Any
 
 import numpy.typing as npt
 
+#: (by_rank, merge_at, kind, partner, rank, seq, lamport, done, chunks, shift,
+#: merge_seq, merge_row, k_consume, k_coll, k_exit)
+WalkContext = tuple[
+    list[array[int]], list[array[int]], array[int], array[int], array[int], array[int],
+    array[int], list[int], list[npt.NDArray[Any]], int, list[array[int]], list[array[int]],
+    int, int, int,
+]
+
 def walk(
+    ctx: WalkContext,
     r: int,
     a: int,
     lo: int,
@@ -13,22 +22,7 @@ def walk(
     cause: int,
     cause_x: int,
     cause_lam: int,
-    events: array[int],
-    merge_at: array[int],
-    kind: array[int],
-    partner: array[int],
-    rank: array[int],
-    seq: array[int],
-    lamport: array[int],
-    done: list[int],
-    chunks: list[npt.NDArray[Any]],
     nrows: int,
     limit: int,
-    shift: int,
-    merge_seq: list[array[int]],
-    merge_row: list[array[int]],
-    k_consume: int,
-    k_coll: int,
-    k_exit: int,
     /,
 ) -> tuple[int, int, int, int, int, list[int]]: ...

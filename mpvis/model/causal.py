@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -80,6 +81,9 @@ class CausalRelease:
         self._lam_last = [-1] * n  # Lamport clock of each rank's last processed event
         #: seqs of each rank's consumes, collective entries and exits (clock merges)
         self._merge_at: list[array[int]] = [array("i") for _ in range(n)]
+        self._walk = self.clocks.walker(store, self._merge_at, self.done)
+        #: seqs of each rank's consumes whose record names no send, until released
+        self._unnamed: list[deque[int]] = [deque() for _ in range(n)]
         self._pending: list[list[Record]] = [[] for _ in range(n)]  # arrived, not released
         self._head = [0] * n  # released prefix of each _pending list
         self._done_waiters: list[dict[int, list[int]]] = [{} for _ in range(n)]
@@ -105,6 +109,9 @@ class CausalRelease:
             mseqs = cols.seq[merges]
             for r in np.unique(mranks).tolist():
                 self._merge_at[r].frombytes(mseqs[mranks == r].astype(np.int32).tobytes())
+        if self.analyzers:  # consumes whose record names no send (see _name_sends)
+            for i in np.flatnonzero((codes == K_CONSUME) & (cols.sseq[:k] < 0)).tolist():
+                self._unnamed[int(cols.rank[i])].append(int(cols.seq[i]))
         if self.analyzers:
             pending = self._pending
             if records is None:
@@ -120,6 +127,9 @@ class CausalRelease:
         for r, cut in enumerate(kept):
             at = self._merge_at[r]
             del at[bisect_left(at, cut):]
+            unnamed = self._unnamed[r]
+            while unnamed and unnamed[-1] >= cut:
+                unnamed.pop()
             if self.analyzers:
                 del self._pending[r][len(self._pending[r]) - (before[r] - cut):]
 
@@ -221,7 +231,7 @@ class CausalRelease:
         """Advance rank ``r`` in causal order as far as its dependencies allow
         (with ``final``, its next event is processed even if a cause is missing).
 
-        The walk is :meth:`ClockStore.walk <mpvis.model.clocks.ClockStore.walk>`
+        The walk is :meth:`ClockStore.walker <mpvis.model.clocks.ClockStore.walker>`
         (in C: clock merges and Lamport clocks); it comes back here only where
         a cause needs deciding: a consume whose send is unknown or not
         processed (wait for it, or force it at the end of input), a collective
@@ -238,8 +248,7 @@ class CausalRelease:
         forced = at[lo] if final and lo < len(at) else -1  # only the first stop is forced
         s, lam, cause = a, self._lam_last[r] + 1, WALK
         while True:
-            st, s, lo, lam, entered = self.clocks.walk(r, s, lo, lam, cause, store=store,
-                                                       merge_at=at, done=self.done)
+            st, s, lo, lam, entered = self._walk(r, s, lo, lam, cause)
             for e in entered:
                 self._entered(r, e)
             if st == END:
@@ -270,7 +279,8 @@ class CausalRelease:
         and Lamport clocks written): release their records, wake who waits."""
         events = self.store.by_rank[r]
         if self.analyzers:
-            self._name_sends(r, a, b)
+            if self._unnamed[r]:
+                self._name_sends(r, a, b)
             self._out_idx.extend(events[a:b])
             head = self._head[r]
             pend = self._pending[r]
@@ -293,19 +303,15 @@ class CausalRelease:
         pending consume record of events ``a..b-1`` of rank ``r`` that does not
         gets the send it merged (inferred by the non-overtaking rule)."""
         store = self.store
-        c_kind, c_partner = store.c_kind.data, store.c_partner.data
-        c_rank, c_seq = store.c_rank.data, store.c_seq.data
-        events, at, done = store.by_rank[r], self._merge_at[r], self.done
+        c_partner, c_rank, c_seq = store.c_partner.data, store.c_rank.data, store.c_seq.data
+        events, done, unnamed = store.by_rank[r], self.done, self._unnamed[r]
         pend, base = self._pending[r], self._head[r] - a
-        lo = bisect_left(at, a)
-        for s in at[lo:bisect_left(at, b, lo)]:
-            g = events[s]
-            if c_kind[g] == K_CONSUME:
-                rec = pend[base + s]
-                if "send" not in rec:
-                    sg = c_partner[g]
-                    if sg >= 0 and done[c_rank[sg]] > c_seq[sg]:
-                        rec["send"] = [c_rank[sg], c_seq[sg]]
+        while unnamed and unnamed[0] < b:
+            s = unnamed.popleft()
+            rec = pend[base + s]
+            sg = c_partner[events[s]]
+            if "send" not in rec and sg >= 0 and done[c_rank[sg]] > c_seq[sg]:
+                rec["send"] = [c_rank[sg], c_seq[sg]]
 
     def _entered(self, r: int, s: int) -> None:
         """A ``coll`` is processed: count it toward its instance's entries."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
+from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
 import numpy as np
@@ -82,6 +83,10 @@ class Walked(NamedTuple):
     lam: int
     #: Seqs of the collective entries processed, in order.
     entered: list[int]
+
+
+#: See :meth:`ClockStore.walker`.
+Walker = Callable[[int, int, int, int, Cause], Walked]
 
 #: Bytes of one chunk of rows at most (its row count is a power of two, at most 8192,
 #: so a header with many ranks never reserves rows it may not need).
@@ -159,39 +164,46 @@ class ClockStore:
         self._joined_into(out, ZERO_ROW, others)
         return row
 
-    def walk(self, rank: int, a: int, lo: int, lam: int, cause: Cause, *,
-             store: EventStore, merge_at: array[int], done: list[int]) -> Walked:
-        """Process events of ``rank`` from seq ``a`` in causal order, in C
-        (:mod:`mpvis.model._ccausal`, the one implementation): each consume
-        whose send is processed gets its merge row, every event its Lamport
-        clock (the store's ``c_lamport``), until an event needs the caller.
-
-        ``merge_at[lo]`` is the rank's first merge stop at or after ``a``,
-        ``lam`` the Lamport clock of event ``a`` before any jump, ``cause``
-        what the caller decided for event ``a`` when it is a stop (:data:`WALK`:
+    def walker(self, store: EventStore, merge_at: list[array[int]], done: list[int]) -> Walker:
+        """The walk of one rank in causal order over ``store``, in C
+        (:mod:`mpvis.model._ccausal`, the one implementation): a function
+        ``walk(rank, a, lo, lam, cause)`` that processes events of ``rank``
+        from seq ``a`` (``merge_at[rank][lo]`` is its first merge stop, a
+        consume or a collective entry or exit, at or after ``a``; ``lam`` the
+        Lamport clock of event ``a`` before any jump).  Each consume whose
+        send is processed gets its merge row, every event its Lamport clock
+        (the store's ``c_lamport``), until an event needs the caller; for the
+        event at ``a``, ``cause`` is what the caller decided (:data:`WALK`:
         nothing, look for yourself).  ``done[q]`` says how far rank ``q`` is
         processed.  Widening the rows and new chunks of rows happen here, so
         the walk stops only where the caller has something to decide
-        (:class:`Walked`)."""
-        entered: list[int] = []
-        kind_consume, kind_coll, kind_exit = _MERGE_KINDS
-        start = a
-        while True:
-            status, a, lo, lam, self._nrows, more = _ccausal.walk(
-                rank, a, lo, lam, cause[0], cause[1], cause[2],
-                store.by_rank[rank], merge_at, store.c_kind.data, store.c_partner.data,
-                store.c_rank.data, store.c_seq.data, store.c_lamport.data, done,
-                self._chunks, self._nrows, self._limit, self._shift,
-                self.merge_seq, self.merge_row, kind_consume, kind_coll, kind_exit)
-            entered += more
-            if status == _WIDEN:
-                self._widen()
-            elif status == _FULL:
-                self._chunks.append(np.empty((1 << self._shift, self.nprocs), dtype=self._dtype))
-            else:
-                return Walked(status, a, lo, lam, entered)
-            if a != start:  # the caused event is processed; the walk stopped later
-                cause = WALK
+        (:class:`Walked`).
+
+        ``store``'s columns, ``merge_at`` and ``done`` are held, not copied:
+        they must be the objects the caller keeps growing."""
+        ctx = (store.by_rank, merge_at, store.c_kind.data, store.c_partner.data,
+               store.c_rank.data, store.c_seq.data, store.c_lamport.data, done,
+               self._chunks, self._shift, self.merge_seq, self.merge_row, *_MERGE_KINDS)
+        c_walk = _ccausal.walk
+
+        def walk(rank: int, a: int, lo: int, lam: int, cause: Cause) -> Walked:
+            start, entered = a, []
+            while True:
+                status, a, lo, lam, self._nrows, more = c_walk(
+                    ctx, rank, a, lo, lam, *cause, self._nrows, self._limit)
+                if more:
+                    entered += more
+                if status < _WIDEN:
+                    return Walked(status, a, lo, lam, entered)
+                if status == _WIDEN:
+                    self._widen()
+                else:
+                    self._chunks.append(np.empty((1 << self._shift, self.nprocs),
+                                                 dtype=self._dtype))
+                if a != start:  # the caused event is processed; the walk stopped later
+                    cause = WALK
+
+        return walk
 
     def _gather(self, rows: npt.NDArray[np.int64]) -> IntVec:
         chunk = rows >> self._shift
