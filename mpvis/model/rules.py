@@ -158,6 +158,98 @@ class _ConsumePlan:
         return sends
 
 
+class _RequestPlan:
+    """A batch's request rules checked with whole-array operations.
+
+    The rules (:meth:`RecordRules._new_req`, :meth:`RecordRules._on_wait`): a
+    nonblocking send or receive makes its request live, and the request must
+    not be live already; a wait names live requests, each once, and ends
+    them; a receive request is waited only after its consume.  Per rank and
+    request, the batch's creations and waits in batch order must therefore
+    alternate, starting with a wait when the request is live before the
+    batch, with a creation when not.  :meth:`make` gives a plan only when
+    every creation and wait of the batch keeps the rules; otherwise ``None``
+    and they are checked record by record, which also names the first bad
+    one.  A receive's consume is known before the batch (``c_ref``) or at its
+    position in the batch (``consumed_at``: the batch's consumes are planned,
+    or it has none), so the check does not depend on the other records.
+    :meth:`apply` then writes the live requests as the records before the
+    first bad record (of another rule) leave them."""
+
+    __slots__ = ("mask", "pos", "rank", "req", "seq")
+
+    def __init__(self, *, mask: Any, pos: Any, rank: Any, req: Any, seq: Any) -> None:
+        self.mask, self.pos, self.rank, self.req, self.seq = mask, pos, rank, req, seq
+
+    @classmethod
+    def make(cls, store: EventStore, live: list[dict[int, int]], cols: Batch, *, start: int,
+             k: int, consumed_at: dict[int, int]) -> _RequestPlan | None:
+        """``live``: per rank, the live requests before the batch (request ->
+        the seq of the event that made it)."""
+        codes, flags = cols.code[:k], cols.flags[:k]
+        create = ((codes == K_SEND) | (codes == K_RECV)) & ((flags & F_BLOCKING) == 0)
+        wait = codes == K_WAIT
+        cpos, wpos = np.flatnonzero(create), np.flatnonzero(wait)
+        if len(cpos) == 0 and len(wpos) == 0:
+            return None
+        extras = cols.extras
+        try:
+            reqs = [extras[i]["reqs"] for i in wpos.tolist()]
+            wreq = np.fromiter((q for qs in reqs for q in qs), dtype=np.int64)
+        except (KeyError, TypeError, ValueError, OverflowError):
+            return None
+        nreq = np.fromiter(map(len, reqs), dtype=np.int64, count=len(reqs))
+        pos = np.r_[cpos, np.repeat(wpos, nreq)]
+        rank = cols.rank[pos].astype(np.int64)
+        req = np.r_[cols.req[cpos].astype(np.int64), wreq]
+        is_wait = np.r_[np.zeros(len(cpos), dtype=bool), np.ones(len(wreq), dtype=bool)]
+        order = np.lexsort((pos, req, rank))
+        pos, rank, req, is_wait = pos[order], rank[order], req[order], is_wait[order]
+        n = len(pos)
+        first = np.r_[True, (rank[1:] != rank[:-1]) | (req[1:] != req[:-1])]
+        starts = np.flatnonzero(first)
+        held = [live[r].get(q) for r, q in zip(rank[starts].tolist(), req[starts].tolist(),
+                                               strict=True)]
+        was_live = np.fromiter((h is not None for h in held), dtype=bool, count=len(held))
+        group = np.cumsum(first) - 1
+        j = np.arange(n) - starts[group]
+        if ((j + was_live[group]) % 2 != is_wait).any():
+            return None
+        # the receive requests waited: each consumed before its wait
+        wait_at = np.flatnonzero(is_wait)
+        maker = np.empty(len(wait_at), dtype=np.int64)  # gidx of the event that made it
+        inside = j[wait_at] > 0
+        maker[inside] = pos[wait_at[inside] - 1] + start
+        outside = wait_at[~inside]
+        if len(outside):
+            seqs = np.array([held[g] for g in group[outside].tolist()], dtype=np.int64)
+            maker[~inside] = gather_gidx(store.by_rank, rank[outside], seqs)
+        is_recv = store.c_kind.view()[maker] == K_RECV
+        unknown = is_recv & (store.c_ref.view()[maker] == -1)
+        if unknown.any():
+            wp = pos[wait_at[unknown]].tolist()
+            if any(consumed_at.get(g, p) >= p
+                   for g, p in zip(maker[unknown].tolist(), wp, strict=True)):
+                return None
+        seq = cols.seq[pos].astype(np.int64)
+        return cls(mask=create | wait, pos=pos, rank=rank, req=req, seq=np.where(is_wait, -1, seq))
+
+    def apply(self, live: list[dict[int, int]], limit: int) -> None:
+        """The creations and waits before position ``limit`` take effect on
+        ``live`` (as :meth:`make`'s)."""
+        keep = self.pos < limit
+        rank, req, seq = self.rank[keep], self.req[keep], self.seq[keep]
+        if len(rank) == 0:
+            return
+        last = np.r_[(rank[1:] != rank[:-1]) | (req[1:] != req[:-1]), True]
+        for r, q, s in zip(rank[last].tolist(), req[last].tolist(), seq[last].tolist(),
+                           strict=True):
+            if s >= 0:
+                live[r][q] = s
+            else:
+                live[r].pop(q, None)
+
+
 class RecordRules:
     """The spec's context rules over one run's records, and the facts they keep."""
 
@@ -191,6 +283,10 @@ class RecordRules:
         #: simple (:class:`_ConsumePlan`); False: always record by record (the
         #: reference the tests compare with).
         self.batch_consumes = True
+        #: Check a batch's nonblocking sends and receives and its waits with
+        #: whole-array operations when they keep the rules (:class:`_RequestPlan`);
+        #: False: always record by record (the reference the tests compare with).
+        self.batch_requests = True
         #: While :meth:`apply` leaves a batch's consumes to a :class:`_ConsumePlan`:
         #: receive gidx -> position in the batch of the consume that consumes it.
         self._consumed_at: dict[int, int] = {}
@@ -261,12 +357,20 @@ class RecordRules:
         if plan is not None:  # the consumes are checked already: leave them to plan.apply
             special &= cols.code[:k] != K_CONSUME
             self._consumed_at = plan.consumed_at()
+        requests = (_RequestPlan.make(self.store, self._live_reqs, cols, start=start, k=k,
+                                      consumed_at=self._consumed_at)
+                    if self.batch_requests and (plan is not None
+                                                or not (cols.code[:k] == K_CONSUME).any())
+                    else None)
+        if requests is not None:  # checked already: left to requests.apply
+            special &= ~requests.mask
+            special[list(early_at)] = True
         linked_before = len(self._new_messages)
         try:
             for i in np.flatnonzero(special).tolist():
                 try:
                     if early_at and i in early_at:
-                        self._on_early_send(rows, i)
+                        self._on_early_send(rows, i, requests is None)
                     else:
                         handlers[codes[i]](rows, i)
                 except ModelInputError as exc:
@@ -275,6 +379,8 @@ class RecordRules:
                     break
         finally:
             self._consumed_at = {}
+        if requests is not None:
+            requests.apply(self._live_reqs, limit)
         if plan is not None:
             self._apply_plan(plan, limit, linked_before, early_at)
         recv = np.flatnonzero(cols.code[:limit] == K_RECV)
@@ -333,9 +439,10 @@ class RecordRules:
         return {i for i in np.flatnonzero(cols.code[:k] == K_SEND).tolist()
                 if (rank[i], seq[i]) in early}
 
-    def _on_early_send(self, b: Rows, i: int) -> None:
-        """A send whose consume came first: link them (checking they agree)."""
-        if not b.flags[i] & F_BLOCKING:
+    def _on_early_send(self, b: Rows, i: int, request: bool = True) -> None:
+        """A send whose consume came first: link them (checking they agree);
+        ``request``: a nonblocking one's request is made live here too."""
+        if request and not b.flags[i] & F_BLOCKING:
             self._on_send(b, i)
         key = (b.rank[i], b.seq[i])
         self._link_checked(b.start + i, self._early[key])
@@ -411,6 +518,14 @@ class RecordRules:
         if self.finished[q] or qs < self.store.count(q):
             return None
         return key
+
+    def named_send_of(self, g: int) -> Key | None:
+        """For a consume ``g`` whose send never arrived: the send its record
+        named (its ``send`` field), if it named one (asked only once the input
+        has ended; the analyzers' stream gives it, :mod:`mpvis.model.stream`)."""
+        if self._early_of is None:
+            self._early_of = {cg: key for key, cg in self._early.items()}
+        return self._early_of.get(g)
 
     def _mark_lost_senders_dead(self) -> None:
         """A rank whose sends were consumed but never recorded died before it

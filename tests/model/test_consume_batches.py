@@ -71,9 +71,11 @@ def _break(records: list[Record], rng: random.Random) -> list[Record]:
     return records
 
 
-def _run(header: Record, records: list[Record], cuts: list[int], batch: bool) -> Any:
+def _run(header: Record, records: list[Record], cuts: list[int], batch: bool,
+         requests: bool = True) -> Any:
     m = ModelManager(header)
     m.rules.batch_consumes = batch
+    m.rules.batch_requests = requests
     obs = _Messages()
     m.observers.append(obs)
     errors: list[tuple[str, int | None]] = []
