@@ -1524,12 +1524,20 @@ static int read_reqs(PyObject *rec, Rec *out)
     return 0;
 }
 
+static int read_send_value(PyObject *v, Rec *out);
+
 static int read_send_field(PyObject *rec, Rec *out)
 {
     PyObject *v = field(rec, s_send);
     if (v == NULL) {
         return PyErr_Occurred() ? -1 : 0;
     }
+    return read_send_value(v, out);
+}
+
+/* A send's [rank, seq] (None: no send named). */
+static int read_send_value(PyObject *v, Rec *out)
+{
     if (v == Py_None) {
         return 0;
     }
@@ -1547,6 +1555,41 @@ static int read_send_field(PyObject *rec, Rec *out)
     }
     Py_DECREF(seq);
     return rc;
+}
+
+/* A coll's root and the category of its op (0 when it has none or no category),
+ * from the dict holding its fields (the record, or the store's extras). */
+static int read_coll(Det *d, PyObject *obj, int *cat, bool *has_root, i64 *root)
+{
+    PyObject *r = field(obj, s_root);
+    if (r == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    *has_root = r != NULL && r != Py_None;
+    if (*has_root && as_i64(r, s_root, root) < 0) { /* runs no Python code */
+        return -1;
+    }
+    PyObject *op = field(obj, s_op);
+    if (op == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    *cat = 0;
+    if (op != NULL) {
+        Py_INCREF(op); /* its __hash__ or __eq__ might drop it from the record */
+        PyObject *sets[3] = {d->all_to_all, d->from_root, d->to_root};
+        for (int i = 0; i < 3 && *cat == 0; i++) {
+            int in = PySet_Contains(sets[i], op);
+            if (in < 0) {
+                Py_DECREF(op);
+                return -1;
+            }
+            if (in) {
+                *cat = i + 1;
+            }
+        }
+        Py_DECREF(op);
+    }
+    return 0;
 }
 
 /* 1: a communication record of a rank in range (read into out), 0: ignored, -1: error */
@@ -1626,37 +1669,11 @@ static int read_record(Det *d, PyObject *obj, Rec *out, int *cat, bool *has_root
             return -1;
         }
         break;
-    case K_COLL: {
-        PyObject *r = field(obj, s_root);
-        if (r == NULL && PyErr_Occurred()) {
+    case K_COLL:
+        if (read_coll(d, obj, cat, has_root, root) < 0) {
             return -1;
-        }
-        *has_root = r != NULL && r != Py_None;
-        if (*has_root && as_i64(r, s_root, root) < 0) { /* runs no Python code */
-            return -1;
-        }
-        PyObject *op = field(obj, s_op);
-        if (op == NULL && PyErr_Occurred()) {
-            return -1;
-        }
-        *cat = 0;
-        if (op != NULL) {
-            Py_INCREF(op); /* its __hash__ or __eq__ might drop it from the record */
-            PyObject *sets[3] = {d->all_to_all, d->from_root, d->to_root};
-            for (int i = 0; i < 3 && *cat == 0; i++) {
-                int in = PySet_Contains(sets[i], op);
-                if (in < 0) {
-                    Py_DECREF(op);
-                    return -1;
-                }
-                if (in) {
-                    *cat = i + 1;
-                }
-            }
-            Py_DECREF(op);
         }
         break;
-    }
     default:
         break;
     }
@@ -1664,6 +1681,27 @@ static int read_record(Det *d, PyObject *obj, Rec *out, int *cat, bool *has_root
 }
 
 /* ---------------------------------------------------------- Python type */
+
+/* A record read (it owns rec->reqs): learn its match or collective, then
+ * process it, or queue it behind its rank's waiting records. */
+static void take(Det *d, Rec *rec, int cat, bool has_root, i64 root)
+{
+    if (rec->kind == K_CONSUME) {
+        learn(d, rec);
+    } else if (rec->kind == K_COLL) {
+        announce(d, rec, rec->rank, cat, has_root, root);
+    }
+    RecQueue *q = &d->queues[rec->rank];
+    if (q->n || !step(d, rec)) {
+        queue_push(q, rec); /* the queue owns rec->reqs now */
+    } else {
+        rec_free(rec);
+    }
+    rec->reqs = NULL;
+    if (d->ready.n) {
+        run(d);
+    }
+}
 
 static PyObject *det_feed(Det *d, PyObject *batch)
 {
@@ -1704,24 +1742,231 @@ static PyObject *det_feed(Det *d, PyObject *batch)
         if (got == 0) {
             continue;
         }
-        if (rec.kind == K_CONSUME) {
-            learn(d, &rec);
-        } else if (rec.kind == K_COLL) {
-            announce(d, &rec, rec.rank, cat, has_root, root);
-        }
-        RecQueue *q = &d->queues[rec.rank];
-        if (q->n || !step(d, &rec)) {
-            queue_push(q, &rec); /* the queue owns rec.reqs now */
-        } else {
-            rec_free(&rec);
-        }
-        rec.reqs = NULL;
-        if (d->ready.n) {
-            run(d);
-        }
+        take(d, &rec, cat, has_root, root);
     }
     oom_jump = outer;
     Py_DECREF(seq);
+    Py_RETURN_NONE;
+}
+
+/* The model's columns feed_columns reads (the store's, by global index; gidx is
+ * the batch's global indices), with the item size each must have. */
+enum { C_GIDX, C_KIND, C_RANK, C_SEQ, C_PEER, C_TAG, C_COMM, C_FLAGS, C_REQ, C_REF, C_PARTNER, NCOLS };
+static const Py_ssize_t col_size[NCOLS] = {8, 1, 4, 4, 4, 4, 4, 1, 4, 4, 8};
+static const char *const col_name[NCOLS] = {"gidx", "kind", "rank", "seq", "peer", "tag",
+                                             "comm", "flags", "req", "ref", "partner"};
+#define FLAG_BLOCKING 1 /* mpvis.protocol.codes.F_BLOCKING */
+#define FLAG_SYNC 2     /* mpvis.protocol.codes.F_SYNC */
+
+static i64 col_at(const Py_buffer *b, i64 i)
+{
+    switch (b->itemsize) {
+    case 1:
+        return ((const int8_t *)b->buf)[i];
+    case 4:
+        return ((const int32_t *)b->buf)[i];
+    default:
+        return ((const int64_t *)b->buf)[i];
+    }
+}
+
+static void release_cols(Py_buffer *cols, int got)
+{
+    for (int c = 0; c < got; c++) {
+        PyBuffer_Release(&cols[c]);
+    }
+}
+
+/* Borrow the columns' buffers (one-dimensional, contiguous, signed integers of
+ * the expected size); the number borrowed, NCOLS when all were. */
+static int get_cols(PyObject *const *objs, Py_buffer *cols)
+{
+    for (int c = 0; c < NCOLS; c++) {
+        if (PyObject_GetBuffer(objs[c], &cols[c], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            return c;
+        }
+        const char *f = cols[c].format ? cols[c].format : "B";
+        if (*f == '@' || *f == '=') {
+            f++;
+        }
+        if (cols[c].ndim != 1 || cols[c].itemsize != col_size[c] || strlen(f) != 1 ||
+            strchr("bhilq", *f) == NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "exact race detector: column '%s' must hold %zd-byte signed integers",
+                         col_name[c], col_size[c]);
+            return c + 1;
+        }
+    }
+    return NCOLS;
+}
+
+/* The dict mapping[g] (borrowed, NULL when absent or not a dict; -1 on error). */
+static int lookup(PyObject *mapping, i64 g, PyObject **out)
+{
+    *out = NULL;
+    PyObject *key = PyLong_FromLongLong((long long)g);
+    if (key == NULL) {
+        return -1;
+    }
+    PyObject *v = PyDict_GetItemWithError(mapping, key);
+    Py_DECREF(key);
+    if (v == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Read record g from the columns (1), or 0 when it is no communication record
+ * of a rank in range; -1 on error.  A wait's requests and a coll's op and root
+ * come from extras[g]; a consume's send is its partner's key, else named[g]. */
+static int read_row(Det *d, const Py_buffer *cols, i64 g, Py_ssize_t rows, PyObject *extras,
+                    PyObject *named, Rec *out, int *cat, bool *has_root, i64 *root)
+{
+    int k = (int)col_at(&cols[C_KIND], g);
+    if (k < K_SEND || k > K_EXIT) {
+        return 0;
+    }
+    memset(out, 0, sizeof *out);
+    out->kind = k;
+    out->rank = col_at(&cols[C_RANK], g);
+    if (out->rank < 0 || out->rank >= d->n) {
+        return 0;
+    }
+    out->seq = col_at(&cols[C_SEQ], g);
+    out->comm = col_at(&cols[C_COMM], g);
+    if (out->seq < 0 || out->seq > SEQ_MAX) {
+        PyErr_Format(PyExc_ValueError, "exact race detector: seq %lld out of range",
+                     (long long)out->seq);
+        return -1;
+    }
+    i64 flags = col_at(&cols[C_FLAGS], g);
+    PyObject *extra = NULL;
+    switch (k) {
+    case K_SEND:
+        out->peer = col_at(&cols[C_PEER], g);
+        out->tag = col_at(&cols[C_TAG], g);
+        out->sync = (flags & FLAG_SYNC) != 0;
+        out->blocking = (flags & FLAG_BLOCKING) != 0;
+        if (!out->blocking) {
+            out->req = col_at(&cols[C_REQ], g);
+        }
+        break;
+    case K_RECV:
+        out->peer = col_at(&cols[C_PEER], g);
+        out->tag = col_at(&cols[C_TAG], g);
+        break;
+    case K_CONSUME: {
+        out->recv = col_at(&cols[C_REF], g);
+        i64 p = col_at(&cols[C_PARTNER], g);
+        if (p >= 0 && p < rows) {
+            out->srank = col_at(&cols[C_RANK], p);
+            out->sseq = col_at(&cols[C_SEQ], p);
+            out->has_send = true;
+        } else if (lookup(named, g, &extra) < 0 ||
+                   (extra != NULL && read_send_value(extra, out) < 0)) {
+            return -1;
+        }
+        if (out->has_send) {
+            out->tag = col_at(&cols[C_TAG], g);
+        }
+        break;
+    }
+    case K_WAIT:
+        if (lookup(extras, g, &extra) < 0) {
+            return -1;
+        }
+        if (extra != NULL && PyDict_Check(extra)) {
+            Py_INCREF(extra);
+            int rc = read_reqs(extra, out);
+            Py_DECREF(extra);
+            if (rc < 0) {
+                return -1;
+            }
+        }
+        break;
+    case K_COLL:
+        if (lookup(extras, g, &extra) < 0) {
+            return -1;
+        }
+        if (extra != NULL && PyDict_Check(extra)) {
+            Py_INCREF(extra);
+            int rc = read_coll(d, extra, cat, has_root, root);
+            Py_DECREF(extra);
+            if (rc < 0) {
+                return -1;
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    return 1;
+}
+
+static PyObject *det_feed_columns(Det *d, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (d->broken) {
+        PyErr_SetString(PyExc_RuntimeError, "exact race detector: unusable after an error");
+        return NULL;
+    }
+    if (nargs != NCOLS + 2) {
+        PyErr_Format(PyExc_TypeError, "exact race detector: feed_columns takes %d arguments",
+                     NCOLS + 2);
+        return NULL;
+    }
+    PyObject *extras = args[NCOLS], *named = args[NCOLS + 1];
+    if (!PyDict_Check(extras) || !PyDict_Check(named)) {
+        PyErr_SetString(PyExc_TypeError, "exact race detector: extras and named must be dicts");
+        return NULL;
+    }
+    Py_buffer cols[NCOLS];
+    int got = get_cols(args, cols);
+    if (got < NCOLS) {
+        release_cols(cols, got);
+        return NULL;
+    }
+    Py_ssize_t rows = PY_SSIZE_T_MAX;
+    for (int c = C_KIND; c < NCOLS; c++) {
+        Py_ssize_t len = cols[c].len / cols[c].itemsize;
+        rows = len < rows ? len : rows;
+    }
+    Py_ssize_t n = cols[C_GIDX].len / cols[C_GIDX].itemsize;
+    jmp_buf env;
+    jmp_buf *outer = oom_jump;
+    Rec rec = {0};
+    if (setjmp(env)) {
+        oom_jump = outer;
+        d->broken = true;
+        release_cols(cols, NCOLS);
+        return PyErr_NoMemory();
+    }
+    oom_jump = &env;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int cat = 0;
+        bool has_root = false;
+        i64 root = 0;
+        i64 g = col_at(&cols[C_GIDX], i);
+        int ok;
+        if (g < 0 || g >= rows) {
+            PyErr_Format(PyExc_ValueError, "exact race detector: global index %lld out of range",
+                         (long long)g);
+            ok = -1;
+        } else {
+            ok = read_row(d, cols, g, rows, extras, named, &rec, &cat, &has_root, &root);
+        }
+        if (ok < 0) {
+            rec_free(&rec);
+            oom_jump = outer;
+            release_cols(cols, NCOLS);
+            return NULL;
+        }
+        if (ok) {
+            take(d, &rec, cat, has_root, root);
+        }
+    }
+    oom_jump = outer;
+    release_cols(cols, NCOLS);
     Py_RETURN_NONE;
 }
 
@@ -2014,6 +2259,9 @@ static int det_init(Det *d, PyObject *args, PyObject *kwds)
 
 static PyMethodDef det_methods[] = {
     {"feed", (PyCFunction)det_feed, METH_O, "Take the next records of the causally ordered stream."},
+    {"feed_columns", (PyCFunction)(void (*)(void))det_feed_columns, METH_FASTCALL,
+     "feed_columns(gidx, kind, rank, seq, peer, tag, comm, flags, req, ref, partner, extras, "
+     "named): the next records of the stream, read from the model's columns."},
     {"finish", (PyCFunction)det_finish, METH_NOARGS, "End of input: release waits, test unmatched sends."},
     {"found", (PyCFunction)det_found, METH_NOARGS,
      "The conflicts found, as (rank, recv, s1 rank, s1 seq, s2 rank, s2 seq), in discovery order."},

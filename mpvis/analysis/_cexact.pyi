@@ -1,6 +1,9 @@
 """Types of the C exact race detector (``_cexact.c``; see ``exact_races.py``)."""
 
 from collections.abc import Sequence
+from typing import Any
+
+from typing_extensions import Buffer
 
 from mpvis.protocol.record_types import Record
 
@@ -13,6 +16,23 @@ class Detector:
         to_root: frozenset[str],
     ) -> None: ...
     def feed(self, batch: Sequence[Record]) -> None: ...
+    def feed_columns(
+        self,
+        gidx: Buffer,
+        kind: Buffer,
+        rank: Buffer,
+        seq: Buffer,
+        peer: Buffer,
+        tag: Buffer,
+        comm: Buffer,
+        flags: Buffer,
+        req: Buffer,
+        ref: Buffer,
+        partner: Buffer,
+        extras: dict[int, dict[str, Any]],
+        named: dict[int, tuple[int, int]],
+        /,
+    ) -> None: ...
     def finish(self) -> None: ...
     def found(self) -> list[tuple[int, int, int, int, int, int]]: ...
     def found_bytes(self) -> bytes: ...

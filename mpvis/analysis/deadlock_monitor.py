@@ -1,6 +1,8 @@
 """The deadlock monitor: point-to-point, collective and lock deadlocks on the record stream.
 
-:class:`DeadlockMonitor` is a :class:`~mpvis.model.stream.RecordAnalyzer`.  It
+:class:`DeadlockMonitor` is an analyzer of the model's stream
+(:class:`~mpvis.model.stream.StreamAnalyzer`: :meth:`~DeadlockMonitor.feed_columns`);
+it also takes record dicts (:meth:`~DeadlockMonitor.feed`).  It
 keeps only live state: each rank's last relevant record (which tells whether
 the rank is blocked, and where), messages sent and not consumed, open requests
 (:mod:`~mpvis.analysis.deadlock_p2p`), collective counters and signatures per
@@ -55,7 +57,6 @@ from mpvis.protocol.codes import F_BLOCKING
 from mpvis.protocol.record_types import (
     CollExitRecord,
     CollRecord,
-    ConsumeRecord,
     EventRecord,
     FinalRecord,
     Record,
@@ -96,7 +97,7 @@ class DeadlockMonitor:
             "final": self._on_final,
         }
 
-    # -- RecordAnalyzer ----------------------------------------------------------------
+    # -- the stream (mpvis.model.stream) -----------------------------------------------
 
     def feed(self, batch: list[Record]) -> None:
         """Take the next records of the causally ordered stream (see mpvis.model.stream)."""
@@ -106,17 +107,18 @@ class DeadlockMonitor:
             if handler is not None:
                 handler(rec)
 
-    def feed_columns(self, batch: list[Record], cols: ReleasedColumns) -> None:
-        """Exactly :meth:`feed`, with the model's columns of the batch
-        (:class:`~mpvis.model.stream.ColumnAnalyzer`): the records whose only
-        effect cancels out inside the batch are found with whole-array
-        operations and not looked at one by one.
+    def feed_columns(self, cols: ReleasedColumns) -> None:
+        """Exactly ``feed(cols.records())``, with whole-array operations over the
+        model's columns (:class:`~mpvis.model.stream.StreamAnalyzer`): a record
+        is built (:meth:`ReleasedColumns.record
+        <mpvis.model.stream.ReleasedColumns.record>`) only for the events looked
+        at one by one, and for each rank's last relevant event.
 
-        Those are a blocking send and the consume of its message when both are
-        in the batch (the message enters the pool and leaves it again; a
-        nonblocking send also opens a request, so it is handled as a record),
+        Not looked at are a blocking send and the consume of its message when
+        both are in the batch (the message enters the pool and leaves it again;
+        a nonblocking send also opens a request, so it is handled as a record),
         and blocking receives (which change nothing but the rank's state).
-        Every other record goes through its handler in stream order, as in
+        Every other event goes through its handler in stream order, as in
         :meth:`feed`; then each rank's state is its last relevant record.  The
         pool is the same because a consume removes the very send it names,
         which is in the pool when the stream is the model's; a consume whose
@@ -124,12 +126,12 @@ class DeadlockMonitor:
         another message instead, so from then on every batch is fed record by
         record."""
         kind, partner = cols.kind, cols.partner
-        n = len(batch)
+        n = len(kind)
         cons_pos = np.flatnonzero(kind == _K_CONSUME)
         sends_of = partner[cons_pos]
-        if self._record_by_record or n != len(kind) or (sends_of < 0).any():
+        if self._record_by_record or (sends_of < 0).any():
             self._record_by_record = True
-            self.feed(batch)
+            self.feed(cols.records())
             return
         blocking = (cols.flags & F_BLOCKING) != 0
         bulk = (kind == _K_RECV) & blocking
@@ -143,23 +145,25 @@ class DeadlockMonitor:
             bulk[cons_pos] = True
             bulk[send_pos[paired]] = True
         get = self._handlers.get
-        for i in np.flatnonzero(~bulk).tolist():
-            handler = get(batch[i]["kind"])
+        names = R.EVENT_KINDS
+        record = cols.record
+        todo = np.flatnonzero(~bulk)
+        for i, k in zip(todo.tolist(), kind[todo].tolist(), strict=True):
+            handler = get(names[k])
             if handler is not None:
-                handler(batch[i])
+                handler(record(i))
         if len(cons_pos):
             cranks = cols.rank[cons_pos]
+            refs = cols.store.c_ref.view()[cols.gidx[cons_pos]]
             for r in np.unique(cranks).tolist():
-                self._p2p.receives_consumed(r, (
-                    cast("ConsumeRecord", batch[i])["recv"]
-                    for i in cons_pos[cranks == r].tolist()))
+                self._p2p.receives_consumed(r, refs[cranks == r].tolist())
         # each rank's state: its last relevant record (kinds without a handler: state)
         relevant = np.flatnonzero(kind != _K_STATE)[::-1]
         ranks, first = np.unique(cols.rank[relevant], return_index=True)
         cur = self._cur
         for r, i in zip(ranks.tolist(), relevant[first].tolist(), strict=True):
             if bulk[i]:
-                cur[r] = cast("EventRecord", batch[i])
+                cur[r] = record(i)
 
     def finish(self) -> None:
         """The input has ended: decide which blocked ranks are deadlocked (``final=True``)."""

@@ -1,10 +1,12 @@
 """On-the-fly exact race detection (Cypher and Leu, sections 3.4 and 4).
 
-:class:`ExactRaceDetector` is a :class:`~mpvis.model.stream.RecordAnalyzer`.  It
-maps records onto the paper's events as described in
-:mod:`mpvis.analysis.exact_events` and reports every match (s1, r1) and send s2
-it finds conflicting (the definition before Theorem 2.2): the execution has a
-race if and only if it reports at least one.
+:class:`ExactRaceDetector` is an analyzer of the model's stream
+(:class:`~mpvis.model.stream.StreamAnalyzer`: :meth:`~ExactRaceDetector.feed_columns`);
+it also takes record dicts (:meth:`~ExactRaceDetector.feed`).  It maps records
+onto the paper's events as described in :mod:`mpvis.analysis.exact_events` and
+reports every match (s1, r1) and send s2 it finds conflicting (the definition
+before Theorem 2.2): the execution has a race if and only if it reports at
+least one.
 
 Clocks.  Every event and match gets a Type A clock (section 3.1, one 32-bit
 component per rank); a record's own component is its ``seq`` + 1.  A match gets
@@ -40,7 +42,9 @@ closed one per tag.  The detector may so list only some conflicting pairs;
 :func:`mpvis.analysis.exact_offline.all_conflicts` lists them all.
 
 Implementation.  The algorithm runs in C (``mpvis/analysis/_cexact.c``, built by
-``pip install``): each record is read from its dict once, when it arrives, and
+``pip install``): each record is read once, when it arrives, from the model's
+columns (the store's arrays read as buffers; a wait's ``reqs`` and a
+collective's ``op`` and ``root`` from the store's extras) or from its dict, and
 clocks are arrays of 32-bit components.  This module is its Python face: the
 same contract (``feed`` any batches of the causally ordered stream, ``finish``
 at the end of input), results as tuples, report entries or an array.  A record
@@ -62,6 +66,7 @@ import numpy.typing as npt
 from mpvis.analysis import _cexact
 from mpvis.analysis.exact_events import ExactRace, exact_entry
 from mpvis.model.collectives import ALL_TO_ALL, FROM_ROOT, TO_ROOT
+from mpvis.model.stream import ReleasedColumns
 from mpvis.protocol.record_types import Record
 
 __all__ = ["ExactRaceDetector"]
@@ -137,6 +142,15 @@ class ExactRaceDetector:
     def feed(self, batch: list[Record]) -> None:
         """Take the next records of the causally ordered stream (``stream.py``)."""
         self._det.feed(batch)
+
+    def feed_columns(self, cols: ReleasedColumns) -> None:
+        """Exactly ``feed(cols.records())``, read from the store's columns in C
+        (no record dict is built)."""
+        s = cols.store
+        self._det.feed_columns(
+            np.ascontiguousarray(cols.gidx, dtype=np.int64).data, s.c_kind.data, s.c_rank.data,
+            s.c_seq.data, s.c_peer.data, s.c_tag.data, s.c_comm.data, s.c_flags.data,
+            s.c_req.data, s.c_ref.data, s.c_partner.data, s.extras, cols.named)
 
     def finish(self) -> None:
         """End of input: release what waited for unknown matches, test unmatched sends."""

@@ -37,7 +37,7 @@ from mpvis.analysis.report import Report, build_report, confirm
 from mpvis.analysis.request_leaks import request_leaks
 from mpvis.analysis.unsafe_sends import potential_deadlocks
 from mpvis.model.manager import ModelManager
-from mpvis.model.record_batch import rebuild_records
+from mpvis.model.stream import ReleasedColumns
 
 __all__ = ["Analyses"]
 
@@ -87,9 +87,9 @@ class Analyses:
         """Run the exact detector and/or the deadlock monitor over a built model.
 
         One pass over the model's events in Lamport-clock order (a linear
-        extension of happened-before: a causally consistent stream), the
-        records rebuilt from the columns a batch at a time
-        (:func:`~mpvis.model.record_batch.rebuild_records`).  The window builds
+        extension of happened-before: a causally consistent stream), fed as
+        the model feeds its analyzers: columns, a batch at a time
+        (:class:`~mpvis.model.stream.ReleasedColumns`).  The window builds
         an OTF2 archive's model without analyzers, and the part of a trace read
         before an error, then runs this (trace files get the analyzers attached
         while they load, as ``mpvis check`` does).  The deadlocks are those of
@@ -103,12 +103,13 @@ class Analyses:
             todo.append(ExactRaceDetector(m.nprocs))
         if deadlocks:
             todo.append(DeadlockMonitor(m.nprocs))
-        order = np.asarray(m.in_lamport_order().indices)
+        order = np.asarray(m.in_lamport_order().indices, dtype=np.int64)
         n = len(order)
         for lo in range(0, n, batch):
-            recs = rebuild_records(m, order[lo:lo + batch], comm_always=True)
+            cols = ReleasedColumns.of(m.store, order[lo:lo + batch],
+                                      m.rules.named_send_of if m.input_ended else None)
             for a in todo:
-                a.feed(recs)
+                a.feed_columns(cols)
             if progress is not None:
                 progress(min(lo + batch, n), n)
         for a in todo:

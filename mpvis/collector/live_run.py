@@ -137,8 +137,8 @@ class LiveRun:
 
         A rank's compact batch (:class:`CompactColumns`) goes in as columns
         (:func:`~mpvis.collector.model_columns.model_batch`: no per-record
-        extraction; its dicts are built only for the analyzers that take
-        records), unless its rank is cut or its values need ``extract``."""
+        extraction, no dicts: the analyzers read the model's columns), unless
+        its rank is cut or its values need ``extract``."""
         assert self.analyses is not None
         model = self.analyses.model
         notices: list[Notice] = []
@@ -146,7 +146,7 @@ class LiveRun:
             cols = model_batch(records, model.site_table)
             if cols is not None:
                 try:
-                    model.add_columns(cols, records.records() if model.analyzers else None)
+                    model.add_columns(cols)
                     return notices
                 except ModelInputError as exc:
                     rest = self._refused(exc, records, notices)

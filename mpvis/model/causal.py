@@ -10,8 +10,9 @@ each processed event
   collective exit (the entries it depends on, :mod:`mpvis.model.collectives`);
 * writes its Lamport clock (the store's ``c_lamport``, one more than its
   predecessor's or than its causes', whichever is larger);
-* releases its record to the analyzers, in the order
-  :mod:`mpvis.model.stream` promises.
+* releases it to the analyzers (its global index, with the store's columns:
+  no record dict is built for them), in the order :mod:`mpvis.model.stream`
+  promises.
 
 An event whose cause has not arrived waits; it is woken when the cause is
 processed, when its consume's message is linked (:meth:`message_linked`) or
@@ -19,16 +20,15 @@ when its collective's entries arrive (:meth:`coll_entered`).  After the end
 of input (:meth:`finish`) what still waits is forced, one event at a time.
 
 State it owns: the clocks, how far each rank is processed (:attr:`done`),
-the waiting events and who waits on what, the records not yet released.  It
+the waiting events and who waits on what, the events being released.  It
 reads the store, the collective book and (at the end) the record rules' lost
-sends; it writes only the store's ``c_lamport``.
+and named sends; it writes only the store's ``c_lamport``.
 """
 
 from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +47,7 @@ from mpvis.model.clocks import (
 from mpvis.model.collectives import ALL_TO_ALL, CollectiveBook
 from mpvis.model.ingest import Batch
 from mpvis.model.store import EventStore
-from mpvis.model.stream import RecordAnalyzer, ReleasedColumns
+from mpvis.model.stream import Analyzer, ReleasedColumns, StreamAnalyzer
 from mpvis.protocol import records as R
 from mpvis.protocol.record_types import Record
 
@@ -61,18 +61,22 @@ class CausalRelease:
     """Processes one run's events in causal order as their causes arrive."""
 
     def __init__(self, store: EventStore, colls: CollectiveBook,
-                 analyzers: list[RecordAnalyzer],
-                 lost_send_of: Callable[[int], Key | None]) -> None:
-        """``analyzers`` is the (shared, growing) list records are released to;
-        ``lost_send_of(g)`` names the lost send a consume ``g`` forced at the
-        end of input consumed (see :meth:`RecordRules.lost_send_of
-        <mpvis.model.rules.RecordRules.lost_send_of>`)."""
+                 analyzers: list[Analyzer],
+                 lost_send_of: Callable[[int], Key | None],
+                 named_send_of: Callable[[int], Key | None] = lambda g: None) -> None:
+        """``analyzers`` is the (shared, growing) list events are released to
+        (:mod:`mpvis.model.stream`); ``lost_send_of(g)`` names the lost send a
+        consume ``g`` forced at the end of input consumed (see
+        :meth:`RecordRules.lost_send_of <mpvis.model.rules.RecordRules.lost_send_of>`),
+        ``named_send_of(g)`` the send such a consume's record named, if any
+        (:attr:`ReleasedColumns.named <mpvis.model.stream.ReleasedColumns.named>`)."""
         n = store.nprocs
         self.nprocs = n
         self.store = store
         self.colls = colls
         self.analyzers = analyzers
         self._lost_send_of = lost_send_of
+        self._named_send_of = named_send_of
         self.clocks = ClockStore(n)
         #: Events of each rank causally processed (a prefix of its seqs).
         self.done = [0] * n
@@ -82,10 +86,6 @@ class CausalRelease:
         #: seqs of each rank's consumes, collective entries and exits (clock merges)
         self._merge_at: list[array[int]] = [array("i") for _ in range(n)]
         self._walk = self.clocks.walker(store, self._merge_at, self.done)
-        #: seqs of each rank's consumes whose record names no send, until released
-        self._unnamed: list[deque[int]] = [deque() for _ in range(n)]
-        self._pending: list[list[Record]] = [[] for _ in range(n)]  # arrived, not released
-        self._head = [0] * n  # released prefix of each _pending list
         self._done_waiters: list[dict[int, list[int]]] = [{} for _ in range(n)]
         self._entry_of: dict[Key, int] = {}  # coll -> instance, until processed
         self._coll_processed: dict[tuple[int, int], int] = {}  # (comm, instance) -> entries
@@ -97,10 +97,8 @@ class CausalRelease:
         self._out_idx = array("q")  # global indices of the records being released
 
     # ------------------------------------------------------------ told by others
-    def appended(self, cols: Batch, k: int, start: int, records: list[Record] | None) -> None:
-        """The store appended the first ``k`` records of ``cols`` from global
-        index ``start``; ``records`` are their dicts (needed only when analyzers
-        are attached; else rebuilt from the store)."""
+    def appended(self, cols: Batch, k: int) -> None:
+        """The store appended the first ``k`` records of ``cols``."""
         codes = cols.code[:k]
         merges = np.flatnonzero((codes == K_CONSUME) | (codes == K_COLL)
                                 | (codes == K_COLL_EXIT))
@@ -109,17 +107,6 @@ class CausalRelease:
             mseqs = cols.seq[merges]
             for r in np.unique(mranks).tolist():
                 self._merge_at[r].frombytes(mseqs[mranks == r].astype(np.int32).tobytes())
-        if self.analyzers:  # consumes whose record names no send (see _name_sends)
-            for i in np.flatnonzero((codes == K_CONSUME) & (cols.sseq[:k] < 0)).tolist():
-                self._unnamed[int(cols.rank[i])].append(int(cols.seq[i]))
-        if self.analyzers:
-            pending = self._pending
-            if records is None:
-                records = [self.store.record_at(start + i) for i in range(k)]
-            for rec in records[:k]:
-                if "comm" not in rec:
-                    rec["comm"] = 0
-                pending[rec["rank"]].append(rec)
 
     def truncated(self, before: list[int], kept: list[int]) -> None:
         """The store dropped events: rank ``r`` had ``before[r]`` events and
@@ -127,11 +114,6 @@ class CausalRelease:
         for r, cut in enumerate(kept):
             at = self._merge_at[r]
             del at[bisect_left(at, cut):]
-            unnamed = self._unnamed[r]
-            while unnamed and unnamed[-1] >= cut:
-                unnamed.pop()
-            if self.analyzers:
-                del self._pending[r][len(self._pending[r]) - (before[r] - cut):]
 
     def message_linked(self, rank: int, consume_seq: int) -> None:
         """The consume ``(rank, consume_seq)`` now knows its send."""
@@ -196,38 +178,37 @@ class CausalRelease:
         after it again waits for its causes."""
         work = set(touched) | self._touched_sink
         self._touched_sink = set()
-        out: list[Record] = []
         force = min(touched) if final and touched else None
         while work:
             r = work.pop()
-            self._advance_rank(r, out, work, r == force)
+            self._advance_rank(r, work, r == force)
             if r == force:
                 force = None
             if self._touched_sink:
                 work |= self._touched_sink
                 self._touched_sink = set()
-        if out:
-            self._feed(out)
+        if self._out_idx:
+            self._feed()
 
-    def _feed(self, out: list[Record]) -> None:
-        """Hand released records to the analyzers, with their columns to those
-        that take them (:class:`~mpvis.model.stream.ColumnAnalyzer`)."""
+    def _feed(self) -> None:
+        """Hand the released events to the analyzers as columns
+        (:class:`~mpvis.model.stream.ReleasedColumns`); a plain
+        :class:`~mpvis.model.stream.RecordAnalyzer` gets their records, built
+        from the store only when one is attached."""
         idx, self._out_idx = self._out_idx, array("q")
-        cols: ReleasedColumns | None = None
+        # only a consume forced at the end of input has no send
+        cols = ReleasedColumns.of(self.store, np.frombuffer(idx, dtype=np.int64),
+                                  self._named_send_of if self.input_ended else None)
+        records: list[Record] | None = None
         for a in self.analyzers:
-            feed_columns = getattr(a, "feed_columns", None)
-            if feed_columns is None:
-                a.feed(out)
-                continue
-            if cols is None:
-                store = self.store
-                gidx = np.frombuffer(idx, dtype=np.int64)
-                cols = ReleasedColumns(gidx, store.c_kind.view()[gidx],
-                                       store.c_flags.view()[gidx],
-                                       store.c_partner.view()[gidx], store.c_rank.view()[gidx])
-            feed_columns(out, cols)
+            if isinstance(a, StreamAnalyzer):
+                a.feed_columns(cols)
+            else:
+                if records is None:
+                    records = cols.records()
+                a.feed(records)
 
-    def _advance_rank(self, r: int, out: list[Record], work: set[int], final: bool) -> None:
+    def _advance_rank(self, r: int, work: set[int], final: bool) -> None:
         """Advance rank ``r`` in causal order as far as its dependencies allow
         (with ``final``, its next event is processed even if a cause is missing).
 
@@ -272,46 +253,18 @@ class CausalRelease:
         self.done[r] = s
         if s > a:
             self._lam_last[r] = lam - 1
-            self._release(r, a, s, out, work)
+            self._release(r, a, s, work)
 
-    def _release(self, r: int, a: int, b: int, out: list[Record], work: set[int]) -> None:
+    def _release(self, r: int, a: int, b: int, work: set[int]) -> None:
         """Events ``a..b-1`` of rank ``r`` are causally processed (their clocks
         and Lamport clocks written): release their records, wake who waits."""
         events = self.store.by_rank[r]
         if self.analyzers:
-            if self._unnamed[r]:
-                self._name_sends(r, a, b)
             self._out_idx.extend(events[a:b])
-            head = self._head[r]
-            pend = self._pending[r]
-            out.extend(pend[head:head + b - a])
-            head += b - a
-            if head == len(pend):  # all released: keep no record alive
-                pend.clear()
-                head = 0
-            elif head > 4096 and head * 2 > len(pend):
-                del pend[:head]
-                head = 0
-            self._head[r] = head
         waiters = self._done_waiters[r]
         if waiters:
             for x in [x for x in waiters if a <= x < b]:
                 work.update(waiters.pop(x))
-
-    def _name_sends(self, r: int, a: int, b: int) -> None:
-        """The stream's consumes name their send (:mod:`mpvis.model.stream`): a
-        pending consume record of events ``a..b-1`` of rank ``r`` that does not
-        gets the send it merged (inferred by the non-overtaking rule)."""
-        store = self.store
-        c_partner, c_rank, c_seq = store.c_partner.data, store.c_rank.data, store.c_seq.data
-        events, done, unnamed = store.by_rank[r], self.done, self._unnamed[r]
-        pend, base = self._pending[r], self._head[r] - a
-        while unnamed and unnamed[0] < b:
-            s = unnamed.popleft()
-            rec = pend[base + s]
-            sg = c_partner[events[s]]
-            if "send" not in rec and sg >= 0 and done[c_rank[sg]] > c_seq[sg]:
-                rec["send"] = [c_rank[sg], c_seq[sg]]
 
     def _entered(self, r: int, s: int) -> None:
         """A ``coll`` is processed: count it toward its instance's entries."""

@@ -16,8 +16,8 @@ built"):
   context rules of the spec, messages, early consumes, inferred sends,
   requests, collectives, finished and dead ranks, lost sends;
 * :class:`~mpvis.model.causal.CausalRelease` (:attr:`ModelManager.causal`):
-  events processed in causal order (vector and Lamport clocks), records
-  released to analyzers;
+  events processed in causal order (vector and Lamport clocks), released to
+  analyzers as columns;
 * :class:`~mpvis.model.races.RaceTracker` (:attr:`ModelManager.races`, with
   :mod:`~mpvis.model.nonadjacent` and :mod:`~mpvis.model.classifier`): the
   16-case classifier's receive pairs.
@@ -39,7 +39,7 @@ Contract of :meth:`ModelManager.add_batch`:
   the batch; the records before it are kept and fully processed, the bad one
   and those after it are not (the caller may resubmit the rest);
 * observers get one :class:`ModelChange` per batch; analyzers get the
-  records in a causally consistent order (:mod:`mpvis.model.stream`).
+  events in a causally consistent order (:mod:`mpvis.model.stream`).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from mpvis.model.races import Race, RaceTracker, RecvFacts
 from mpvis.model.rules import RecordRules
 from mpvis.model.status import DEAD, ENDED, FINISHED, RUNNING, SUSPENDED, rank_status
 from mpvis.model.store import EventStore
-from mpvis.model.stream import RecordAnalyzer
+from mpvis.model.stream import Analyzer
 from mpvis.protocol import records as R
 from mpvis.protocol.record_types import EventRecord, Record
 
@@ -77,8 +77,8 @@ class ModelManager:
         self.nprocs: int = header["nprocs"]
         self.validate = validate
         n = self.nprocs
-        #: Incremental analyses fed the causally ordered records (:mod:`mpvis.model.stream`).
-        self.analyzers: list[RecordAnalyzer] = []
+        #: Incremental analyses fed the causally ordered events (:mod:`mpvis.model.stream`).
+        self.analyzers: list[Analyzer] = []
         #: Told of every batch's changes (:mod:`mpvis.model.observer`).
         self.observers: list[ModelObserver] = []
         # -- the rooms --
@@ -87,7 +87,8 @@ class ModelManager:
         self.colls = CollectiveBook(n)
         #: Causal order: clocks, Lamport clocks, release to analyzers.
         self.causal = causal = CausalRelease(store, self.colls, self.analyzers,
-                                             lost_send_of=self._lost_send_of)
+                                             lost_send_of=self._lost_send_of,
+                                             named_send_of=self._named_send_of)
         #: The classifier's receive pairs.
         self.races = RaceTracker(RecvFacts(
             store=store, done=lambda: causal.done, happened_before=causal.clocks.happened_before,
@@ -130,6 +131,9 @@ class ModelManager:
     def _lost_send_of(self, g: int) -> Key | None:
         return self.rules.lost_send_of(g)
 
+    def _named_send_of(self, g: int) -> Key | None:
+        return self.rules.named_send_of(g)
+
     # ------------------------------------------------------------------ input
     def add(self, rec: Record) -> None:
         """Add one record (see :meth:`add_batch`)."""
@@ -138,15 +142,14 @@ class ModelManager:
     def add_batch(self, batch: list[Record]) -> None:
         """Add records in arrival order; see the module docstring for the contract."""
         cols = extract(batch, self.nprocs, self.site_table, self.validate)
-        self.add_columns(cols, batch)
+        self.add_columns(cols)
 
-    def add_columns(self, cols: Batch, records: list[Record] | None = None) -> None:
+    def add_columns(self, cols: Batch) -> None:
         """Add a batch already turned into columns by :func:`~mpvis.model.ingest.extract`
         (possibly in another process, see :mod:`mpvis.tracefile.parse_worker`).
 
-        ``cols.site`` must hold ids of :attr:`site_table`.  ``records`` are the
-        batch's dicts, needed only when analyzers are attached (they get
-        records); without them the records are rebuilt from the columns.
+        ``cols.site`` must hold ids of :attr:`site_table`.  No record dict is
+        needed: the analyzers read the store (:mod:`mpvis.model.stream`).
         Same contract as :meth:`add_batch`: the error's ``index`` is in the batch.
         """
         store, rules = self.store, self.rules
@@ -162,7 +165,7 @@ class ModelManager:
                 error = seq_error
             if k:
                 touched.update(store.append(cols, k))
-                self.causal.appended(cols, k, start, records)
+                self.causal.appended(cols, k)
             ctx_error = rules.apply(cols, start, k)
             if ctx_error is not None:
                 self._truncate(start + (ctx_error.index or 0))

@@ -213,6 +213,9 @@ class EventStore:
         if kind == R.SEND:
             rec.update(dest=int(self.c_peer[g]), tag=int(self.c_tag[g]),
                        blocking=bool(flags & F_BLOCKING), sync=bool(flags & F_SYNC))
+            size = int(self.c_size[g])
+            if size >= 0:
+                rec["size"] = size
         elif kind == R.RECV:
             rec.update(src=int(self.c_peer[g]), tag=int(self.c_tag[g]),
                        blocking=bool(flags & F_BLOCKING))

@@ -1,41 +1,59 @@
-"""The causally ordered record stream that incremental analyses consume.
+"""The causally ordered stream that incremental analyses consume, as columns.
 
 The model manager receives records in *arrival order* (ranks interleaved in any
 way, a consume possibly before its send).  Analyses that work on the fly (the
 exact race detector of Cypher and Leu, the deadlock monitor) need a *consistent*
-order instead.  The manager releases records to every registered
-:class:`RecordAnalyzer` in batches that honour this contract:
+order instead.  Causal release (:mod:`mpvis.model.causal`) hands every
+registered analyzer the events it has processed, in batches that honour this
+contract:
 
-* every record is a ``dict`` in the trace format of ``shared/spec/trace-format.md``,
-  normalised: ``comm`` is always present (default ``0``), a ``consume`` always
-  carries ``send`` (inferred by the non-overtaking rule when the file omitted it);
-* the records of one rank come in increasing ``seq`` order, with no gaps;
-* a ``consume`` comes after the ``send`` it consumes;
+* a batch is the *global indices* of the released events
+  (:class:`ReleasedColumns`: ``gidx``, with the store's kind, rank, seq, flag and
+  partner columns at them); an analyzer reads anything else from the store
+  (:class:`~mpvis.model.store.EventStore`), which holds only checked events;
+* the events of one rank come in increasing ``seq`` order, with no gaps;
+* a ``consume`` comes after the ``send`` it consumes, and knows it: its
+  ``partner`` is that send (linked by the file's ``send`` field or inferred by
+  the non-overtaking rule); only a consume forced at the end of input whose send
+  was never recorded has ``partner`` -1, and :attr:`ReleasedColumns.named` then
+  gives the send its record named, if it named one;
 * a ``coll_exit`` comes after the ``coll`` records its collective depends on
   (for the spec's happened-before rules: every member's ``coll`` for barrier-like
   operations, the root's for bcast/scatter; reduce/gather exits at the root wait
-  for every member).
+  for every member);
+* the communicator is the store's ``c_comm`` (``0`` when the trace omitted it).
 
-Records are released exactly once.  Analyses must not mutate them.
+Every event is released exactly once.  Analyses must not change the store.
 
-An analyzer that also has ``feed_columns(batch, cols)`` (:class:`ColumnAnalyzer`)
-gets each batch through it instead of ``feed``, with the model's columns of
-the same records position by position (:class:`ReleasedColumns`), so it can
-work on the batch with whole-array operations and look at dicts only where it
-needs them.
+An analyzer takes the batches through ``feed_columns(cols)``
+(:class:`StreamAnalyzer`); no record dict is built for it.  One that needs a
+record looks it up (:meth:`ReleasedColumns.record`: the trace record of one
+released event, normalised as below).  A plain :class:`RecordAnalyzer` (only
+``feed(records)``; none in mpvis itself, tests' recorders use it) gets the same
+batches as normalised record dicts built from the store, and only such an
+analyzer makes causal release build them: ``comm`` always present (default
+``0``), a consume's ``send`` always present but for a forced consume whose send
+was lost and not named.
 """
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Protocol
+from collections.abc import Callable
+from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
 import numpy.typing as npt
 
-from mpvis.protocol.record_types import Record
+from mpvis.model.store import EventStore
+from mpvis.protocol import records as R
+from mpvis.protocol.record_types import EventRecord, Record
+
+Key = tuple[int, int]
+
+K_CONSUME = R.KIND_CODE[R.CONSUME]
 
 
 class RecordAnalyzer(Protocol):
-    """An incremental analysis fed by the model manager."""
+    """An incremental analysis fed record dicts (see the module docstring)."""
 
     def feed(self, batch: list[Record]) -> None:
         """Take the next records of the causally ordered stream."""
@@ -45,21 +63,70 @@ class RecordAnalyzer(Protocol):
 
 
 class ReleasedColumns(NamedTuple):
-    """The model's columns of a released batch: entry ``i`` describes ``batch[i]``."""
+    """A released batch: entry ``i`` of each array describes event ``gidx[i]``."""
 
-    #: Global index of each record's event.
+    #: The store the events are in (for every column not given here, the extras).
+    store: EventStore
+    #: Global index of each released event, in stream order (int64).
     gidx: npt.NDArray[Any]
     #: Kind codes (:data:`mpvis.protocol.records.KIND_CODE`).
     kind: npt.NDArray[Any]
+    rank: npt.NDArray[Any]
+    seq: npt.NDArray[Any]
     #: Flag bits (:mod:`mpvis.protocol.codes`).
     flags: npt.NDArray[Any]
     #: A send's consume, a consume's send (global indices), else -1.
     partner: npt.NDArray[Any]
-    rank: npt.NDArray[Any]
+    #: Global index of a released consume with no partner (its send was lost,
+    #: forced at the end of input) -> the send its record named; usually empty.
+    named: dict[int, Key]
+
+    @classmethod
+    def of(cls, store: EventStore, gidx: npt.NDArray[Any],
+           named_send_of: Callable[[int], Key | None] | None = None) -> ReleasedColumns:
+        """The batch of events ``gidx`` (int64) of ``store``; ``named_send_of(g)``
+        names the send of a consume ``g`` without partner (:attr:`named`)."""
+        kind, partner = store.c_kind.view()[gidx], store.c_partner.view()[gidx]
+        named: dict[int, Key] = {}
+        if named_send_of is not None:
+            for g in gidx[(kind == K_CONSUME) & (partner < 0)].tolist():
+                key = named_send_of(g)
+                if key is not None:
+                    named[g] = key
+        return cls(store, gidx, kind, store.c_rank.view()[gidx], store.c_seq.view()[gidx],
+                   store.c_flags.view()[gidx], partner, named)
+
+    def record(self, i: int) -> EventRecord:
+        """The normalised trace record of batch entry ``i`` (a fresh dict):
+        every field, ``comm`` always, a consume's ``send`` when it has one."""
+        return cast("EventRecord", self._record(i))  # the store's checked record
+
+    def records(self) -> list[Record]:
+        """Every entry's :meth:`record`, in stream order."""
+        return [self._record(i) for i in range(len(self.gidx))]
+
+    def _record(self, i: int) -> Record:
+        g = int(self.gidx[i])
+        rec = self.store.record_at(g)
+        if "comm" not in rec:
+            rec["comm"] = 0
+        if rec["kind"] == R.CONSUME and "send" not in rec:
+            named = self.named.get(g)
+            if named is not None:
+                rec["send"] = list(named)
+        return rec
 
 
-class ColumnAnalyzer(RecordAnalyzer, Protocol):
-    """A :class:`RecordAnalyzer` that also takes each batch with its columns."""
+@runtime_checkable
+class StreamAnalyzer(Protocol):
+    """An incremental analysis fed the stream's batches as columns."""
 
-    def feed_columns(self, batch: list[Record], cols: ReleasedColumns) -> None:
-        """Exactly what ``feed(batch)`` does; ``cols`` describe the same records."""
+    def feed_columns(self, cols: ReleasedColumns) -> None:
+        """Take the next batch of the causally ordered stream."""
+
+    def finish(self) -> None:
+        """The input has ended (end of file, or the live run finished or is stuck)."""
+
+
+#: What a model's analyzers may be.
+Analyzer = StreamAnalyzer | RecordAnalyzer

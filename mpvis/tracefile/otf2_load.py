@@ -85,7 +85,7 @@ def otf2_load(path: Path, m: ModelManager | None,
     for lo in range(0, total, BATCH_LINES):
         batch = [dict(r) for r in records[lo:lo + BATCH_LINES]]
         try:
-            m.add_columns(extract(batch, m.nprocs, m.site_table, m.validate), batch)
+            m.add_columns(extract(batch, m.nprocs, m.site_table, m.validate))
         except ModelInputError as exc:
             i = exc.index
             bad = batch[i] if i is not None and i < len(batch) else {}

@@ -15,7 +15,8 @@ little-endian arrays):
 
 ``{"n", "cols": {name: bytes}, "extras": [[i, {...}], ...], "sites": [new site
 names], "nums": bytes, "bytes": int, "error": str | None, "er", "es",
-"bad_line", "rule", "raw": [lines] | None}``
+"bad_line", "rule"}``.  No record dicts travel: the model's analyzers read
+its columns (:mod:`mpvis.model.stream`).
 
 ``sites`` numbers the child's sites in order of first appearance; the parent
 maps them into its model's :class:`~mpvis.model.ingest.SiteTable`.  A message
@@ -56,15 +57,13 @@ _DTYPES = {**dict.fromkeys(INT_COLUMNS, "<i8"), "code": "i1", "flags": "i1", "t"
 class ParsedBatch:
     """One chunk, checked and in columns, as the parent receives it.
 
-    ``cols.site`` holds the parent model's site ids.  ``records`` are the
-    chunk's dicts when the parser was asked for them (analyzers need records).
+    ``cols.site`` holds the parent model's site ids.
     ``bad_line``/``rule``: a line that is not a JSON object ended the chunk.
     """
 
     cols: Batch
     nums: list[int]
     nbytes: int
-    records: list[dict[str, Any]] | None
     bad_line: int | None
     rule: str | None
 
@@ -77,14 +76,12 @@ class ParallelParser:
     the child (e.g. when the load is cancelled or the model rejects a record).
     """
 
-    def __init__(self, path: Path, nprocs: int, sites: SiteTable, *, validate: bool,
-                 with_records: bool) -> None:
+    def __init__(self, path: Path, nprocs: int, sites: SiteTable, *, validate: bool) -> None:
         self.path = path
         self._sites = sites
         self._trans: list[int] = []
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", __name__, str(path), str(nprocs), str(int(validate)),
-             str(int(with_records))],
+            [sys.executable, "-m", __name__, str(path), str(nprocs), str(int(validate))],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
         assert self._proc.stdout is not None
         self._out = self._proc.stdout
@@ -136,11 +133,10 @@ class ParallelParser:
         if msg["error"] is not None:
             cols.error = RecordError(msg["error"])
         return ParsedBatch(cols, np.frombuffer(msg["nums"], dtype="<i8").tolist(),
-                           msg["bytes"], msg["raw"], msg["bad_line"], msg["rule"])
+                           msg["bytes"], msg["bad_line"], msg["rule"])
 
 
-def _encode(cols: Batch, new_sites: list[str], nbytes: int, chunk: ParsedChunk,
-            with_records: bool) -> bytes:
+def _encode(cols: Batch, new_sites: list[str], nbytes: int, chunk: ParsedChunk) -> bytes:
     """One length-prefixed frame for a chunk (see the module docstring)."""
     body: bytes = msgpack.packb({
         "n": cols.n,
@@ -155,7 +151,6 @@ def _encode(cols: Batch, new_sites: list[str], nbytes: int, chunk: ParsedChunk,
         "es": cols.error_seq,
         "bad_line": chunk.bad_line,
         "rule": chunk.rule,
-        "raw": chunk.records if with_records else None,
     }, use_bin_type=True)
     return len(body).to_bytes(4, "little") + body
 
@@ -166,11 +161,11 @@ def _send(out: IO[bytes], msg: dict[str, Any]) -> None:
     out.write(body)
 
 
-def _serve(path: str, nprocs: int, validate: bool, with_records: bool, out: IO[bytes]) -> None:
+def _serve(path: str, nprocs: int, validate: bool, out: IO[bytes]) -> None:
     """The child: parse, check and column ``path`` chunk by chunk into ``out``."""
     gc.disable()  # it builds and drops acyclic dicts; the collector would only rescan them
     try:
-        _produce(Path(path), nprocs, validate, with_records, out)
+        _produce(Path(path), nprocs, validate, out)
     except (OSError, EOFError) as exc:
         _send(out, {"fail": f"cannot read (corrupt or truncated file?): {exc}"})
     except Exception:  # report, never die silently
@@ -179,8 +174,7 @@ def _serve(path: str, nprocs: int, validate: bool, with_records: bool, out: IO[b
     out.flush()
 
 
-def _produce(path: Path, nprocs: int, validate: bool, with_records: bool,
-             out: IO[bytes]) -> None:
+def _produce(path: Path, nprocs: int, validate: bool, out: IO[bytes]) -> None:
     sites = SiteTable()
     with open_binary_read(path) as fh:
         fh.readline()
@@ -190,7 +184,7 @@ def _produce(path: Path, nprocs: int, validate: bool, with_records: bool,
             known = len(sites.names)
             cols = extract(chunk.records, nprocs, sites, validate)
             nbytes = sum(map(len, lines))
-            out.write(_encode(cols, sites.names[known:], nbytes, chunk, with_records))
+            out.write(_encode(cols, sites.names[known:], nbytes, chunk))
             if cols.error is not None or chunk.bad_line is not None:
                 break
             line += len(lines)
@@ -199,5 +193,4 @@ def _produce(path: Path, nprocs: int, validate: bool, with_records: bool,
 
 if __name__ == "__main__":
     with contextlib.suppress(BrokenPipeError):  # the parent stopped reading (cancel, error)
-        _serve(sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.argv[4] == "1",
-               sys.stdout.buffer)
+        _serve(sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1", sys.stdout.buffer)

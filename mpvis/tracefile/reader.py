@@ -160,8 +160,7 @@ def parsed_batches(path: Path, m: ModelManager, parallel: bool | None = None
     if parallel is None:
         parallel = (os.cpu_count() or 1) > 1 and path.stat().st_size >= PARALLEL_MIN_BYTES
     if parallel:
-        with ParallelParser(path, m.nprocs, m.site_table, validate=m.validate,
-                            with_records=bool(m.analyzers)) as parser:
+        with ParallelParser(path, m.nprocs, m.site_table, validate=m.validate) as parser:
             yield parser
     else:
         yield _parse_here(m, path)
@@ -171,7 +170,7 @@ def add_parsed(m: ModelManager, p: Path, pb: ParsedBatch) -> None:
     """Add one batch of :func:`parsed_batches` to ``m``; a rule broken raises
     :class:`TraceFileError` naming the line (the good records before it are in ``m``)."""
     try:
-        m.add_columns(pb.cols, pb.records)
+        m.add_columns(pb.cols)
     except ModelInputError as exc:
         i = exc.index
         bad = pb.nums[i] if i is not None and i < len(pb.nums) else pb.bad_line
@@ -201,7 +200,6 @@ def split_parsed(pb: ParsedBatch, size: int) -> list[ParsedBatch]:
         nbytes = pb.nbytes * b // cols.n - pb.nbytes * a // cols.n
         out.append(ParsedBatch(
             part, pb.nums[a:] if last else pb.nums[a:b], nbytes,
-            None if pb.records is None else (pb.records[a:] if last else pb.records[a:b]),
             pb.bad_line if last else None, pb.rule if last else None))
     return out
 
@@ -222,8 +220,8 @@ def _parse_here(m: ModelManager, p: Path) -> Iterator[ParsedBatch]:
         for lines in chunks(fh):
             chunk = parse_chunk(line, lines)
             cols = extract(chunk.records, m.nprocs, m.site_table, m.validate)
-            yield ParsedBatch(cols, chunk.nums, sum(map(len, lines)), chunk.records,
-                              chunk.bad_line, chunk.rule)
+            yield ParsedBatch(cols, chunk.nums, sum(map(len, lines)), chunk.bad_line,
+                              chunk.rule)
             line += len(lines)
 
 
