@@ -161,8 +161,8 @@ class Analyses:
         exact: RaceTable | None = None
         if conflicts is not None:
             exact = RaceTable.from_conflicts((r.rank, r.recv, *r.s1, *r.s2) for r in conflicts)
-        elif self.exact is not None:  # no ExactRace objects: a quarter million on 1M events
-            exact = RaceTable.from_conflicts(self.exact.conflicts())
+        elif self.exact is not None:  # no tuple per conflict: a quarter million on 1M events
+            exact = RaceTable.from_conflicts(self.exact.conflict_array())
         if release and self.exact is not None:
             self.model.analyzers.remove(self.exact)
             self.exact = None

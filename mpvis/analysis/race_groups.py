@@ -28,7 +28,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mpvis.analysis.race_table import NONE, RaceTable
-from mpvis.model.event_arrays import run_arrays
+from mpvis.model.event_arrays import events_at
 from mpvis.model.manager import ModelManager
 
 __all__ = ["EventSites", "Group", "format_groups", "group_key", "group_races", "group_table",
@@ -149,7 +149,10 @@ def model_event_sites(m: ModelManager) -> EventSites:
     hold, such as those of a rank whose records stopped early, are unknown)."""
 
     def sites(ranks: IntArray, seqs: IntArray) -> tuple[IntArray, Sequence[str]]:
-        return run_arrays(m.store).at("site", ranks, seqs), m.store.sites
+        events, held = events_at(m.store, ranks, seqs)
+        out = np.full(len(held), -1, dtype=np.int64)
+        out[held] = events.field("site")
+        return out, m.store.sites
 
     return sites
 

@@ -34,7 +34,8 @@ import orjson
 
 from mpvis.model.races import Race
 
-__all__ = ["COLUMNS", "NONE", "STRING_COLUMNS", "RaceTable", "column_dtype", "rows_in"]
+__all__ = ["COLUMNS", "KEY_COLUMNS", "NONE", "STRING_COLUMNS", "RaceTable", "column_dtype",
+           "columns_in", "rows_in"]
 
 IntArray = npt.NDArray[np.int64]
 #: An integer column's ``None`` (ranks, seqs, situations and comms never take it).
@@ -46,6 +47,8 @@ NONE = int(np.iinfo(np.int64).min)
 #: ``m1r, m1s`` the first message's rank and seq, ``m2r, m2s`` the second's).
 COLUMNS = ("exact", "scope", "rank", "recv1", "recv2", "situation", "m1r", "m1s", "m2r", "m2s",
            "verdict", "comm", "consumption", "site1", "site2", "confirmed", "suppressed", "group")
+#: The columns of a race's key (:meth:`RaceTable.keys`).
+KEY_COLUMNS = ("rank", "recv1", "m1r", "m1s", "m2r", "m2s")
 STRING_COLUMNS = ("scope", "verdict", "consumption", "site1", "site2")
 _SMALL: dict[str, type[np.signedinteger[Any]]] = {
     "exact": np.int8, "confirmed": np.int8, "suppressed": np.int8, "group": np.int32,
@@ -131,10 +134,13 @@ class RaceTable(Sequence[dict[str, Any]]):
         return cls(cols, s.names)
 
     @classmethod
-    def from_conflicts(cls, keys: Iterable[tuple[int, int, int, int, int, int]]) -> RaceTable:
+    def from_conflicts(cls, keys: Iterable[tuple[int, int, int, int, int, int]] | IntArray
+                       ) -> RaceTable:
         """Exact entries (``verdict`` legitimate) of conflicts ``(rank, recv, s1 rank,
-        s1 seq, s2 rank, s2 seq)`` (:func:`mpvis.analysis.exact_events.exact_entry`)."""
-        a = np.fromiter(chain.from_iterable(keys), dtype=np.int64).reshape(-1, 6)
+        s1 seq, s2 rank, s2 seq)`` (:func:`mpvis.analysis.exact_events.exact_entry`),
+        or of an ``(n, 6)`` array of them (its columns are used as they are)."""
+        a = (keys if isinstance(keys, np.ndarray)
+             else np.fromiter(chain.from_iterable(keys), dtype=np.int64).reshape(-1, 6))
         n = len(a)
         cols: dict[str, npt.NDArray[Any]] = {
             "exact": np.ones(n, np.int8), "confirmed": np.full(n, -1, np.int8),
@@ -188,11 +194,16 @@ class RaceTable(Sequence[dict[str, Any]]):
         """Rows whose string ``column`` is one of ``names``."""
         return np.isin(self.cols[column], self.ids(*names))
 
+    def key_columns(self, rows: npt.NDArray[np.bool_]) -> list[IntArray]:
+        """The columns of :meth:`keys` at ``rows`` (a mask), without the matrix."""
+        c = self.cols
+        return [c[k][rows] for k in KEY_COLUMNS]
+
     def keys(self) -> IntArray:
         """``(rank, recv1, m1r, m1s, m2r, m2s)`` of each row: an exact entry's
         conflict, a classifier pair's (first receive, both messages)."""
         c = self.cols
-        return np.stack([c[k] for k in ("rank", "recv1", "m1r", "m1s", "m2r", "m2s")], axis=1)
+        return np.stack([c[k] for k in KEY_COLUMNS], axis=1)
 
     # ------------------------------------------------------------ entries
     def __len__(self) -> int:
@@ -339,16 +350,44 @@ def _check_ints(values: object, n: int) -> None:
 
 def rows_in(query: IntArray, among: IntArray) -> npt.NDArray[np.bool_]:
     """For each row of ``query`` (an ``(n, k)`` integer array), whether it is a row
-    of ``among`` (``(m, k)``): one lexicographic sort of both, then each run of
-    equal rows is a hit for its query rows if it holds a row of ``among``."""
-    n, m = len(query), len(among)
+    of ``among`` (``(m, k)``): :func:`columns_in` of their columns."""
+    return columns_in(list(np.asarray(query).T), list(np.asarray(among).T))
+
+
+def columns_in(query: Sequence[IntArray], among: Sequence[IntArray]) -> npt.NDArray[np.bool_]:
+    """Whether each row of the columns ``query`` (``k`` arrays of ``n`` integers)
+    is a row of the columns ``among`` (``k`` arrays of ``m``).
+
+    The columns are packed into as few 64-bit keys as their value ranges allow
+    (the report's race keys, ranks and seqs, fit one on a 1M-event trace), then
+    one membership test of the keys (``np.isin``) or, for several, one
+    lexicographic sort of both where each run of equal rows is a hit for its
+    query rows if it holds a row of ``among``: no ``(n + m, k)`` matrix."""
+    n = len(query[0]) if len(query) else 0
+    m = len(among[0]) if len(among) else 0
     if n == 0 or m == 0:
         return np.zeros(n, dtype=bool)
-    both = np.concatenate([query, among]).astype(np.int64, copy=False)
-    order = np.lexsort(both.T[::-1])
-    rows = both[order]
-    new_run = np.ones(n + m, dtype=bool)
-    new_run[1:] = (rows[1:] != rows[:-1]).any(axis=1)
+    keys: list[IntArray] = []
+    span = 0
+    for q, a in zip(query, among, strict=True):
+        lo = min(int(q.min()), int(a.min()))
+        width = max(int(q.max()), int(a.max())) - lo + 1
+        col = np.concatenate([q, a]).astype(np.int64)
+        col -= lo  # now 0 .. width - 1: a digit of the key, if it still fits
+        if keys and span * width < 1 << 62:
+            keys[-1] = keys[-1] * width + col
+            span *= width
+        else:
+            keys.append(col)
+            span = width
+    if len(keys) == 1:
+        return np.isin(keys[0][:n], keys[0][n:])
+    order = np.lexsort(keys[::-1])
+    new_run = np.zeros(n + m, dtype=bool)
+    new_run[0] = True
+    for k in keys:
+        sk = k[order]
+        new_run[1:] |= sk[1:] != sk[:-1]
     run = np.cumsum(new_run) - 1
     has_among = np.bincount(run, weights=order >= n, minlength=int(run[-1]) + 1) > 0
     hit = np.empty(n + m, dtype=bool)

@@ -26,7 +26,7 @@ import numpy as np
 import orjson
 
 from mpvis.analysis.race_groups import format_groups
-from mpvis.analysis.race_table import NONE, RaceTable, rows_in
+from mpvis.analysis.race_table import NONE, RaceTable, columns_in
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as R
 
@@ -58,9 +58,8 @@ def confirm(races: RaceTable) -> None:
     c = races.cols
     exact = c["exact"] == 1
     both = ~exact & (c["m1r"] != NONE) & (c["m2r"] != NONE)
-    keys = races.keys()
     c["confirmed"][~exact] = 0
-    c["confirmed"][both] = rows_in(keys[both], keys[exact])
+    c["confirmed"][both] = columns_in(races.key_columns(both), races.key_columns(exact))
 
 
 def build_report(
@@ -218,9 +217,8 @@ def _unseen_exact(races: RaceTable, found: Any) -> Any:
     c = races.cols
     exact = c["exact"] == 1
     seen = found & ~exact & (c["m1r"] != NONE) & (c["m2r"] != NONE)
-    keys = races.keys()
     out = np.zeros(len(races), dtype=bool)
-    out[exact] = ~rows_in(keys[exact], keys[seen])
+    out[exact] = ~columns_in(races.key_columns(exact), races.key_columns(seen))
     return out
 
 

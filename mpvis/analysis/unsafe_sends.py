@@ -42,6 +42,7 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -241,38 +242,46 @@ def _rows(m: ModelManager) -> tuple[list[int], list[tuple[npt.NDArray[Any], ...]
          ev.field("ref", idx)), _K_RECV)
     # waits: for the receive of each nonblocking send they complete
     nb = np.flatnonzero(is_send & ~blocking & ~buf_rm)
-    waits = np.flatnonzero(kind_rm == _WAIT)
-    nb_req = dict(zip(nb.tolist(), ev.field("req", nb).tolist(), strict=True))
-    wait_reqs = dict(zip(waits.tolist(), (ex["reqs"] for ex in ev.extras(waits)), strict=True))
-    w_rank: list[int] = []
-    w_seq: list[int] = []
-    w_sub: list[int] = []
-    w_send: list[int] = []
-    cur = -1
-    open_sends: dict[int, int] = {}  # req -> position of the nonblocking send
-    for i in np.union1d(nb, waits).tolist():
-        rr = int(rank_rm[i])
-        if rr != cur:
-            cur, open_sends = rr, {}
-        if kind_rm[i] == _SEND:
-            open_sends[nb_req[i]] = i
-            continue
-        sub = 0
-        for q in wait_reqs[i]:
-            ss = open_sends.pop(q, None)
-            if ss is not None:
-                w_rank.append(rr)
-                w_seq.append(int(seq_rm[i]))
-                w_sub.append(sub)
-                w_send.append(ss)
-                sub += 1
-    if w_rank:
-        ws = np.asarray(w_send, np.int64)
-        add((w_rank, w_seq, w_seq, w_sub, *posted(ws), seq_rm[ws]), _K_SEND)
+    ws, w_pos, w_sub = _waited_sends(ev, nb, np.flatnonzero(kind_rm == _WAIT))
+    if len(ws):
+        w_seq = seq_rm[w_pos]
+        add((rank_rm[w_pos], w_seq, w_seq, w_sub, *posted(ws), seq_rm[ws]), _K_SEND)
     groups: list[_AllEntered] = []
     coll_at: tuple[list[int], list[int], list[int]] = ([], [], [])  # rank, pos, group
     _collectives(ev, np.flatnonzero(kind_rm == _COLL), add, groups, coll_at)
     return counts, rows, groups, coll_at
+
+
+def _waited_sends(ev: RunArrays, nb: npt.NDArray[Any], waits: npt.NDArray[Any]
+                  ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The nonblocking sends (positions ``nb``) that the ``waits`` (positions)
+    complete: ``(send, wait, sub)`` rows in the order of the waits and of each
+    wait's ``reqs``, ``sub`` numbering a wait's completed sends from 0.
+
+    As a walk of each rank's events would find them: a send opens its ``req``
+    (replacing an open send of the same ``req``), a wait naming the ``req``
+    closes it and completes that send.  On arrays: the events of one (rank,
+    req) in order; a wait completes the send just before it, if any.
+    """
+    reqs = [ex["reqs"] for ex in ev.extras(waits)]
+    named = np.fromiter(chain.from_iterable(reqs), dtype=np.int64)
+    pos = np.concatenate([nb, np.repeat(waits, [len(q) for q in reqs])]).astype(np.int64)
+    req = np.concatenate([ev.field("req", nb).astype(np.int64), named])
+    order = np.lexsort((pos, req, ev.rank[pos]))  # a wait names a req once: no ties
+    is_wait = order >= len(nb)
+    same = np.zeros(len(order), dtype=bool)
+    sp, sr = pos[order], req[order]
+    same[1:] = (sr[1:] == sr[:-1]) & (ev.rank[sp[1:]] == ev.rank[sp[:-1]])
+    hit = np.flatnonzero(is_wait[1:] & ~is_wait[:-1] & same[1:]) + 1
+    send, name = sp[hit - 1], order[hit] - len(nb)  # name: index into the waits' reqs
+    by_name = np.argsort(name, kind="stable")
+    send, name = send[by_name], name[by_name]
+    wait = pos[len(nb) + name]
+    first = np.ones(len(wait), dtype=bool)
+    first[1:] = wait[1:] != wait[:-1]
+    start = np.flatnonzero(first)
+    sub = np.arange(len(wait)) - np.repeat(start, np.diff(np.append(start, len(wait))))
+    return send, wait, sub
 
 
 def _collectives(ev: RunArrays, colls: npt.NDArray[Any],
@@ -340,11 +349,17 @@ def _table(counts: list[int], rows: list[tuple[npt.NDArray[Any], ...]],
 
     width = max(counts, default=0) + 2
     row_key = col(0).astype(np.int64) * width + col(1)  # (rank, at)
-    o = np.lexsort((col(3), col(2), row_key))
+    sub = col(3)
+    subs = int(sub.max()) + 1 if len(sub) else 1
+    if n * width * width * subs < 1 << 62:  # (rank, at, gen, sub) as one integer
+        o = np.argsort((row_key * width + col(2)) * subs + sub, kind="stable")
+    else:
+        o = np.lexsort((sub, col(2), row_key))
+    del sub
     row_key = row_key[o]
     c_rank = np.asarray(coll_at[0], np.int64)
     c_key = c_rank * width + np.asarray(coll_at[1], np.int64)
-    cp_key = np.union1d(row_key, c_key)
+    cp_key = _sorted_union(row_key, np.sort(c_key))
     cp_rank = cp_key // width
     cp_start = np.searchsorted(cp_rank, np.arange(n + 1))
     row_start = np.searchsorted(row_key, cp_key)
@@ -358,6 +373,15 @@ def _table(counts: list[int], rows: list[tuple[npt.NDArray[Any], ...]],
         need_seq=_arr("q", col(5)[o]), cause_seq=_arr("i", col(6)[o]),
         kind=_arr("b", col(7)[o]), gen=_arr("i", col(2)[o]),
         group=_arr("i", group), groups=groups)
+
+
+def _sorted_union(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``np.union1d`` of two sorted arrays (a merge, not a sort)."""
+    both = np.concatenate([a, b])
+    both.sort(kind="stable")  # two sorted runs: merged in linear time
+    keep = np.ones(len(both), dtype=bool)
+    keep[1:] = both[1:] != both[:-1]
+    return both[keep]
 
 
 def zero_buffer_run(m: ModelManager, table: Requirements) -> ZeroBufferRun:

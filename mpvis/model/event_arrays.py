@@ -8,6 +8,8 @@ and never reads the store's raw ``c_*`` columns itself (docs/model.md,
 
 * :func:`rank_arrays` -- the events ``start:stop`` of one rank, in ``seq``
   order (:class:`EventArrays`): position ``i`` is event ``(rank, start + i)``.
+* :func:`events_at` -- the events at given ``(rank, seq)`` pairs, those the
+  store holds (a report's events looked up at once).
 * :func:`run_arrays` -- every event of the run in rank-major order
   (:class:`RunArrays`): rank 0's events in ``seq`` order, then rank 1's...;
   position ``starts[r] + s`` is event ``(r, s)``; it also answers "the
@@ -37,7 +39,7 @@ from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING
 
-__all__ = ["EventArrays", "Field", "RunArrays", "rank_arrays", "run_arrays"]
+__all__ = ["EventArrays", "Field", "RunArrays", "events_at", "rank_arrays", "run_arrays"]
 
 #: The per-event fields a query gathers (the trace record's field of that name;
 #: ``kind`` as :data:`mpvis.protocol.records.KIND_CODE` codes, ``peer`` a send's
@@ -133,8 +135,13 @@ class RunArrays(EventArrays):
     @cached_property
     def seq(self) -> npt.NDArray[np.int32]:
         """Every position's seq (computed from the offsets, no gather)."""
-        pos = np.arange(len(self.indices), dtype=np.int64)
-        return (pos - self.starts[self.rank]).astype(np.int32)
+        n = len(self.indices)
+        if n >= 1 << 31:
+            return (np.arange(n, dtype=np.int64) - np.repeat(self.starts[:-1], self.counts)
+                    ).astype(np.int32)
+        seq = np.arange(n, dtype=np.int32)  # 32-bit throughout: no 64-bit temporaries
+        seq -= np.repeat(self.starts[:-1].astype(np.int32), self.counts)
+        return seq
 
     def field(self, name: Field, positions: Positions | None = None) -> npt.NDArray[Any]:
         if name in {"rank", "seq"}:
@@ -181,6 +188,27 @@ class RunArrays(EventArrays):
         rank, seq = store.c_rank.view()[g], store.c_seq.view()[g]
         held = seq < np.asarray(self.counts, dtype=np.int64)[rank]  # not after the snapshot
         return np.sort(self.position(rank[held], seq[held]))
+
+
+def events_at(store: EventStore, rank: npt.NDArray[Any], seq: npt.NDArray[Any]
+              ) -> tuple[EventArrays, npt.NDArray[np.bool_]]:
+    """The events ``(rank[i], seq[i])`` the store holds, in that order, and which
+    ``i`` those are (a mask: a rank not in the run, or a seq past the rank's
+    last event, is not held): many events looked up at once, without the whole
+    run's arrays."""
+    r = np.asarray(rank, dtype=np.int64)
+    s = np.asarray(seq, dtype=np.int64)
+    counts = np.array([store.count(q) for q in range(store.nprocs)], dtype=np.int64)
+    held = (r >= 0) & (r < len(counts)) & (s >= 0)
+    held[held] = s[held] < counts[r[held]]
+    r, s = r[held], s[held]
+    order = np.argsort(r, kind="stable")
+    bounds = np.searchsorted(r[order], np.arange(len(counts) + 1))
+    g = np.empty(len(r), dtype=np.int64)
+    for q in np.flatnonzero(np.diff(bounds)).tolist():
+        rows = order[bounds[q]:bounds[q + 1]]
+        g[rows] = np.frombuffer(store.by_rank[q], dtype=np.int64)[s[rows]]
+    return EventArrays(store, g), held
 
 
 def rank_arrays(store: EventStore, rank: int, start: int = 0,

@@ -102,6 +102,19 @@ def test_entries_of_an_unknown_shape_are_refused(entry: dict[str, Any]) -> None:
         RaceTable.from_entries([entry])
 
 
+@given(st.lists(st.tuples(st.sampled_from([-2**63, -1, 0, 1, 2**31, 2**62, 2**63 - 1]),
+                          st.integers(-3, 3), st.integers(0, 2)), max_size=20),
+       st.lists(st.tuples(st.sampled_from([-2**63, -1, 0, 1, 2**31, 2**62, 2**63 - 1]),
+                          st.integers(-3, 3), st.integers(0, 2)), max_size=20))
+def test_rows_in_is_membership_at_the_ends_of_64_bits(query: list[tuple[int, int, int]],
+                                                      among: list[tuple[int, int, int]]
+                                                      ) -> None:
+    """Columns too wide to pack into one key (the -2**63 of a missing value)."""
+    got = rows_in(np.array(query, dtype=np.int64).reshape(-1, 3),
+                  np.array(among, dtype=np.int64).reshape(-1, 3))
+    assert got.tolist() == [q in set(among) for q in query]
+
+
 @given(st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3)), max_size=20),
        st.lists(st.tuples(st.integers(-3, 3), st.integers(-3, 3)), max_size=20))
 def test_rows_in_is_membership(query: list[tuple[int, int]], among: list[tuple[int, int]]

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpvis.model.event_arrays import EventArrays, rank_arrays, run_arrays
+from mpvis.model.event_arrays import EventArrays, events_at, rank_arrays, run_arrays
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.record_types import Record
 from mpvis.protocol.records import EVENT_KINDS
@@ -83,6 +83,11 @@ def _check(m: ModelManager) -> None:
     ss = np.array([s for _, s in keys] + [m.count(0), 0, 0, -1], dtype=np.int64)
     assert ev.at("call", rs, ss, missing=-7).tolist() == \
         [m.record(r, s).get("call", -1) for r, s in keys] + [-7] * 4
+    shuffled = np.random.default_rng(len(keys)).permutation(len(rs))
+    some, held = events_at(m.store, rs[shuffled], ss[shuffled])
+    assert held.tolist() == [i < len(keys) for i in shuffled.tolist()]
+    assert some.indices.tolist() == [m.gidx(*keys[i]) for i in shuffled.tolist()
+                                     if i < len(keys)]
     for kind in ("send", "recv", "consume", "wait", "coll", "state", "final"):
         assert ev.of_kind(kind).tolist() == [p for p, k in enumerate(keys)
                                              if m.record(*k)["kind"] == kind]
