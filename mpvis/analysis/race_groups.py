@@ -182,8 +182,13 @@ def group_table(races: RaceTable, *, event_sites: EventSites | None = None,
     s2[s2 < 0] = unknown
     k = len(names.names)
     key = (exact.astype(np.int64) * k + s1) * k + s2
-    sv, situation_names = np.unique(c["situation"], return_inverse=True)
-    situation = np.where(c["situation"] == NONE, -1, situation_names.reshape(-1))
+    has = c["situation"] != NONE
+    situation = np.full(len(races), -1, dtype=np.int64)
+    sv = np.zeros(0, dtype=np.int64)
+    if has.any():
+        low = int(c["situation"][has].min())
+        sv, _, situation[has], _ = _unique(c["situation"][has] - low)
+        sv += low
     recv2 = c["recv2"]
 
     def describe(kid: int) -> tuple[str, str, str]:
@@ -231,9 +236,7 @@ def _fold(key: IntArray, describe: Callable[[int], tuple[str, str, str]], *,
     first, ties in order of first row, and each row's group: :func:`group_races`'s
     contract, on arrays (``verdict`` and ``situation`` as ids with their names,
     -1 for no situation)."""
-    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    count = np.bincount(inverse, minlength=len(uniq))
+    uniq, first, inverse, count = _unique(key)
     by_first = np.argsort(first, kind="stable")
     order = by_first[np.argsort(-count[by_first], kind="stable")]
     position = np.empty(len(uniq), dtype=np.int64)
@@ -253,10 +256,31 @@ def _fold(key: IntArray, describe: Callable[[int], tuple[str, str, str]], *,
     for g, n in zip(groups, np.bincount(group_of[suppressed], minlength=len(groups)).tolist(),
                     strict=True):
         g["suppressed"] = n
-    pairs = np.unique(np.stack([group_of, rank], axis=1), axis=0) if len(key) else np.zeros((0, 2))
-    for g, r in pairs.tolist():
-        groups[g]["ranks"].append(r)
+    if len(key):
+        width = int(rank.max()) + 1
+        pairs = _unique(group_of * width + rank)[0]
+        for g, r in zip((pairs // width).tolist(), (pairs % width).tolist(), strict=True):
+            groups[g]["ranks"].append(r)
     return groups, group_of
+
+
+def _unique(key: IntArray) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+    """``np.unique(key, return_index=True, return_inverse=True, return_counts=True)``
+    of non-negative keys; by counting, without a sort, when their range is small
+    (group and value ids: a few hundred values among a million rows)."""
+    n = len(key)
+    top = int(key.max()) + 1 if n else 0
+    if n == 0 or top > 2 * n + 4096:
+        uniq, first, inverse, count = np.unique(key, return_index=True, return_inverse=True,
+                                                return_counts=True)
+        return uniq, first, inverse.reshape(-1), count
+    counts = np.bincount(key, minlength=top)
+    uniq = np.flatnonzero(counts)
+    first = np.full(top, n, dtype=np.int64)
+    np.minimum.at(first, key, np.arange(n, dtype=np.int64))
+    lut = np.zeros(top, dtype=np.int64)
+    lut[uniq] = np.arange(len(uniq))
+    return uniq, first[uniq], lut[key], counts[uniq]
 
 
 def _tally(groups: list[Group], field: str, group_of: IntArray,
@@ -268,7 +292,7 @@ def _tally(groups: list[Group], field: str, group_of: IntArray,
     if not len(g):
         return
     width = int(v.max()) + 1
-    pair, first, count = np.unique(g * width + v, return_index=True, return_counts=True)
+    pair, first, _, count = _unique(g * width + v)
     for p, n in zip(pair[np.argsort(first, kind="stable")].tolist(),
                     count[np.argsort(first, kind="stable")].tolist(), strict=True):
         gi, vi = divmod(p, width)
@@ -290,9 +314,11 @@ def format_groups(groups: Sequence[Group], entries: Iterable[dict[str, Any]] | R
     if isinstance(entries, RaceTable):
         cols = entries.cols
         rows = cols["group"] >= 0
-        pairs, n = np.unique(np.stack([cols["group"][rows], cols["verdict"][rows]], axis=1),
-                             axis=0, return_counts=True)
-        for (gi, v), k in zip(pairs.tolist(), n.tolist(), strict=True):
+        width = len(entries.strings) + 1
+        pairs, _, _, n = _unique(cols["group"][rows].astype(np.int64) * width
+                                 + cols["verdict"][rows])
+        for gi, v, k in zip((pairs // width).tolist(), (pairs % width).tolist(), n.tolist(),
+                            strict=True):
             counts.setdefault(gi, Counter())[entries.strings[v]] = k
     else:
         for e in entries:
