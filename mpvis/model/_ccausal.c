@@ -1,9 +1,10 @@
-/* mpvis.model._ccausal: the walk of one rank in causal order, in C.
+/* mpvis.model._ccausal: the walk of one rank in causal order, and the
+ * compact vector clock rows it writes, in C.
  *
  * CausalRelease (mpvis/model/causal.py) processes each rank's events in seq
  * order as far as their causes allow; ClockStore (mpvis/model/clocks.py) keeps
- * the vector clocks as one row per merge event in chunks of rows.  This file
- * is the only implementation of what happens at each event of such a walk:
+ * the vector clocks, one row per merge event.  This file is the only
+ * implementation of what happens at each event of such a walk:
  *
  *   - an event that merges nothing gets the Lamport clock one more than its
  *     predecessor's;
@@ -22,12 +23,13 @@
  *     event) or a joined row (ClockStore.join, with the largest Lamport clock
  *     of the collective's entries).
  *
- * Rows are stored as uint16 (format "H") until a count exceeds the store's
- * limit, then as int32 ("i"); the walk stops with WIDEN before writing a count
- * the rows cannot hold.  Every index read from the columns, the merge lists
- * and the rows is bounds-checked: inconsistent input raises ValueError (or
- * TypeError for arguments of the wrong type), never reads or writes out of
- * bounds.
+ * and of how the rows are stored and read back (clock_row, component, rows;
+ * see "clock rows" below).  Dense rows are uint16 (format "H") until a count
+ * exceeds the store's limit, then int32 ("i"); the walk stops with WIDEN
+ * before writing a count the rows cannot hold.  Every index read from the
+ * columns, the merge lists, the delta records and the rows is bounds-checked:
+ * inconsistent input raises ValueError (TypeError for arguments of the wrong
+ * type), never reads or writes out of bounds.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -120,29 +122,6 @@ static Slot *slot_for(Slot *slots, unsigned long *clock, Py_ssize_t key, int *hi
     return victim;
 }
 
-typedef struct {
-    /* arguments */
-    Py_ssize_t r, a, lo, nrows, limit, shift, nprocs;
-    int64_t lam;
-    int cause;
-    int64_t cause_x, cause_lam;
-    int k_consume, k_coll, k_exit;
-    PyObject *done, *chunks, *merge_seq, *merge_row;
-    Buf events, merge_at, kind, partner, crank, cseq, lamport;
-    Py_ssize_t nchunks, rows_cap;
-    int wide; /* rows are int32 (else uint16) */
-    unsigned long clock;
-    Slot chunk[SLOTS]; /* chunks of rows, by chunk index */
-    Slot list[SLOTS];  /* merge lists (seqs in buf, rows in buf2), by rank */
-    /* this walk's new merges of rank r (appended to its lists at the end) */
-    int32_t *new_seq, *new_row;
-    Py_ssize_t nnew, cap_seq, cap_row;
-    int32_t prev_row; /* rank r's last row */
-    /* this walk's collective entries of rank r (their seqs) */
-    int32_t *entered;
-    Py_ssize_t nentered, cap_entered;
-} Walk;
-
 /* Make room for one more int32 in *buf (capacity *cap); -1 on no memory. */
 static int grow(int32_t **buf, Py_ssize_t n, Py_ssize_t *cap)
 {
@@ -160,34 +139,195 @@ static int grow(int32_t **buf, Py_ssize_t n, Py_ssize_t *cap)
     return 0;
 }
 
-static void *chunk_row(Walk *w, Py_ssize_t row)
+/* ------------------------------------------------------------ clock rows
+ *
+ * Rank q's merges are numbered 0, 1, ... (its merge lists merge_seq[q] and
+ * merge_row[q]).  A merge keeps either a dense row (merge_row[q][i] >= 0, the
+ * row's id in the chunks of dense rows) or a delta record: the components
+ * that differ from the rank's previous merge, its own component aside (that
+ * is always seq + 1); merge_row[q][i] = -(offset + 1) of the record
+ * [count, j1, v1, ..., jcount, vcount] in `deltas`.  A rank's first merge,
+ * every every-th one after a dense row, and one that changes more than
+ * record_max components (its record would outweigh the row) keep a dense row.
+ * Row 0 of the chunks is all zeros; a collective's joined rows
+ * (ClockStore.join) are dense rows too.  A row is read back by copying the
+ * last dense row at or before it and applying at most every - 1 records.
+ */
+typedef struct {
+    PyObject *chunks, *merge_seq, *merge_row; /* lists */
+    Py_ssize_t nprocs, shift, nchunks, cap, every, record_max;
+    int wide; /* dense rows are int32 (else uint16) */
+    Buf deltas;
+    unsigned long clock;
+    Slot chunk[SLOTS]; /* chunks of dense rows, by chunk index */
+    Slot list[SLOTS];  /* merge lists (seqs in buf, rows in buf2), by rank */
+    /* a walk's merges of rank `own` not yet appended to its lists */
+    Py_ssize_t own, own_n; /* own_n: its merges already in the lists */
+    Py_ssize_t own_since;  /* its merges since its last dense row */
+    int32_t *new_seq, *new_row, *new_delta;
+    Py_ssize_t nnew, cap_seq, cap_row, ndelta, cap_delta, delta_base;
+} Rows;
+
+static int int_arg(PyObject *o, int64_t *out)
 {
-    Py_ssize_t c = row >> w->shift;
+    long long v = PyLong_AsLongLong(o);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Are the dense rows int32 (1), uint16 (0); -1 with an exception. */
+static int rows_wide(PyObject *chunk)
+{
+    Py_buffer b;
+    if (PyObject_GetBuffer(chunk, &b, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+        return -1;
+    }
+    const char *f = b.format ? b.format : "B";
+    if (f[0] == '@' || f[0] == '=') {
+        f++;
+    }
+    int wide = b.itemsize == 4 && strlen(f) == 1 && strchr("il", f[0]) ? 1
+             : b.itemsize == 2 && strcmp(f, "H") == 0                 ? 0
+                                                                       : -1;
+    PyBuffer_Release(&b);
+    if (wide < 0) {
+        PyErr_SetString(PyExc_TypeError, "clock rows must be uint16 or int32");
+    }
+    return wide;
+}
+
+#define NQCTX 7 /* (chunks, shift, merge_seq, merge_row, deltas, every, record_max) */
+
+/* Reads a ClockStore's context tuple; holds the deltas buffer. */
+static int rows_open(Rows *R, PyObject *qctx)
+{
+    memset(R, 0, sizeof *R);
+    R->own = -1;
+    if (!PyTuple_Check(qctx) || PyTuple_GET_SIZE(qctx) != NQCTX) {
+        PyErr_Format(PyExc_TypeError, "clock rows: a tuple of %d items expected", NQCTX);
+        return -1;
+    }
+    int64_t shift, every, record_max;
+    if (int_arg(PyTuple_GET_ITEM(qctx, 1), &shift) < 0
+        || int_arg(PyTuple_GET_ITEM(qctx, 5), &every) < 0
+        || int_arg(PyTuple_GET_ITEM(qctx, 6), &record_max) < 0) {
+        return -1;
+    }
+    R->chunks = PyTuple_GET_ITEM(qctx, 0);
+    R->merge_seq = PyTuple_GET_ITEM(qctx, 2);
+    R->merge_row = PyTuple_GET_ITEM(qctx, 3);
+    if (!PyList_Check(R->chunks) || !PyList_Check(R->merge_seq) || !PyList_Check(R->merge_row)) {
+        PyErr_SetString(PyExc_TypeError, "clock rows: chunks and merge lists must be lists");
+        return -1;
+    }
+    R->nprocs = PyList_GET_SIZE(R->merge_seq);
+    R->nchunks = PyList_GET_SIZE(R->chunks);
+    if (shift < 0 || shift > 24 || every < 1 || record_max < 0 || R->nchunks < 1
+        || PyList_GET_SIZE(R->merge_row) != R->nprocs) {
+        PyErr_SetString(PyExc_ValueError, "clock rows: inconsistent context");
+        return -1;
+    }
+    R->shift = (Py_ssize_t)shift;
+    R->every = (Py_ssize_t)every;
+    R->record_max = record_max < PY_SSIZE_T_MAX ? (Py_ssize_t)record_max : PY_SSIZE_T_MAX;
+    R->cap = R->nchunks << R->shift;
+    R->wide = rows_wide(PyList_GET_ITEM(R->chunks, 0));
+    if (R->wide < 0 || get_buf(&R->deltas, PyTuple_GET_ITEM(qctx, 4), "i", 0, "deltas") < 0) {
+        return -1;
+    }
+    R->delta_base = R->deltas.b.len / 4;
+    return 0;
+}
+
+static void rows_release(Rows *R)
+{
+    release(&R->deltas);
+    for (int i = 0; i < SLOTS; i++) {
+        release(&R->chunk[i].buf);
+        release(&R->list[i].buf);
+        release(&R->list[i].buf2);
+    }
+}
+
+static void rows_free(Rows *R)
+{
+    rows_release(R);
+    PyMem_Free(R->new_seq);
+    PyMem_Free(R->new_row);
+    PyMem_Free(R->new_delta);
+}
+
+/* Dense row `row` (an id below the chunks' capacity). */
+static void *chunk_row(Rows *R, Py_ssize_t row)
+{
+    if (row < 0 || row >= R->cap) {
+        PyErr_SetString(PyExc_ValueError, "clock rows: a row that does not exist");
+        return NULL;
+    }
+    Py_ssize_t c = row >> R->shift;
     int hit;
-    Slot *sl = slot_for(w->chunk, &w->clock, c, &hit);
+    Slot *sl = slot_for(R->chunk, &R->clock, c, &hit);
     if (!hit) {
-        PyObject *obj = PyList_GET_ITEM(w->chunks, c);
-        if (get_buf(&sl->buf, obj, w->wide ? "i" : "H", 1, "clock rows") < 0) {
+        if (get_buf(&sl->buf, PyList_GET_ITEM(R->chunks, c), R->wide ? "i" : "H", 1,
+                    "clock rows") < 0) {
             return NULL;
         }
-        if (sl->buf.b.ndim != 2 || sl->buf.b.shape[0] != ((Py_ssize_t)1 << w->shift)
-            || sl->buf.b.shape[1] != w->nprocs) {
+        if (sl->buf.b.ndim != 2 || sl->buf.b.shape[0] != ((Py_ssize_t)1 << R->shift)
+            || sl->buf.b.shape[1] != R->nprocs) {
             PyErr_SetString(PyExc_ValueError, "clock rows: a chunk has the wrong shape");
             return NULL;
         }
     }
-    Py_ssize_t off = (row & (((Py_ssize_t)1 << w->shift) - 1)) * w->nprocs;
+    Py_ssize_t off = (row & (((Py_ssize_t)1 << R->shift) - 1)) * R->nprocs;
     return (char *)sl->buf.b.buf + off * sl->buf.b.itemsize;
 }
 
+static int read_row(Rows *R, Py_ssize_t row, int32_t *out)
+{
+    const void *p = chunk_row(R, row);
+    if (p == NULL) {
+        return -1;
+    }
+    if (R->wide) {
+        memcpy(out, p, (size_t)R->nprocs * sizeof(int32_t));
+    } else {
+        const uint16_t *x = p;
+        for (Py_ssize_t j = 0; j < R->nprocs; j++) {
+            out[j] = x[j];
+        }
+    }
+    return 0;
+}
+
+/* Values fit the rows: the walk stops with WIDEN before a larger count. */
+static int write_row(Rows *R, Py_ssize_t row, const int32_t *in)
+{
+    void *p = chunk_row(R, row);
+    if (p == NULL) {
+        return -1;
+    }
+    if (R->wide) {
+        memcpy(p, in, (size_t)R->nprocs * sizeof(int32_t));
+    } else {
+        uint16_t *x = p;
+        for (Py_ssize_t j = 0; j < R->nprocs; j++) {
+            x[j] = (uint16_t)in[j];
+        }
+    }
+    return 0;
+}
+
 /* Rank q's merge lists (seqs, rows) as buffers of equal length. */
-static Slot *merge_lists(Walk *w, Py_ssize_t q)
+static Slot *merge_lists(Rows *R, Py_ssize_t q)
 {
     int hit;
-    Slot *sl = slot_for(w->list, &w->clock, q, &hit);
+    Slot *sl = slot_for(R->list, &R->clock, q, &hit);
     if (!hit) {
-        if (get_buf(&sl->buf, PyList_GET_ITEM(w->merge_seq, q), "i", 0, "merge seqs") < 0
-            || get_buf(&sl->buf2, PyList_GET_ITEM(w->merge_row, q), "i", 0, "merge rows") < 0) {
+        if (get_buf(&sl->buf, PyList_GET_ITEM(R->merge_seq, q), "i", 0, "merge seqs") < 0
+            || get_buf(&sl->buf2, PyList_GET_ITEM(R->merge_row, q), "i", 0, "merge rows") < 0) {
             return NULL;
         }
         if (sl->buf.b.len != sl->buf2.b.len) {
@@ -198,86 +338,271 @@ static Slot *merge_lists(Walk *w, Py_ssize_t q)
     return sl;
 }
 
-/* The row governing the clock of event (q, s): q's last merge row at or
- * before s (row 0, all zeros, when none); -1 with an exception set. */
-static int64_t governing(Walk *w, Py_ssize_t q, int64_t s)
+/* Rank q's merges as arrays: the committed ones, then (for the walk's own
+ * rank) the walk's new ones. */
+typedef struct {
+    const int32_t *seq, *ref;
+    Py_ssize_t n;
+    const int32_t *new_seq, *new_ref;
+    Py_ssize_t nnew;
+} View;
+
+static int view_of(Rows *R, Py_ssize_t q, View *v)
 {
-    if (q == w->r && w->nnew > 0 && w->new_seq[0] <= s) {
-        Py_ssize_t lo = 0, hi = w->nnew; /* last new_seq <= s */
-        while (hi - lo > 1) {
-            Py_ssize_t mid = (lo + hi) / 2;
-            if (w->new_seq[mid] <= s) {
-                lo = mid;
-            } else {
-                hi = mid;
-            }
-        }
-        return w->new_row[lo];
-    }
-    Slot *sl = merge_lists(w, q);
+    Slot *sl = merge_lists(R, q);
     if (sl == NULL) {
         return -1;
     }
-    const int32_t *seqs = sl->buf.b.buf;
-    Py_ssize_t lo = 0, hi = sl->buf.b.len / 4; /* first seq > s */
+    v->seq = sl->buf.b.buf;
+    v->ref = sl->buf2.b.buf;
+    v->n = sl->buf.b.len / 4;
+    v->new_seq = R->new_seq;
+    v->new_ref = R->new_row;
+    v->nnew = q == R->own ? R->nnew : 0;
+    return 0;
+}
+
+static inline Py_ssize_t view_len(const View *v)
+{
+    return v->n + v->nnew;
+}
+
+static inline int32_t view_seq(const View *v, Py_ssize_t i)
+{
+    return i < v->n ? v->seq[i] : v->new_seq[i - v->n];
+}
+
+static inline int32_t view_ref(const View *v, Py_ssize_t i)
+{
+    return i < v->n ? v->ref[i] : v->new_ref[i - v->n];
+}
+
+/* The index of the last merge at or before seq s (-1: none). */
+static Py_ssize_t view_find(const View *v, int64_t s)
+{
+    Py_ssize_t lo = 0, hi = view_len(v); /* first merge with seq > s */
     while (lo < hi) {
-        Py_ssize_t mid = (lo + hi) / 2;
-        if (seqs[mid] <= s) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (view_seq(v, mid) <= s) {
             lo = mid + 1;
         } else {
             hi = mid;
         }
     }
-    int64_t row = lo > 0 ? ((const int32_t *)sl->buf2.b.buf)[lo - 1] : 0;
-    if (row < 0 || row >= w->nrows) {
-        PyErr_SetString(PyExc_ValueError, "merge list names a row that does not exist");
-        return -1;
-    }
-    return row;
+    return lo - 1;
 }
 
-/* A new row for event (r, seq): max(prev row, row `other`), then the
- * components of q (when q >= 0) and r raised to qs + 1 and seq + 1. */
-static int merge(Walk *w, int64_t seq, int64_t other, Py_ssize_t q, int64_t qs)
+/* The delta record of reference `ref` (< 0): its pairs and their count,
+ * bounds-checked. */
+static const int32_t *delta_at(Rows *R, int32_t ref, Py_ssize_t *count)
 {
-    Py_ssize_t row = w->nrows;
-    if (grow(&w->new_seq, w->nnew, &w->cap_seq) < 0
-        || grow(&w->new_row, w->nnew, &w->cap_row) < 0) {
-        return -1;
-    }
-    void *out = chunk_row(w, row);
-    const void *pa = out ? chunk_row(w, w->prev_row) : NULL;
-    const void *pb = pa ? chunk_row(w, other) : NULL;
-    if (pb == NULL) {
-        return -1;
-    }
-    Py_ssize_t n = w->nprocs;
-    if (w->wide) {
-        int32_t *o = out;
-        const int32_t *x = pa, *y = pb;
-        for (Py_ssize_t j = 0; j < n; j++) {
-            o[j] = x[j] > y[j] ? x[j] : y[j];
-        }
-        if (q >= 0 && o[q] <= qs) {
-            o[q] = (int32_t)(qs + 1);
-        }
-        o[w->r] = (int32_t)(seq + 1);
+    int64_t off = -(int64_t)ref - 1;
+    const int32_t *base;
+    Py_ssize_t len;
+    if (off >= R->delta_base) {
+        base = R->new_delta;
+        len = R->ndelta;
+        off -= R->delta_base;
     } else {
-        uint16_t *o = out;
-        const uint16_t *x = pa, *y = pb;
-        for (Py_ssize_t j = 0; j < n; j++) {
-            o[j] = x[j] > y[j] ? x[j] : y[j];
-        }
-        if (q >= 0 && o[q] <= qs) {
-            o[q] = (uint16_t)(qs + 1);
-        }
-        o[w->r] = (uint16_t)(seq + 1);
+        base = R->deltas.b.buf;
+        len = R->delta_base;
     }
-    w->new_seq[w->nnew] = (int32_t)seq;
-    w->new_row[w->nnew] = (int32_t)row;
-    w->nnew++;
-    w->prev_row = (int32_t)row;
-    w->nrows = row + 1;
+    if (off < 0 || off >= len || base[off] < 0 || base[off] > (len - off - 1) / 2) {
+        PyErr_SetString(PyExc_ValueError, "clock rows: a delta record out of range");
+        return NULL;
+    }
+    *count = base[off];
+    return base + off + 1;
+}
+
+static int apply_delta(Rows *R, int32_t ref, int32_t *out)
+{
+    Py_ssize_t count;
+    const int32_t *d = delta_at(R, ref, &count);
+    if (d == NULL) {
+        return -1;
+    }
+    for (Py_ssize_t k = 0; k < count; k++) {
+        if (d[2 * k] < 0 || d[2 * k] >= R->nprocs) {
+            PyErr_SetString(PyExc_ValueError, "clock rows: a delta names no rank");
+            return -1;
+        }
+        out[d[2 * k]] = d[2 * k + 1];
+    }
+    return 0;
+}
+
+/* The last merge at or before i that keeps a dense row; -1 (exception set)
+ * when there is none. */
+static Py_ssize_t dense_before(Rows *R, const View *v, Py_ssize_t i)
+{
+    Py_ssize_t f = i;
+    while (f >= 0 && view_ref(v, f) < 0) {
+        f--;
+        if (i - f > R->every) {
+            f = -1;
+            break;
+        }
+    }
+    if (f < 0) {
+        PyErr_SetString(PyExc_ValueError, "clock rows: no dense row before a delta record");
+    }
+    return f;
+}
+
+/* out = the row of rank q's merge i (its own component included). */
+static int materialize(Rows *R, Py_ssize_t q, const View *v, Py_ssize_t i, int32_t *out)
+{
+    Py_ssize_t f = dense_before(R, v, i);
+    if (f < 0 || read_row(R, view_ref(v, f), out) < 0) {
+        return -1;
+    }
+    for (Py_ssize_t t = f + 1; t <= i; t++) {
+        if (apply_delta(R, view_ref(v, t), out) < 0) {
+            return -1;
+        }
+    }
+    out[q] = view_seq(v, i) + 1;
+    return 0;
+}
+
+/* out = the row governing the clock of event (q, s): its rank's last merge
+ * row at or before s, zeros when none. */
+static int governing(Rows *R, Py_ssize_t q, int64_t s, int32_t *out)
+{
+    View v;
+    if (view_of(R, q, &v) < 0) {
+        return -1;
+    }
+    Py_ssize_t i = view_find(&v, s);
+    if (i < 0) {
+        memset(out, 0, (size_t)R->nprocs * sizeof(int32_t));
+        return 0;
+    }
+    return materialize(R, q, &v, i, out);
+}
+
+/* Record rank own's next merge (seq, row `now`, previous row `prev`): a
+ * delta record, or a dense row (see "clock rows").  Returns 1 (nothing
+ * recorded) when a dense row is due and the chunks are full. */
+static int rows_add(Rows *R, int64_t seq, const int32_t *now, const int32_t *prev,
+                    Py_ssize_t *nrows)
+{
+    int32_t ref;
+    if (grow(&R->new_seq, R->nnew, &R->cap_seq) < 0 || grow(&R->new_row, R->nnew, &R->cap_row) < 0) {
+        return -1;
+    }
+    Py_ssize_t count = 0;
+    for (Py_ssize_t j = 0; j < R->nprocs; j++) {
+        count += now[j] != prev[j] && j != R->own;
+    }
+    if (R->own_since + 1 >= R->every || count > R->record_max) {
+        if (*nrows >= R->cap) {
+            return 1;
+        }
+        if (write_row(R, *nrows, now) < 0) {
+            return -1;
+        }
+        ref = (int32_t)*nrows;
+        *nrows += 1;
+        R->own_since = 0;
+    } else {
+        Py_ssize_t at = R->ndelta;
+        while (R->ndelta + 1 + 2 * count > R->cap_delta) {
+            if (grow(&R->new_delta, R->cap_delta, &R->cap_delta) < 0) {
+                return -1;
+            }
+        }
+        if (R->delta_base + at >= INT32_MAX) {
+            PyErr_SetString(PyExc_OverflowError, "clock rows: more than 2**31 delta words");
+            return -1;
+        }
+        R->new_delta[R->ndelta++] = (int32_t)count;
+        for (Py_ssize_t j = 0; j < R->nprocs; j++) {
+            if (now[j] != prev[j] && j != R->own) {
+                R->new_delta[R->ndelta++] = (int32_t)j;
+                R->new_delta[R->ndelta++] = now[j];
+            }
+        }
+        ref = (int32_t)(-(R->delta_base + at) - 1);
+        R->own_since++;
+    }
+    R->new_seq[R->nnew] = (int32_t)seq;
+    R->new_row[R->nnew] = ref;
+    R->nnew++;
+    return 0;
+}
+
+/* Append the walk's new merges to rank own's lists and the deltas (no
+ * buffer may be held: the arrays grow). */
+static int rows_commit(Rows *R, PyObject *deltas)
+{
+    PyObject *targets[3] = {NULL, NULL, deltas};
+    const int32_t *data[3] = {R->new_seq, R->new_row, R->new_delta};
+    Py_ssize_t lens[3] = {R->nnew, R->nnew, R->ndelta};
+    if (R->nnew == 0) {
+        return 0;
+    }
+    targets[0] = PyList_GET_ITEM(R->merge_seq, R->own);
+    targets[1] = PyList_GET_ITEM(R->merge_row, R->own);
+    for (int i = 0; i < 3; i++) {
+        if (lens[i] == 0) {
+            continue;
+        }
+        PyObject *bytes = PyBytes_FromStringAndSize((const char *)data[i],
+                                                    lens[i] * (Py_ssize_t)sizeof(int32_t));
+        if (bytes == NULL) {
+            return -1;
+        }
+        PyObject *res = PyObject_CallMethod(targets[i], "frombytes", "O", bytes);
+        Py_DECREF(bytes);
+        if (res == NULL) {
+            return -1;
+        }
+        Py_DECREF(res);
+    }
+    return 0;
+}
+/* ------------------------------------------------------------ the walk */
+typedef struct {
+    Rows R;
+    Py_ssize_t r, a, lo, nrows, limit;
+    int64_t lam;
+    int cause;
+    int64_t cause_x, cause_lam;
+    int k_consume, k_coll, k_exit;
+    PyObject *done;
+    Buf events, merge_at, kind, partner, crank, cseq, lamport;
+    int32_t *cur, *tmp; /* rank r's last row; scratch */
+    int32_t *entered;   /* the walk's collective entries of rank r (their seqs) */
+    Py_ssize_t nentered, cap_entered;
+} Walk;
+
+/* Rank r's event seq merges the joined row `joined` (when > 0) or the clock
+ * of event (q, qs): its row is the componentwise maximum of that and its
+ * previous row, q's component at least qs + 1, its own seq + 1.  Returns 1
+ * (nothing done) when the chunks of dense rows are full. */
+static int merge(Walk *w, int64_t seq, Py_ssize_t joined, Py_ssize_t q, int64_t qs)
+{
+    int32_t *now = w->tmp, *cur = w->cur;
+    if ((joined > 0 ? read_row(&w->R, joined, now) : governing(&w->R, q, qs, now)) < 0) {
+        return -1;
+    }
+    for (Py_ssize_t j = 0; j < w->R.nprocs; j++) {
+        if (cur[j] > now[j]) {
+            now[j] = cur[j];
+        }
+    }
+    if (q >= 0 && now[q] <= qs) {
+        now[q] = (int32_t)(qs + 1);
+    }
+    now[w->r] = (int32_t)(seq + 1);
+    int full = rows_add(&w->R, seq, now, cur, &w->nrows);
+    if (full != 0) {
+        return full;
+    }
+    w->cur = now;
+    w->tmp = cur;
     return 0;
 }
 
@@ -386,7 +711,7 @@ static int run(Walk *w, int *status)
             CHECK_G(sg, "the send of a consume");
             Py_ssize_t q = crank[sg];
             int64_t qs = cseq[sg];
-            if (q < 0 || q >= w->nprocs || qs < 0) {
+            if (q < 0 || q >= w->R.nprocs || qs < 0) {
                 PyErr_SetString(PyExc_ValueError, "a send's rank or seq out of range");
                 return -1;
             }
@@ -404,13 +729,13 @@ static int run(Walk *w, int *status)
                 *status = ST_WIDEN;
                 break;
             }
-            if (w->nrows >= w->rows_cap) {
+            int m = merge(w, s, 0, q, qs);
+            if (m < 0) {
+                return -1;
+            }
+            if (m > 0) {
                 *status = ST_FULL;
                 break;
-            }
-            int64_t other = governing(w, q, qs);
-            if (other < 0 || merge(w, s, other, q, qs) < 0) {
-                return -1;
             }
             if (lamport[sg] >= first) {
                 first = (int64_t)lamport[sg] + 1;
@@ -424,16 +749,17 @@ static int run(Walk *w, int *status)
                 *status = ST_WIDEN;
                 break;
             }
-            if (w->nrows >= w->rows_cap) {
-                *status = ST_FULL;
-                break;
-            }
             if (w->cause_x <= 0 || w->cause_x >= w->nrows) {
                 PyErr_SetString(PyExc_ValueError, "a joined row that does not exist");
                 return -1;
             }
-            if (merge(w, s, w->cause_x, -1, 0) < 0) {
+            int m = merge(w, s, (Py_ssize_t)w->cause_x, -1, 0);
+            if (m < 0) {
                 return -1;
+            }
+            if (m > 0) {
+                *status = ST_FULL;
+                break;
             }
             if (w->cause_lam >= first) {
                 first = w->cause_lam + 1;
@@ -455,34 +781,9 @@ static int run(Walk *w, int *status)
     return 0;
 }
 
-/* Appends the walk's new merges to rank r's merge lists (no buffer held). */
-static int commit(Walk *w)
-{
-    if (w->nnew == 0) {
-        return 0;
-    }
-    const char *names[2] = {"merge_seq", "merge_row"};
-    PyObject *lists[2] = {w->merge_seq, w->merge_row};
-    int32_t *data[2] = {w->new_seq, w->new_row};
-    for (int i = 0; i < 2; i++) {
-        PyObject *bytes = PyBytes_FromStringAndSize((const char *)data[i],
-                                                    w->nnew * (Py_ssize_t)sizeof(int32_t));
-        if (bytes == NULL) {
-            return -1;
-        }
-        PyObject *res = PyObject_CallMethod(PyList_GET_ITEM(lists[i], w->r), "frombytes", "O",
-                                            bytes);
-        Py_DECREF(bytes);
-        if (res == NULL) {
-            PyErr_Format(PyExc_RuntimeError, "could not extend %s of rank %zd", names[i], w->r);
-            return -1;
-        }
-        Py_DECREF(res);
-    }
-    return 0;
-}
+/* ------------------------------------------------------------ entry points */
 
-static void release_all(Walk *w)
+static void walk_release(Walk *w)
 {
     release(&w->events);
     release(&w->merge_at);
@@ -491,69 +792,8 @@ static void release_all(Walk *w)
     release(&w->crank);
     release(&w->cseq);
     release(&w->lamport);
-    for (int i = 0; i < SLOTS; i++) {
-        release(&w->chunk[i].buf);
-        release(&w->list[i].buf);
-        release(&w->list[i].buf2);
-    }
+    rows_release(&w->R);
 }
-
-static void free_all(Walk *w)
-{
-    PyMem_Free(w->new_seq);
-    PyMem_Free(w->new_row);
-    PyMem_Free(w->entered);
-}
-
-static int int_arg(PyObject *o, int64_t *out)
-{
-    long long v = PyLong_AsLongLong(o);
-    if (v == -1 && PyErr_Occurred()) {
-        return -1;
-    }
-    *out = v;
-    return 0;
-}
-
-/* Is the first chunk of rows int32 (1), uint16 (0); -1 with an exception. */
-static int rows_wide(PyObject *chunk)
-{
-    Py_buffer b;
-    if (PyObject_GetBuffer(chunk, &b, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
-        return -1;
-    }
-    const char *f = b.format ? b.format : "B";
-    if (f[0] == '@' || f[0] == '=') {
-        f++;
-    }
-    int wide = b.itemsize == 4 && strlen(f) == 1 && strchr("il", f[0]) ? 1
-             : b.itemsize == 2 && strcmp(f, "H") == 0                 ? 0
-                                                                       : -1;
-    PyBuffer_Release(&b);
-    if (wide < 0) {
-        PyErr_SetString(PyExc_TypeError, "clock rows must be uint16 or int32");
-    }
-    return wide;
-}
-
-PyDoc_STRVAR(walk_doc,
-"walk(ctx, r, a, lo, lam, cause, cause_x, cause_lam, nrows, limit)\n"
-"    -> (status, a, lo, lam, nrows, entered)\n\n"
-"ctx = (by_rank, merge_at, kind, partner, rank, seq, lamport, done, chunks, shift,\n"
-"       merge_seq, merge_row, k_consume, k_coll, k_exit): the store's rank event\n"
-"lists and columns, each rank's merge stops, how far each rank is processed,\n"
-"the clock rows' chunks and merge lists, the kind codes.\n"
-"Walk rank r's events from seq a (merge_at[r][lo] its first merge stop at or\n"
-"after a, lam its Lamport clock before jumps), with `cause` (0 walk, 1 none,\n"
-"2 event cause_x, 3 joined row cause_x with Lamport cause_lam) for the event\n"
-"at a.  Returns why it stopped (0 end of the rank's events, 1 a consume without\n"
-"send, 2 a consume whose send is not processed, 3 a collective exit, 4 rows must\n"
-"be widened, 5 rows must grow), where (seq a, merge stop lo, Lamport lam), the\n"
-"row count and the collective entries passed (seqs).");
-
-enum { X_BY_RANK, X_AT, X_KIND, X_PARTNER, X_RANK, X_SEQ, X_LAMPORT, X_DONE, X_CHUNKS, X_SHIFT,
-       X_MSEQ, X_MROW, X_KCONS, X_KCOLL, X_KEXIT, NCTX };
-enum { A_CTX, A_R, A_A, A_LO, A_LAM, A_CAUSE, A_CX, A_CLAM, A_NROWS, A_LIMIT, NARGS };
 
 static int list_item(PyObject *list, Py_ssize_t i, PyObject **out, const char *what)
 {
@@ -564,6 +804,25 @@ static int list_item(PyObject *list, Py_ssize_t i, PyObject **out, const char *w
     *out = PyList_GET_ITEM(list, i);
     return 0;
 }
+
+PyDoc_STRVAR(walk_doc,
+"walk(ctx, r, a, lo, lam, cause, cause_x, cause_lam, nrows, limit)\n"
+"    -> (status, a, lo, lam, nrows, entered)\n\n"
+"ctx = (by_rank, merge_at, kind, partner, rank, seq, lamport, done, rows, k_consume,\n"
+"       k_coll, k_exit): the store's rank event lists and columns, each rank's\n"
+"merge stops, how far each rank is processed, the clock rows' context (see\n"
+"clock_row), the kind codes.\n"
+"Walk rank r's events from seq a (merge_at[r][lo] its first merge stop at or\n"
+"after a, lam its Lamport clock before jumps), with `cause` (0 walk, 1 none,\n"
+"2 event cause_x, 3 joined row cause_x with Lamport cause_lam) for the event\n"
+"at a.  Returns why it stopped (0 end of the rank's events, 1 a consume without\n"
+"send, 2 a consume whose send is not processed, 3 a collective exit, 4 rows must\n"
+"be widened, 5 rows must grow), where (seq a, merge stop lo, Lamport lam), the\n"
+"dense row count and the collective entries passed (seqs).");
+
+enum { X_BY_RANK, X_AT, X_KIND, X_PARTNER, X_RANK, X_SEQ, X_LAMPORT, X_DONE, X_ROWS, X_KCONS,
+       X_KCOLL, X_KEXIT, NCTX };
+enum { A_CTX, A_R, A_A, A_LO, A_LAM, A_CAUSE, A_CX, A_CLAM, A_NROWS, A_LIMIT, NARGS };
 
 static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -577,9 +836,6 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_Format(PyExc_TypeError, "walk(): ctx must be a tuple of %d items", NCTX);
         return NULL;
     }
-    Walk w;
-    memset(&w, 0, sizeof w);
-    PyObject *result = NULL;
     int64_t v[NARGS], x[NCTX];
     static const int ints[] = {A_R, A_A, A_LO, A_LAM, A_CAUSE, A_CX, A_CLAM, A_NROWS, A_LIMIT};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
@@ -587,23 +843,20 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
     }
-    static const int xints[] = {X_SHIFT, X_KCONS, X_KCOLL, X_KEXIT};
+    static const int xints[] = {X_KCONS, X_KCOLL, X_KEXIT};
     for (size_t i = 0; i < sizeof xints / sizeof xints[0]; i++) {
         if (int_arg(PyTuple_GET_ITEM(ctx, xints[i]), &x[xints[i]]) < 0) {
             return NULL;
         }
     }
-    w.done = PyTuple_GET_ITEM(ctx, X_DONE);
-    w.chunks = PyTuple_GET_ITEM(ctx, X_CHUNKS);
-    w.merge_seq = PyTuple_GET_ITEM(ctx, X_MSEQ);
-    w.merge_row = PyTuple_GET_ITEM(ctx, X_MROW);
-    if (!PyList_Check(w.done) || !PyList_Check(w.chunks) || !PyList_Check(w.merge_seq)
-        || !PyList_Check(w.merge_row)) {
-        PyErr_SetString(PyExc_TypeError, "walk(): done, chunks and the merge lists must be lists");
-        return NULL;
+    Walk w;
+    memset(&w, 0, sizeof w);
+    PyObject *result = NULL;
+    if (rows_open(&w.R, PyTuple_GET_ITEM(ctx, X_ROWS)) < 0) {
+        goto done;
     }
-    w.nprocs = PyList_GET_SIZE(w.done);
-    w.nchunks = PyList_GET_SIZE(w.chunks);
+    Py_ssize_t nprocs = w.R.nprocs;
+    w.done = PyTuple_GET_ITEM(ctx, X_DONE);
     w.r = (Py_ssize_t)v[A_R];
     w.a = (Py_ssize_t)v[A_A];
     w.lo = (Py_ssize_t)v[A_LO];
@@ -613,30 +866,26 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     w.cause_lam = v[A_CLAM];
     w.nrows = (Py_ssize_t)v[A_NROWS];
     w.limit = (Py_ssize_t)v[A_LIMIT];
-    w.shift = (Py_ssize_t)x[X_SHIFT];
     w.k_consume = (int)x[X_KCONS];
     w.k_coll = (int)x[X_KCOLL];
     w.k_exit = (int)x[X_KEXIT];
-    if (PyList_GET_SIZE(w.merge_seq) != w.nprocs || PyList_GET_SIZE(w.merge_row) != w.nprocs
-        || w.r < 0 || w.r >= w.nprocs || w.a < 0 || w.lo < 0 || w.lam < 0 || w.cause < C_WALK
-        || w.cause > C_JOINED || w.shift < 0 || w.shift > 24 || w.nchunks < 1 || w.nrows < 1
-        || w.nrows > (w.nchunks << w.shift) || w.limit < 0) {
+    if (!PyList_Check(w.done) || PyList_GET_SIZE(w.done) != nprocs) {
+        PyErr_SetString(PyExc_TypeError, "walk(): done must be a list with an entry per rank");
+        goto done;
+    }
+    if (w.r < 0 || w.r >= nprocs || w.a < 0 || w.lo < 0 || w.lam < 0 || w.cause < C_WALK
+        || w.cause > C_JOINED || w.nrows < 1 || w.nrows > w.R.cap || w.limit < 0) {
         PyErr_SetString(PyExc_ValueError, "walk(): arguments out of range");
-        return NULL;
+        goto done;
     }
-    w.rows_cap = w.nchunks << w.shift;
-    w.wide = rows_wide(PyList_GET_ITEM(w.chunks, 0));
-    if (w.wide < 0) {
-        return NULL;
-    }
-    if (w.limit > (w.wide ? INT32_MAX : UINT16_MAX)) {
+    if (w.limit > (w.R.wide ? INT32_MAX : UINT16_MAX)) {
         PyErr_SetString(PyExc_ValueError, "walk(): limit larger than the rows can hold");
-        return NULL;
+        goto done;
     }
     PyObject *events, *at;
     if (list_item(PyTuple_GET_ITEM(ctx, X_BY_RANK), w.r, &events, "by_rank") < 0
         || list_item(PyTuple_GET_ITEM(ctx, X_AT), w.r, &at, "merge_at") < 0) {
-        return NULL;
+        goto done;
     }
     if (get_buf(&w.events, events, "q", 0, "rank events") < 0
         || get_buf(&w.merge_at, at, "i", 0, "merge stops") < 0
@@ -647,23 +896,35 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         || get_buf(&w.lamport, PyTuple_GET_ITEM(ctx, X_LAMPORT), "i", 1, "Lamport clocks") < 0) {
         goto done;
     }
-    /* rank r's last row: the end of its merge list */
-    Slot *own = merge_lists(&w, w.r);
-    if (own == NULL) {
+    w.cur = PyMem_Malloc((size_t)nprocs * sizeof(int32_t) + 1);
+    w.tmp = PyMem_Malloc((size_t)nprocs * sizeof(int32_t) + 1);
+    if (w.cur == NULL || w.tmp == NULL) {
+        PyErr_NoMemory();
         goto done;
     }
-    Py_ssize_t nr = own->buf2.b.len / 4;
-    w.prev_row = nr > 0 ? ((const int32_t *)own->buf2.b.buf)[nr - 1] : 0;
-    if (w.prev_row < 0 || w.prev_row >= w.nrows) {
-        PyErr_SetString(PyExc_ValueError, "merge list names a row that does not exist");
+    /* rank r's last row */
+    View own;
+    if (view_of(&w.R, w.r, &own) < 0) {
         goto done;
+    }
+    w.R.own = w.r;
+    w.R.own_n = own.n;
+    if (own.n > 0) {
+        Py_ssize_t f = dense_before(&w.R, &own, own.n - 1);
+        if (f < 0 || materialize(&w.R, w.r, &own, own.n - 1, w.cur) < 0) {
+            goto done;
+        }
+        w.R.own_since = own.n - 1 - f;
+    } else {
+        memset(w.cur, 0, (size_t)nprocs * sizeof(int32_t));
+        w.R.own_since = w.R.every; /* the first merge keeps a dense row */
     }
     int status = ST_END;
     if (run(&w, &status) < 0) {
         goto done;
     }
-    release_all(&w); /* the merge lists may now be resized */
-    if (commit(&w) < 0) {
+    walk_release(&w); /* the merge lists and deltas may now be resized */
+    if (rows_commit(&w.R, PyTuple_GET_ITEM(PyTuple_GET_ITEM(ctx, X_ROWS), 4)) < 0) {
         goto done;
     }
     PyObject *entered = PyList_New(w.nentered);
@@ -680,19 +941,194 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     result = Py_BuildValue("(innLnN)", status, w.a, w.lo, (long long)w.lam, w.nrows, entered);
 done:
-    release_all(&w);
-    free_all(&w);
+    walk_release(&w);
+    rows_free(&w.R);
+    PyMem_Free(w.cur);
+    PyMem_Free(w.tmp);
+    PyMem_Free(w.entered);
     return result;
 }
 
+/* Parse (rows, q, s, ...) of a query: the context, a rank and a seq. */
+static int query_args(PyObject *const *args, Rows *R, Py_ssize_t *q, int64_t *s)
+{
+    int64_t qq;
+    if (rows_open(R, args[0]) < 0 || int_arg(args[1], &qq) < 0 || int_arg(args[2], s) < 0) {
+        return -1;
+    }
+    if (qq < 0 || qq >= R->nprocs) {
+        PyErr_SetString(PyExc_ValueError, "clock rows: a rank out of range");
+        return -1;
+    }
+    *q = (Py_ssize_t)qq;
+    return 0;
+}
+
+PyDoc_STRVAR(clock_row_doc,
+"clock_row(rows, q, s, out) -> None\n\n"
+"rows = (chunks, shift, merge_seq, merge_row, deltas, every, record_max): a\n"
+"ClockStore's rows.\n"
+"out (int32, one per rank) = the row governing the clock of event (q, s): rank\n"
+"q's last merge row at or before s, zeros when none.");
+
+static PyObject *clock_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "clock_row() takes 4 arguments");
+        return NULL;
+    }
+    Rows R;
+    Buf out = {0};
+    Py_ssize_t q;
+    int64_t s;
+    PyObject *result = NULL;
+    if (query_args(args, &R, &q, &s) < 0 || get_buf(&out, args[3], "i", 1, "out") < 0) {
+        goto done;
+    }
+    if (out.b.len != R.nprocs * 4) {
+        PyErr_SetString(PyExc_ValueError, "clock_row(): out must have one entry per rank");
+        goto done;
+    }
+    if (governing(&R, q, s, out.b.buf) == 0) {
+        result = Py_NewRef(Py_None);
+    }
+done:
+    release(&out);
+    rows_free(&R);
+    return result;
+}
+
+PyDoc_STRVAR(component_doc,
+"component(rows, q, s, j) -> int\n\n"
+"Component j of the row governing the clock of event (q, s) (see clock_row).");
+
+static PyObject *component(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "component() takes 4 arguments");
+        return NULL;
+    }
+    Rows R;
+    Py_ssize_t q;
+    int64_t s, j;
+    PyObject *result = NULL;
+    if (query_args(args, &R, &q, &s) < 0 || int_arg(args[3], &j) < 0) {
+        goto done;
+    }
+    if (j < 0 || j >= R.nprocs) {
+        PyErr_SetString(PyExc_ValueError, "component(): a rank out of range");
+        goto done;
+    }
+    View v;
+    if (view_of(&R, q, &v) < 0) {
+        goto done;
+    }
+    Py_ssize_t i = view_find(&v, s);
+    if (i < 0) {
+        result = PyLong_FromLong(0);
+        goto done;
+    }
+    if (j == q) {
+        result = PyLong_FromLong((long)view_seq(&v, i) + 1);
+        goto done;
+    }
+    Py_ssize_t t = i;
+    for (; t >= 0 && view_ref(&v, t) < 0 && i - t <= R.every; t--) { /* the latest naming j */
+        Py_ssize_t count;
+        const int32_t *d = delta_at(&R, view_ref(&v, t), &count);
+        if (d == NULL) {
+            goto done;
+        }
+        for (Py_ssize_t k = 0; k < count; k++) {
+            if (d[2 * k] == j) {
+                result = PyLong_FromLong(d[2 * k + 1]);
+                goto done;
+            }
+        }
+    }
+    if (t < 0 || view_ref(&v, t) < 0) {
+        PyErr_SetString(PyExc_ValueError, "clock rows: no dense row before a delta record");
+        goto done;
+    }
+    const void *row = chunk_row(&R, view_ref(&v, t));
+    if (row != NULL) {
+        result = PyLong_FromLong(R.wide ? ((const int32_t *)row)[j] : ((const uint16_t *)row)[j]);
+    }
+done:
+    rows_free(&R);
+    return result;
+}
+
+PyDoc_STRVAR(rows_doc,
+"rows(rows, q, start, out) -> None\n\n"
+"out (int32, n - start rows of one entry per rank) = the rows of rank q's merges\n"
+"start..n-1 (see clock_row).");
+
+static PyObject *rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "rows() takes 4 arguments");
+        return NULL;
+    }
+    Rows R;
+    Buf out = {0};
+    Py_ssize_t q;
+    int64_t start;
+    PyObject *result = NULL;
+    if (query_args(args, &R, &q, &start) < 0 || get_buf(&out, args[3], "i", 1, "out") < 0) {
+        goto done;
+    }
+    View v;
+    if (view_of(&R, q, &v) < 0) {
+        goto done;
+    }
+    Py_ssize_t n = view_len(&v), np = R.nprocs;
+    if (start < 0 || start > n || out.b.len != (n - start) * np * 4) {
+        PyErr_SetString(PyExc_ValueError, "rows(): out must have a row per merge from start on");
+        goto done;
+    }
+    int32_t *o = out.b.buf;
+    for (Py_ssize_t t = start; t < n; t++, o += np) {
+        int32_t ref = view_ref(&v, t);
+        if (t == start) {
+            if (materialize(&R, q, &v, t, o) < 0) {
+                goto done;
+            }
+        } else if (ref >= 0) {
+            if (read_row(&R, ref, o) < 0) {
+                goto done;
+            }
+        } else {
+            memcpy(o, o - np, (size_t)np * sizeof(int32_t));
+            if (apply_delta(&R, ref, o) < 0) {
+                goto done;
+            }
+            o[q] = view_seq(&v, t) + 1;
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    release(&out);
+    rows_free(&R);
+    return result;
+}
+
+#define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
+
 static PyMethodDef methods[] = {
-    {"walk", (PyCFunction)(void (*)(void))walk, METH_FASTCALL, walk_doc},
+    {"walk", FASTCALL(walk), walk_doc},
+    {"clock_row", FASTCALL(clock_row), clock_row_doc},
+    {"component", FASTCALL(component), component_doc},
+    {"rows", FASTCALL(rows), rows_doc},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_ccausal",
-    "The walk of one rank in causal order: vector and Lamport clocks (see causal.py).",
+    "The walk of one rank in causal order and the compact clock rows (see clocks.py).",
     -1, methods, NULL, NULL, NULL, NULL,
 };
 

@@ -1,16 +1,20 @@
-"""Types of the model's walk in causal order (``_ccausal.c``; see ``ClockStore.walker``)."""
+"""Types of the model's walk in causal order and its compact clock rows
+(``_ccausal.c``; see ``ClockStore`` in ``clocks.py``)."""
 
 from array import array
 from typing import Any
 
 import numpy.typing as npt
 
-#: (by_rank, merge_at, kind, partner, rank, seq, lamport, done, chunks, shift,
-#: merge_seq, merge_row, k_consume, k_coll, k_exit)
+#: (chunks, shift, merge_seq, merge_row, deltas, every, record_max): a ClockStore's rows.
+RowsContext = tuple[
+    list[npt.NDArray[Any]], int, list[array[int]], list[array[int]], array[int], int, int,
+]
+#: (by_rank, merge_at, kind, partner, rank, seq, lamport, done, rows, k_consume,
+#: k_coll, k_exit)
 WalkContext = tuple[
     list[array[int]], list[array[int]], array[int], array[int], array[int], array[int],
-    array[int], list[int], list[npt.NDArray[Any]], int, list[array[int]], list[array[int]],
-    int, int, int,
+    array[int], list[int], RowsContext, int, int, int,
 ]
 
 def walk(
@@ -26,3 +30,6 @@ def walk(
     limit: int,
     /,
 ) -> tuple[int, int, int, int, int, list[int]]: ...
+def clock_row(rows: RowsContext, q: int, s: int, out: npt.NDArray[Any], /) -> None: ...
+def component(rows: RowsContext, q: int, s: int, j: int, /) -> int: ...
+def rows(rows: RowsContext, q: int, start: int, out: npt.NDArray[Any], /) -> None: ...

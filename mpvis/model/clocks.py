@@ -6,28 +6,35 @@ The clock of event ``e`` of rank ``r`` is the vector ``vc(e)`` where
 changes off the diagonal at *merge* events (a ``consume``, a ``coll_exit``), so
 only those store a row; any other event's clock is the last merge row at or
 before it on its rank with the diagonal set to ``seq + 1``.  That keeps memory
-at ``4 * nprocs`` bytes per merge event, not per event, and answers
-"does a happen before b" with one binary search.
+to one row per merge event, not per event, and answers "does a happen before
+b" with one binary search (and a short scan, below).
 
-Rows live in fixed-size chunks (no reallocation as the run grows); row 0 is
-all zeros, the "previous row" of a rank's first merge, so a merge is always
-one componentwise maximum written straight into its new row, plus two raised
-components.  The merges happen in C, while a rank is walked in causal order
-(:meth:`ClockStore.walk`, :mod:`mpvis.model._ccausal`): Python sees a merge
-only where it decides its cause (a collective exit, an event forced at the end
-of input); a collective's joined row (:meth:`ClockStore.join`) is made once
-per instance.
+Rows are stored compactly (:mod:`mpvis.model._ccausal`, "clock rows"): a
+merge keeps either its whole row (a *dense* row) or only the components that
+differ from its rank's previous merge (a *delta record* of (rank, value)
+pairs; the rank's own component is always ``seq + 1`` and is not stored).  A
+rank's first merge, the first after :data:`FULL_EVERY` - 1 records, and one
+that changes more components than :func:`record_max` (a collective exit,
+typically) keep dense rows.  Most consumes change a handful of components,
+so a merge costs tens of bytes, not ``nprocs`` counts (MEASURED); a row is
+read back from the last dense row at or before it and at most
+``FULL_EVERY - 1`` records.  Dense rows live in fixed-size chunks (no
+reallocation as the run grows); row 0 is all zeros (the rows of events
+before a rank's first merge); a collective's joined row
+(:meth:`ClockStore.join`) is a dense row too.  The merges happen in C, while
+a rank is walked in causal order (:meth:`ClockStore.walker`): Python sees a
+merge only where it decides its cause (a collective exit, an event forced at
+the end of input).
 
-Components are counts of events of one rank, so rows are stored as 16-bit
-unsigned integers while every count fits (65,535 events per rank: half the
-memory of 32-bit rows); the first merge that needs a larger count widens every
-chunk to 32 bits, once.  Queries return 32-bit values whatever the storage.
+Components are counts of events of one rank, so dense rows are stored as
+16-bit unsigned integers while every count fits (65,535 events per rank); the
+first merge that needs a larger count widens every chunk to 32 bits, once.
+Queries return 32-bit values whatever the storage.
 """
 
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_right
 from collections.abc import Callable
 from typing import Any, Final, NamedTuple
 
@@ -94,6 +101,16 @@ _CHUNK_BYTES = 32 << 20
 _MAX_SHIFT = 13
 #: Row 0 is all zeros: the source of a merge that has nothing earlier to merge.
 ZERO_ROW = 0
+#: At most this many merges of a rank in a row share one dense row (the
+#: first keeps it, the others keep delta records).
+FULL_EVERY = 16
+
+
+def record_max(nprocs: int) -> int:
+    """The most components a delta record holds: one that changes more keeps
+    a dense row instead (a record of ``c`` changes is ``4 + 8c`` bytes, a
+    narrow dense row ``2 * nprocs``)."""
+    return max((nprocs // 2 - 1) // 2, 0)
 #: The narrow storage of the rows and the largest component it holds.
 _NARROW = np.uint16
 _NARROW_MAX = int(np.iinfo(_NARROW).max)
@@ -113,8 +130,15 @@ class ClockStore:
         self._limit = _NARROW_MAX  # the largest component the rows can hold
         self._chunks: list[npt.NDArray[Any]] = [np.zeros((1 << shift, nprocs), dtype=_NARROW)]
         self._nrows = 1  # row 0: ZERO_ROW
+        #: Each rank's merge events (seqs, in order) and where each one's row is:
+        #: a dense row id (every :data:`FULL_EVERY`-th merge) or a delta record's
+        #: offset in ``_deltas``.
         self.merge_seq: list[array[int]] = [array("i") for _ in range(nprocs)]
         self.merge_row: list[array[int]] = [array("i") for _ in range(nprocs)]
+        self._deltas = array("i")
+        #: What the C functions read the rows from (every object held, not copied).
+        self._rows_ctx = (self._chunks, shift, self.merge_seq, self.merge_row, self._deltas,
+                          FULL_EVERY, record_max(nprocs))
 
     # -- building ---------------------------------------------------------
     def _fit(self, count: int) -> None:
@@ -139,29 +163,19 @@ class ClockStore:
         self._nrows = row + 1
         return row, self._chunks[c][row & self._mask]
 
-    def _governing(self, q: int, s: int) -> int:
-        """The row holding the off-diagonal clock of event ``(q, s)``."""
-        i = bisect_right(self.merge_seq[q], s) - 1
-        return self.merge_row[q][i] if i >= 0 else ZERO_ROW
-
-    def _joined_into(self, out: npt.NDArray[Any], base: int,
-                     others: list[tuple[int, int]]) -> None:
-        """``out`` = max of row ``base`` and the clocks of ``others``."""
-        chunks = self._chunks
-        out[:] = chunks[base >> self._shift][base & self._mask]
-        for q, s in others:
-            g = self._governing(q, s)
-            np.maximum(out, chunks[g >> self._shift][g & self._mask], out=out)
-            if out[q] <= s:
-                out[q] = s + 1
-
     def join(self, others: list[tuple[int, int]]) -> int:
         """A row (owned by no event) holding the componentwise maximum of the
         clocks of ``others``, for :func:`joined_cause`: the members of a
         collective share it."""
         self._fit(max((s for _, s in others), default=-1) + 1)
+        acc = np.zeros(self.nprocs, dtype=np.int32)
+        vec = np.empty(self.nprocs, dtype=np.int32)
+        for q, s in others:
+            _ccausal.clock_row(self._rows_ctx, q, s, vec)
+            vec[q] = max(vec[q], s + 1)
+            np.maximum(acc, vec, out=acc)
         row, out = self._new_row()
-        self._joined_into(out, ZERO_ROW, others)
+        out[:] = acc
         return row
 
     def walker(self, store: EventStore, merge_at: list[array[int]], done: list[int]) -> Walker:
@@ -183,7 +197,7 @@ class ClockStore:
         they must be the objects the caller keeps growing."""
         ctx = (store.by_rank, merge_at, store.c_kind.data, store.c_partner.data,
                store.c_rank.data, store.c_seq.data, store.c_lamport.data, done,
-               self._chunks, self._shift, self.merge_seq, self.merge_row, *_MERGE_KINDS)
+               self._rows_ctx, *_MERGE_KINDS)
         c_walk = _ccausal.walk
 
         def walk(rank: int, a: int, lo: int, lam: int, cause: Cause) -> Walked:
@@ -205,24 +219,11 @@ class ClockStore:
 
         return walk
 
-    def _gather(self, rows: npt.NDArray[np.int64]) -> IntVec:
-        chunk = rows >> self._shift
-        off = rows & self._mask
-        out = np.empty((len(rows), self.nprocs), dtype=np.int32)
-        for c in np.unique(chunk).tolist():
-            sel = chunk == c
-            out[sel] = self._chunks[c][off[sel]]
-        return out
-
     # -- queries --------------------------------------------------------
-    def _row(self, row: int) -> npt.NDArray[Any]:
-        """Row ``row`` as stored (a view, 16 or 32 bits)."""
-        vec: npt.NDArray[Any] = self._chunks[row >> self._shift][row & self._mask]
-        return vec
-
     def clock(self, rank: int, seq: int) -> IntVec:
         """The full vector clock of event ``(rank, seq)`` (a fresh array)."""
-        vec = self._row(self._governing(rank, seq)).astype(np.int32)
+        vec = np.empty(self.nprocs, dtype=np.int32)
+        _ccausal.clock_row(self._rows_ctx, rank, seq, vec)
         vec[rank] = seq + 1
         return vec
 
@@ -230,7 +231,7 @@ class ClockStore:
         """``clock(rank, s)[j]`` without building the vector."""
         if j == rank:
             return seq + 1
-        return int(self._row(self._governing(rank, seq))[j])
+        return _ccausal.component(self._rows_ctx, rank, seq, j)
 
     def happened_before(self, a: tuple[int, int], b: tuple[int, int]) -> bool:
         """Lamport's strict relation: ``a`` happened before ``b``."""
@@ -241,10 +242,9 @@ class ClockStore:
     def rows(self, rank: int, start: int = 0) -> IntVec:
         """The merge rows of ``rank`` from its ``start``-th on, as a 2-D array
         (one row per merge event, in seq order; see :attr:`merge_seq`)."""
-        rows = np.frombuffer(self.merge_row[rank], dtype=np.int32)[start:].astype(np.int64)
-        if len(rows) == 0:
-            return np.empty((0, self.nprocs), dtype=np.int32)
-        return self._gather(rows)
+        out = np.empty((max(len(self.merge_seq[rank]) - start, 0), self.nprocs), dtype=np.int32)
+        _ccausal.rows(self._rows_ctx, rank, start, out)
+        return out
 
     def column(self, rank: int, j: int, count: int) -> IntVec:
         """``clock(rank, s)[j]`` for ``s`` in ``0..count-1``, vectorised."""
@@ -261,5 +261,7 @@ class ClockStore:
         return out
 
     def nbytes(self) -> int:
+        """Bytes the rows take: the dense rows' chunks as reserved, the delta
+        records and the merge lists."""
         return sum(c.nbytes for c in self._chunks) + sum(
-            a.itemsize * len(a) for a in self.merge_seq + self.merge_row)
+            a.itemsize * len(a) for a in [*self.merge_seq, *self.merge_row, self._deltas])

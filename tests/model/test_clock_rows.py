@@ -1,0 +1,148 @@
+"""Compact clock rows (dense rows and delta records) and the C walk's guards.
+
+:class:`~mpvis.model.clocks.ClockStore` keeps a whole row only every
+``FULL_EVERY``-th merge of a rank (or when a delta record would be larger),
+the others as changes against the rank's previous merge.  These tests run
+executions long enough for ranks to cross many dense rows, with the period
+and the narrow limit lowered so boundaries and widening fall anywhere, and
+check every clock, ``rows`` and ``column`` against brute-force reachability
+in the spec's happened-before graph.  Then inconsistent input to the C
+functions: an exception, never a crash.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+from array import array
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mpvis.model import _ccausal, clocks
+from mpvis.model.manager import ModelManager
+from tests.model.random_traces import interleave, random_execution
+from tests.model.test_happened_before import assert_clocks_match_graph
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**9), st.integers(2, 4), st.integers(1, 5), st.integers(0, 4),
+       st.integers(0, 60))
+def test_compact_rows_match_graph_reachability(seed: int, nprocs: int, every: int,
+                                               most: int, limit: int) -> None:
+    """Dense rows every ``every`` merges at most, records of up to ``most``
+    changes (the real bound would leave these few ranks no records at all),
+    rows widened when a count passes ``limit``."""
+    header, recs = random_execution(seed, nprocs, steps=60)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(clocks, "FULL_EVERY", every)
+        mp.setattr(clocks, "record_max", lambda n: most)
+        mp.setattr(clocks, "_NARROW_MAX", limit)
+        m = ModelManager(header)
+        m.add_batch(interleave(copy.deepcopy(recs), random.Random(seed)))
+        m.finish()
+    assert_clocks_match_graph(m, recs, nprocs)
+    cs = m.clocks
+    for r in range(nprocs):
+        seqs = list(cs.merge_seq[r])
+        rows = cs.rows(r)
+        # a merge row is its event's clock (whose own component is seq + 1)
+        assert rows.tolist() == [m.vector_clock(r, s) for s in seqs]
+        for start in range(len(seqs) + 1):
+            assert cs.rows(r, start).tolist() == rows[start:].tolist()
+        count = m.count(r)
+        for j in range(nprocs):
+            assert cs.column(r, j, count).tolist() == [m.vector_clock(r, s)[j]
+                                                       for s in range(count)]
+
+
+def _store_with_rows() -> clocks.ClockStore:
+    """A model's clock store with merges on both ranks (dense rows and records)."""
+    header, recs = random_execution(7, 2, steps=60)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(clocks, "record_max", lambda n: n)
+        m = ModelManager(header)
+        m.add_batch(recs)
+        m.finish()
+    rows = [np.frombuffer(m.clocks.merge_row[q], dtype=np.int32) for q in range(2)]
+    assert all(len(r) > 1 and (r < 0).any() for r in rows)
+    return m.clocks
+
+
+def _ctx(cs: clocks.ClockStore, merge_row: list[array[int]] | None = None,
+         deltas: array[int] | None = None) -> _ccausal.RowsContext:
+    chunks, shift, merge_seq, rows, held, every, most = cs._rows_ctx  # a corrupt copy
+    return (chunks, shift, merge_seq, rows if merge_row is None else merge_row,
+            held if deltas is None else deltas, every, most)
+
+
+def test_queries_on_corrupt_rows_raise() -> None:
+    cs = _store_with_rows()
+    seq = cs.merge_seq[0][-1]
+    out = np.empty(2, dtype=np.int32)
+    far = [array("i", [1 << 30] * len(cs.merge_row[q])) for q in range(2)]
+    with pytest.raises(ValueError, match="row that does not exist"):
+        _ccausal.clock_row(_ctx(cs, merge_row=far), 0, seq, out)
+    bad_delta = [array("i", [0] + [-(1 << 30)] * (len(cs.merge_row[q]) - 1)) for q in range(2)]
+    with pytest.raises(ValueError, match="delta record out of range"):
+        _ccausal.rows(_ctx(cs, merge_row=bad_delta), 0, 0, np.empty(
+            (len(cs.merge_seq[0]), 2), dtype=np.int32))
+    no_dense = [array("i", [-1] * len(cs.merge_row[q])) for q in range(2)]
+    with pytest.raises(ValueError, match="no dense row"):
+        _ccausal.component(_ctx(cs, merge_row=no_dense), 0, seq, 1)
+    with pytest.raises(ValueError, match="delta record out of range"):
+        _ccausal.component(_ctx(cs, deltas=array("i", [5])), 0, seq, 1)
+    short = [array("i") for _ in range(2)]
+    with pytest.raises(ValueError, match="different lengths"):
+        _ccausal.component(_ctx(cs, merge_row=short), 0, seq, 1)
+    with pytest.raises(ValueError, match="rank out of range"):
+        _ccausal.component(cs._rows_ctx, 5, seq, 1)
+    with pytest.raises(ValueError, match="one entry per rank"):
+        _ccausal.clock_row(cs._rows_ctx, 0, seq, np.empty(3, dtype=np.int32))
+    with pytest.raises(TypeError):
+        _ccausal.clock_row(cs._rows_ctx, 0, seq, np.empty(2, dtype=np.int64))
+    with pytest.raises(TypeError):
+        _ccausal.rows((1, 2, 3), 0, 0, out)  # type: ignore[arg-type]  # deliberately wrong
+
+
+def test_walk_on_inconsistent_columns_raises() -> None:
+    """The walk reads every index it is given from columns and lists it does
+    not own: out-of-range ones raise, the interpreter survives."""
+    header = {"kind": "header", "format": "mpvis-trace", "version": 1, "nprocs": 2}
+    m = ModelManager(header)
+    m.add_batch([
+        {"rank": 0, "seq": 0, "kind": "send", "dest": 1, "tag": 0, "blocking": True,
+         "sync": False},
+        {"rank": 1, "seq": 0, "kind": "recv", "src": 0, "tag": 0, "blocking": True},
+        {"rank": 1, "seq": 1, "kind": "consume", "recv": 0, "src": 0, "tag": 0, "send": [0, 0]},
+    ])
+    store, cs = m.store, m.clocks
+    kinds = tuple(clocks._MERGE_KINDS)
+
+    def ctx(by_rank: list[array[int]], merge_at: list[array[int]],
+            partner: array[int]) -> _ccausal.WalkContext:
+        return (by_rank, merge_at, store.c_kind.data, partner, store.c_rank.data,
+                store.c_seq.data, array("i", [-1] * 3), [1, 0], cs._rows_ctx,
+                *kinds)
+
+    good_at = [array("i"), array("i", [1])]
+    walk = _ccausal.walk
+    with pytest.raises(ValueError, match="out of range"):  # an event index past the columns
+        walk(ctx([array("q", [0]), array("q", [1, 99])], good_at, store.c_partner.data),
+             1, 0, 0, 0, 0, 0, 0, 1, 65535)
+    with pytest.raises(ValueError, match="out of range"):  # a consume's send past the columns
+        walk(ctx(store.by_rank, good_at, array("q", [2, -1, 1 << 40])),
+             1, 0, 0, 0, 0, 0, 0, 1, 65535)
+    with pytest.raises(ValueError, match="merges no clock"):  # a stop that is a recv
+        walk(ctx(store.by_rank, [array("i"), array("i", [0])], store.c_partner.data),
+             1, 0, 0, 0, 0, 0, 0, 1, 65535)
+    with pytest.raises(ValueError, match="out of range"):
+        walk(ctx(store.by_rank, good_at, store.c_partner.data), 7, 0, 0, 0, 0, 0, 0, 1, 65535)
+    with pytest.raises(ValueError, match="cause"):  # a joined row for a consume
+        walk(ctx(store.by_rank, good_at, store.c_partner.data), 1, 1, 0, 1, 3, 0, 0, 1, 65535)
+    with pytest.raises(TypeError):
+        walk((), 1, 0, 0, 0, 0, 0, 0, 1, 65535)  # type: ignore[arg-type]  # deliberately wrong
+    # the model is untouched by the failed walks' arguments and still answers
+    assert m.happened_before((0, 0), (1, 1))
