@@ -4,7 +4,9 @@
 (``mpvis/instrument/_crecorder.c``), ``mpvis.analysis._cexact`` the exact race
 detector (``mpvis/analysis/_cexact.c``), ``mpvis.model._ccausal`` the model's
 walk in causal order (``mpvis/model/_ccausal.c``: clock merges, Lamport
-clocks); ``pip install -e .`` builds them in place.
+clocks), ``mpvis.protocol._cjournal`` the central process's columns and journal
+lines of a rank's compact batch (``mpvis/protocol/_cjournal.c``); ``pip
+install -e .`` builds them in place.
 """
 
 from setuptools import Extension, setup
@@ -21,6 +23,12 @@ setup(
             "mpvis.analysis._cexact",
             ["mpvis/analysis/_cexact.c"],
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
+        ),
+        Extension(
+            "mpvis.protocol._cjournal",
+            ["mpvis/protocol/_cjournal.c"],
+            depends=["mpvis/instrument/pmpi/mvcodes.h"],  # mpvis/protocol/codes.py
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
         ),
         Extension(
             "mpvis.model._ccausal",

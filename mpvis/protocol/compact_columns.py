@@ -2,12 +2,13 @@
 
 The central process's hot path (MPVisualizer, section 2: it must keep up with
 every rank of the run).  :mod:`mpvis.protocol.compact` expands a batch into
-one dict per record; here :func:`compact_columns` reads the same bytes as
-NumPy columns (:data:`RECORD_DTYPE`), expands merged receives (kind 9) into
-their two rows, checks the per-record rules of
-:func:`mpvis.protocol.records.check_record` on whole columns, and
-:meth:`CompactColumns.jsonl` writes the trace lines with one
-``orjson`` call per column, not per record.
+one dict per record; here :func:`compact_columns` reads the same bytes into
+NumPy columns in one pass in C (:func:`mpvis.protocol._cjournal.expand`:
+merged receives, kind 9, become their two rows, and the per-record rules of
+:func:`mpvis.protocol.records.check_record` that the columns can break are
+checked on every row), and :meth:`CompactColumns.jsonl` writes the trace
+lines in C from the columns, by a template per row shape
+(:func:`mpvis.protocol._cjournal.lines`), not a dict per record.
 
 The records of variable size (waits, collectives, states: their payloads
 are Python values) are expanded and checked one by one, as the dict path
@@ -24,13 +25,15 @@ its rule as before.  Otherwise the batch's new sites join the decoder's table
 (as ``decode`` would) and the result holds exactly the records ``decode``
 gives: :meth:`CompactColumns.records` *is* ``decode``'s expansion (built
 only when a consumer asks for dicts), and :meth:`CompactColumns.jsonl` is
-byte for byte their journal lines (``orjson``, keys in the same order);
+byte for byte their journal lines (``orjson``, keys in the same order; the
+floats are ``orjson``'s own texts of the ``t`` column);
 ``tests/protocol/test_compact_columns.py`` checks both against ``decode`` on
 random batches.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, overload
 
@@ -38,19 +41,12 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from mpvis.protocol._cjournal import expand, lines
 from mpvis.protocol.codes import (
-    MVC_BLOCKING,
-    MVC_BUF,
-    MVC_CHAN,
-    MVC_SEND,
-    MVC_SYNC,
     MVK_COLL,
     MVK_COLL_EXIT,
-    MVK_CONSUME,
     MVK_FINAL,
-    MVK_RECV,
     MVK_RECV_CONSUME,
-    MVK_SEND,
     MVK_STATE,
     MVK_WAIT,
 )
@@ -68,12 +64,11 @@ RECORD_DTYPE: Final = np.dtype([
 ])
 assert RECORD_DTYPE.itemsize == RECORD_SIZE
 
-#: ``seq`` values at most this (a merged receive's consume is ``seq + 1``: no overflow).
-_SEQ_MAX: Final = 2**62
 _NUMPY: Final = orjson.OPT_SERIALIZE_NUMPY
 
 # Row shapes: which keys a row's JSON object has, in ``decode``'s order.  The
-# column named by a str is written there; bytes are written as they are.
+# column named by a str is written there; bytes are written as they are.  The
+# numbers are _cjournal.c's (``S_SEND_B``...: ``expand`` gives each row's).
 _SEND_B, _SEND_NB, _RECV_B, _RECV_NB, _CONS, _MCONS_SEND, _CONS_NOSEND, _FINAL = range(8)
 _HEAD: Final = ("seq", b',"kind":')  # after '{"rank":R,"seq":'
 _SHAPES: Final[dict[int, tuple[tuple[str | bytes, ...], tuple[str | bytes, ...]]]] = {
@@ -107,15 +102,15 @@ _ROWS: Final = tuple(_row(s, c) for s in range(len(_SHAPES)) for c in (False, Tr
 _TRUE_FALSE: Final = (b"false", b"true")
 #: The shape of a row of another kind (:data:`_OTHERS`).
 _OTHER: Final = -1
-#: The longest period of row shapes :meth:`CompactColumns.jsonl` looks for.
-_PERIODS: Final = 6
-_P2P: Final = (MVK_SEND, MVK_RECV, MVK_CONSUME)
+#: The columns :func:`~mpvis.protocol._cjournal.expand` returns, in its order.
+_INT_COLUMNS: Final = ("seq", "site", "comm", "peer", "tag", "ref", "sseq", "call", "shape")
+_FLAG_COLUMNS: Final = ("kind", "blocking", "sync", "req")
+#: The columns a row's template names, in the order :meth:`CompactColumns.jsonl` passes them.
+_COLUMNS: Final = ("seq", "t", "site", "comm", "peer", "tag", "sync", "ref", "sseq", "call")
 #: Kinds with a variable payload: their rows are expanded and checked one by one.
 _OTHERS: Final = (MVK_WAIT, MVK_COLL, MVK_COLL_EXIT, MVK_STATE)
 _KIND_NAMES: Final = {MVK_WAIT: "wait", MVK_COLL: "coll", MVK_COLL_EXIT: "coll_exit",
                       MVK_STATE: "state"}
-#: The recorder kinds a batch taken as columns may hold.
-_TAKEN: Final = np.isin(np.arange(256), (*_P2P, *_OTHERS, MVK_FINAL, MVK_RECV_CONSUME))
 
 
 class CompactColumns(Sequence[Record]):
@@ -191,74 +186,36 @@ class CompactColumns(Sequence[Record]):
 
     def jsonl(self) -> bytes:
         """The records as trace lines (``orjson``'s output for :meth:`records`, one
-        line each).  Each column is serialized once for all the rows that write it
-        and the pieces are interleaved by slice assignment.  Rows whose shapes
-        (the keys they have) repeat with a short period (a ring's send, receive,
-        consume...) are written as rows of that many lines; otherwise the lines of
-        each shape are made apart and put back in ``seq`` order, with those of
-        the rows of other kinds (made one by one)."""
-        n = len(self)
-        shape = self._shape
-        period = None if self._others else next(
-            (p for p in range(1, _PERIODS + 1)
-             if p >= n or np.array_equal(shape[p:], shape[:-p])), None)
-        if period is not None:
-            whole = n - n % period
-            out = self._pieces([(int(shape[j]), slice(j, whole, period))
-                                for j in range(min(period, n))]) if whole else []
-            for r in range(whole, n):  # fewer than a period at the end
-                out += self._pieces([(int(shape[r]), slice(r, r + 1))])
-            return b"".join(out)
-        lines = np.empty(n, dtype=object)
-        for code in np.unique(shape).tolist():
-            if code == _OTHER:
-                continue
-            idx = np.flatnonzero(shape == code)
-            lines[idx] = b"".join(self._pieces([(code, idx)])).split(b"\n")[:-1]
-        for row, line in self._others.items():
-            lines[row] = line
-        return b"\n".join(lines.tolist()) + b"\n"
+        line each), written in C (:func:`mpvis.protocol._cjournal.lines`) by each
+        row's template (:func:`_templates`) from the columns: integers in decimal,
+        ``sync`` and ``site`` by table, ``t`` as ``orjson`` writes the column (its
+        float texts are ``orjson``'s); the rows of other kinds are the lines made
+        one by one."""
+        site_texts = tuple(orjson.dumps(s) for s in self.sites[:int(self.site.max()) + 1])
+        columns = (self.seq, orjson.dumps(self.t, option=_NUMPY), (self.site, site_texts),
+                   self.comm, self.peer, self.tag, (self.sync.view(np.uint8).astype(np.int64),
+                                                    _TRUE_FALSE),
+                   self.ref, self.sseq, self.call)
+        return lines(_templates(self.rank), self._shape, columns, tuple(self._others.values()))
 
-    def _pieces(self, rows: list[tuple[int, slice | npt.NDArray[np.intp]]]) -> list[bytes]:
-        """The pieces of lines, for ``rows``: pairs (shape, rows of that shape), each
-        selecting as many rows; one line of each pair in turn.  A column with one
-        value in all the rows of a pair is written into the constant text around
-        it (a rank's ``comm``, ``tag``, ``site`` often are): fewer pieces."""
-        k = len(self.seq[rows[0][1]])
-        parts: list[bytes | list[bytes]] = [b""]
-        for code, sel in rows:
-            texts: dict[str, list[bytes]] = {}
-            for piece in (b'{"rank":%d,"seq":' % self.rank, *_ROWS[code]):
-                if isinstance(piece, str):
-                    col = texts.get(piece)
-                    if col is None:
-                        col = texts[piece] = self._texts(piece, sel)
-                    if len(col) > 1:
-                        parts.append(col)
-                        continue
-                    piece = col[0]
-                if isinstance(parts[-1], bytes):
-                    parts[-1] += piece
-                else:
-                    parts.append(piece)
-        width = len(parts)
-        out: list[bytes] = [b""] * (k * width)
-        for j, part in enumerate(parts):
-            out[j::width] = [part] * k if isinstance(part, bytes) else part
-        return out
 
-    def _texts(self, name: str, rows: slice | npt.NDArray[np.intp]) -> list[bytes]:
-        """Column ``name`` at ``rows`` as JSON texts; a single text if all are equal
-        (integers and bools only: ``-0.0 == 0.0`` but their texts differ)."""
-        col = getattr(self, name)[rows]
-        if col.dtype.kind != "f" and col[0] == col[-1] and (col == col[0]).all():  # not -0.0 == 0.0
-            col = col[:1]
-        if name == "sync":
-            return [_TRUE_FALSE[b] for b in col.tolist()]
-        if name == "site":
-            table = [orjson.dumps(s) for s in self.sites[:int(col.max()) + 1]]
-            return list(map(table.__getitem__, col.tolist()))
-        return orjson.dumps(np.ascontiguousarray(col), option=_NUMPY)[1:-1].split(b",")
+@functools.lru_cache(maxsize=1024)
+def _templates(rank: int) -> tuple[tuple[bytes | int, ...], ...]:
+    """The template of each row shape (an index of ``_ROWS``) of ``rank``'s lines, for
+    :func:`~mpvis.protocol._cjournal.lines`: constant text as bytes, a column as its
+    index in :data:`_COLUMNS` (adjacent texts joined)."""
+    out = []
+    for row in _ROWS:
+        items: list[bytes | int] = [b'{"rank":%d,"seq":' % rank]
+        for piece in row:
+            if isinstance(piece, str):
+                items.append(_COLUMNS.index(piece))
+            elif isinstance(items[-1], bytes):
+                items[-1] += piece
+            else:
+                items.append(piece)
+        out.append(tuple(items))
+    return tuple(out)
 
 
 def compact_columns(decoder: CompactDecoder, body: dict[str, Any], nprocs: int
@@ -274,33 +231,32 @@ def compact_columns(decoder: CompactDecoder, body: dict[str, Any], nprocs: int
     sites = decoder.sites_after(body)
     if sites is None:
         return None
-    raw = np.frombuffer(recs, dtype=RECORD_DTYPE)
-    kind, flags = raw["kind"], raw["flags"]
-    merged = kind == MVK_RECV_CONSUME
-    if (not _TAKEN[kind].all()
-            or (flags & (MVC_BUF | MVC_CHAN)).any()
-            or int(raw["site"].max()) >= len(sites)):
+    got = expand(recs, nprocs, len(sites))
+    if got is None:
         return None
-    cols, shape = _expanded(raw, merged)
-    seq = cols["seq"]
-    if not (_rules_hold(cols, nprocs) and seq[0] >= 0 and seq[-1] <= _SEQ_MAX
-            and not (np.diff(seq) != 1).any()):
-        return None
+    rows, ints, t, flags = got
+    cols = dict(zip(_INT_COLUMNS, np.frombuffer(ints, dtype=np.int64).reshape(-1, rows),
+                    strict=True))
+    cols.update(zip(_FLAG_COLUMNS, np.frombuffer(flags, dtype=np.uint8).reshape(-1, rows),
+                    strict=True))
+    for name in _FLAG_COLUMNS[1:]:
+        cols[name] = cols[name].view(np.bool_)
+    cols["t"] = np.frombuffer(t, dtype=np.float64)
     known = len(decoder.site_table)
     decoder.take_sites(body)
-    others = _other_lines(decoder, body, cols["kind"], nprocs)
+    others = _other_lines(decoder, body, cols["shape"], nprocs)
     if others is None:
         del decoder.site_table[known:]  # nothing changed
         return None
-    return CompactColumns({**cols, "shape": shape}, decoder, body, others)
+    return CompactColumns(cols, decoder, body, others)
 
 
-def _other_lines(decoder: CompactDecoder, body: dict[str, Any], kind: npt.NDArray[np.uint8],
+def _other_lines(decoder: CompactDecoder, body: dict[str, Any], shape: npt.NDArray[np.int64],
                  nprocs: int) -> dict[int, bytes] | None:
     """The journal lines (without newline) of the rows of other kinds (waits,
     collectives, states), each expanded and checked as the dict path does, by row;
     ``None`` if one cannot be expanded, breaks a rule or is no JSON."""
-    rows = np.flatnonzero(np.isin(kind, _OTHERS))
+    rows = np.flatnonzero(shape == _OTHER)
     if not len(rows):
         return {}
     recs, extra0, extras = body["recs"], body["extra0"], body["extras"]
@@ -321,64 +277,3 @@ def _other_lines(decoder: CompactDecoder, body: dict[str, Any], kind: npt.NDArra
         except (RecordError, TypeError):
             return None
     return out
-
-
-def _expanded(raw: npt.NDArray[Any], merged: npt.NDArray[np.bool_]
-              ) -> tuple[dict[str, npt.NDArray[Any]], npt.NDArray[np.intp]]:
-    """The rows of the batch's records (a kind-9 record is two: its receive, then its
-    consume), as columns, and each row's shape (an index of ``_ROWS``)."""
-    n = len(raw)
-    at = np.arange(n) + np.concatenate(([0], np.cumsum(merged)[:-1]))  # each record's row
-    head = at[merged]  # the rows of the merged receives ...
-    tail = head + 1  # ... and of their consumes
-    rows = n + len(tail)
-
-    def spread(field: str) -> npt.NDArray[Any]:
-        col = np.empty(rows, dtype=np.float64 if field == "t" else np.int64)
-        col[at] = raw[field]
-        return col
-
-    kind, flags = spread("kind"), spread("flags")
-    seq, t, site, call, comm = spread("seq"), spread("t"), spread("site"), spread("call"), \
-        spread("comm")
-    peer, tag, ref, sseq = spread("a"), spread("b"), spread("c"), spread("d")
-    m = raw[merged]
-    kind[head], kind[tail] = MVK_RECV, MVK_CONSUME
-    flags[head], flags[tail] = MVC_BLOCKING, m["flags"]
-    seq[tail], site[tail], call[tail], sseq[tail] = m["seq"] + 1, m["site"], m["call"], m["d"]
-    t[tail] = m["t"] + ((m["comm"] >> 32) & 0xFFFFFFFF) * 1e-9
-    comm[head] = comm[tail] = m["comm"].astype(np.int32)  # the low 32 bits, signed
-    peer[tail], tag[tail] = m["c"].astype(np.int32), m["c"] >> 32
-    ref[tail] = m["seq"]
-    is_send, is_recv, is_cons = kind == MVK_SEND, kind == MVK_RECV, kind == MVK_CONSUME
-    has_send = is_cons & ((flags & MVC_SEND) != 0)
-    blocking = (flags & MVC_BLOCKING) != 0
-    shape = np.full(rows, _FINAL, dtype=np.intp)
-    shape[is_send] = np.where(blocking[is_send], _SEND_B, _SEND_NB)
-    shape[is_recv] = np.where(blocking[is_recv], _RECV_B, _RECV_NB)
-    shape[is_cons] = _CONS_NOSEND
-    shape[has_send] = _CONS
-    shape[tail[has_send[tail]]] = _MCONS_SEND
-    other = np.isin(kind, _OTHERS)
-    cols = {
-        "kind": kind.astype(np.uint8), "seq": seq, "t": t, "site": site, "comm": comm,
-        "peer": peer, "tag": tag, "blocking": blocking, "sync": (flags & MVC_SYNC) != 0,
-        "req": (is_send | is_recv) & ~blocking, "ref": ref, "sseq": np.where(has_send, sseq, -1),
-        "has_send": has_send, "call": call,
-    }
-    shape = 2 * shape + (call >= 0)
-    shape[other] = _OTHER
-    return cols, shape
-
-
-def _rules_hold(c: dict[str, npt.NDArray[Any]], nprocs: int) -> bool:
-    """Whether every row passes :func:`~mpvis.protocol.records.check_record`'s rules
-    (those its columns can break: ranges of ``comm``, peers, tags, ``recv``, ``send``;
-    ``rank``, ``seq``, the kinds and the site ids are the caller's)."""
-    kind, peer, tag = c["kind"], c["peer"], c["tag"]
-    recv, cons = kind == MVK_RECV, kind == MVK_CONSUME
-    low = np.where(recv, -1, 0)  # a receive's src and tag may be wildcards
-    p2p = (kind == MVK_SEND) | recv | cons
-    bad = p2p & ((c["comm"] < 0) | (peer < low) | (peer >= nprocs) | (tag < low))
-    bad |= cons & ((c["ref"] < 0) | (c["has_send"] & (c["sseq"] < 0)))
-    return not bad.any()
