@@ -86,10 +86,11 @@ class CausalRelease:
         #: seqs of each rank's consumes, collective entries and exits (clock merges)
         self._merge_at: list[array[int]] = [array("i") for _ in range(n)]
         self._walk = self.clocks.walker(store, self._merge_at, self.done)
-        self._done_waiters: list[dict[int, list[int]]] = [{} for _ in range(n)]
+        #: rank -> seq -> the ranks waiting for that event to be processed
+        self._done_waiters: list[dict[int, set[int]]] = [{} for _ in range(n)]
         self._entry_of: dict[Key, int] = {}  # coll -> instance, until processed
         self._coll_processed: dict[tuple[int, int], int] = {}  # (comm, instance) -> entries
-        self._wake: dict[Any, list[int]] = {}
+        self._wake: dict[Any, set[int]] = {}  # what is awaited -> the ranks waiting
         self._touched_sink: set[int] = set()  # ranks woken while ingesting
         self._exit_of: dict[Key, tuple[int, str]] = {}  # coll_exit -> (instance, op)
         #: comm -> (instance, joined clock row, largest Lamport clock of its entries)
@@ -228,12 +229,16 @@ class CausalRelease:
         lo = bisect_left(at, a)
         forced = at[lo] if final and lo < len(at) else -1  # only the first stop is forced
         s, lam, cause = a, self._lam_last[r] + 1, WALK
+        # woken at a collective exit (the usual wake-up): nothing to walk before it
+        st = COLL_EXIT if (lo < len(at) and at[lo] == a
+                           and store.c_kind.data[events[a]] == K_COLL_EXIT) else -1
         while True:
-            st, s, lo, lam, entered = self._walk(r, s, lo, lam, cause)
-            for e in entered:
-                self._entered(r, e)
-            if st == END:
-                break
+            if st < 0:
+                st, s, lo, lam, entered = self._walk(r, s, lo, lam, cause)
+                for e in entered:
+                    self._entered(r, e)
+                if st == END:
+                    break
             g = events[s]
             if st == COLL_EXIT:
                 joined = self._collective_clock(r, s, s == forced)
@@ -250,6 +255,7 @@ class CausalRelease:
                 sg = store.c_partner.data[g]
                 self._wait_on(("done", store.c_rank.data[sg], store.c_seq.data[sg]), r)
                 break
+            st = -1
         self.done[r] = s
         if s > a:
             self._lam_last[r] = lam - 1
@@ -312,10 +318,10 @@ class CausalRelease:
         return vec, lmax
 
     def _wait_on(self, key: Any, r: int) -> None:
+        """Rank ``r`` waits for ``key`` (sets: every member of a collective may
+        wait on one key)."""
         if key[0] == "done":
-            lst = self._done_waiters[key[1]].setdefault(key[2], [])
+            self._done_waiters[key[1]].setdefault(key[2], set()).add(r)
         else:
-            lst = self._wake.setdefault(key, [])
-        if r not in lst:
-            lst.append(r)
+            self._wake.setdefault(key, set()).add(r)
 
