@@ -91,6 +91,9 @@ RunEndCallback = Callable[[dict[str, Any]], None]
 RefusedCallback = Callable[[object, str], None]
 
 READ_SIZE = 1 << 18
+#: A connection's stream buffers up to twice this before it stops reading the socket
+#: (asyncio's default, 64 KiB, paused and resumed it at every read of a busy collector).
+STREAM_LIMIT = READ_SIZE
 NO_END = "no end reported: never connected, or its collector was lost"
 #: Before HELLO: the largest frame accepted (a HELLO is well under 1 KiB) ...
 HELLO_MAX_PAYLOAD = 64 << 10
@@ -235,7 +238,7 @@ class CentralProcess:
 
     async def _main(self, stop: asyncio.Event) -> None:
         server = await asyncio.start_server(
-            self._serve, self.host, self.port, ssl=self.tls,
+            self._serve, self.host, self.port, ssl=self.tls, limit=STREAM_LIMIT,
             ssl_handshake_timeout=self.hello_timeout if self.tls is not None else None)
         sock = server.sockets[0].getsockname()
         self._address = (sock[0], sock[1])

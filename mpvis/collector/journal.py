@@ -219,8 +219,8 @@ class Journal:
                 count = min(WRITE_PIECE, n - done)
                 self._writer.write_bytes(lines[start:end], count)
                 self._writer.flush()
-                if self._good_size is not None:
-                    self._good_size = self.path.stat().st_size
+                if self._good_size is not None:  # flushed whole: no need to ask the disk
+                    self._good_size += end - start
                 done += count
         except OSError as exc:
             self.written += done

@@ -10,8 +10,8 @@
  *
  * A column is one of:
  *   - a C-contiguous int64 buffer: the value in decimal;
- *   - a pair (ids, texts): an int64 buffer of ids into a tuple of bytes, the
- *     text of the id (a site's JSON string, "true"/"false");
+ *   - a pair (ids, texts): a buffer of ids (int64, uint8 or bool) into a tuple
+ *     of bytes, the text of the id (a site's JSON string, "true"/"false");
  *   - bytes: a JSON array of one number per row, as orjson wrote it (floats:
  *     orjson's text of each value is kept exactly, not formatted again).
  * A row whose template index is -1 takes the next line of `others` as it is
@@ -34,6 +34,7 @@ typedef struct {
     int kind;
     Py_buffer buf;         /* COL_INT, COL_TEXT: the int64 values or ids */
     int held;
+    int byte_ids;          /* COL_TEXT: the ids are bytes (uint8 or bool), not int64 */
     const char **texts;    /* COL_TEXT: the id's text and its length */
     Py_ssize_t *lens;
     Py_ssize_t ntexts;
@@ -209,7 +210,23 @@ static int get_column(Column *c, PyObject *obj, Py_ssize_t n)
                 c->widest = c->lens[i];
             }
         }
-        if (get_int64(&c->buf, PyTuple_GET_ITEM(obj, 0), n, "ids") < 0) {
+        PyObject *ids = PyTuple_GET_ITEM(obj, 0);
+        if (PyObject_GetBuffer(ids, &c->buf, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+            return -1;
+        }
+        c->held = 1;
+        const char *f = c->buf.format ? c->buf.format : "B";
+        if (c->buf.itemsize == 1 && (strcmp(f, "B") == 0 || strcmp(f, "?") == 0)) {
+            c->byte_ids = 1;
+            if (c->buf.len != n) {
+                PyErr_Format(PyExc_ValueError, "ids: %zd values for %zd rows", c->buf.len, n);
+                return -1;
+            }
+            return 0;
+        }
+        PyBuffer_Release(&c->buf);
+        c->held = 0;
+        if (get_int64(&c->buf, ids, n, "ids") < 0) {
             return -1;
         }
         c->held = 1;
@@ -329,7 +346,8 @@ static int write_rows(Out *out, const int64_t *shape, Py_ssize_t n, const Templa
             const char *s;
             size_t len;
             if (c->kind == COL_TEXT) {
-                int64_t id = ((const int64_t *)c->buf.buf)[r];
+                int64_t id = c->byte_ids ? ((const uint8_t *)c->buf.buf)[r]
+                                         : ((const int64_t *)c->buf.buf)[r];
                 if (id < 0 || id >= c->ntexts) {
                     return WR_ID;
                 }
@@ -353,8 +371,9 @@ PyDoc_STRVAR(lines_doc,
 "The lines of the rows: row r written by templates[shape[r]] (a tuple of bytes, written as\n"
 "they are, and indices into columns, written as the row's value), or, where shape[r] is -1,\n"
 "the next line of others followed by a newline.  shape is an int64 buffer; columns a\n"
-"tuple of int64 buffers (decimal), pairs (int64 ids, tuple of bytes) and bytes (a JSON\n"
-"array of one number per row, each number's text kept); see the file's comment.");
+"tuple of int64 buffers (decimal), pairs (ids, tuple of bytes: ids int64, uint8 or bool)\n"
+"and bytes (a JSON array of one number per row, each number's text kept); see the file's\n"
+"comment.");
 
 static PyObject *lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {

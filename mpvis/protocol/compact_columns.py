@@ -193,8 +193,7 @@ class CompactColumns(Sequence[Record]):
         one by one."""
         site_texts = tuple(orjson.dumps(s) for s in self.sites[:int(self.site.max()) + 1])
         columns = (self.seq, orjson.dumps(self.t, option=_NUMPY), (self.site, site_texts),
-                   self.comm, self.peer, self.tag, (self.sync.view(np.uint8).astype(np.int64),
-                                                    _TRUE_FALSE),
+                   self.comm, self.peer, self.tag, (self.sync, _TRUE_FALSE),
                    self.ref, self.sseq, self.call)
         return lines(_templates(self.rank), self._shape, columns, tuple(self._others.values()))
 

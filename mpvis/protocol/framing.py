@@ -217,14 +217,14 @@ class FrameDecoder:
                     f"truncated stream: frame of {length} bytes, {len(buf) - HEADER_SIZE} received"
                 )
             return NEED_DATA
-        payload = bytes(buf[HEADER_SIZE:end])
-        del buf[:end]
         try:
-            body = msgpack.unpackb(
-                payload, raw=False, strict_map_key=True, use_list=True, ext_hook=_refuse_ext
-            )
+            with memoryview(buf) as view, view[HEADER_SIZE:end] as payload:  # not copied
+                body = msgpack.unpackb(
+                    payload, raw=False, strict_map_key=True, use_list=True, ext_hook=_refuse_ext
+                )
         except Exception as exc:  # msgpack raises several unrelated exception types
             raise ProtocolError(f"undecodable payload: {exc}") from None
+        del buf[:end]
         if not isinstance(body, dict):
             raise ProtocolError(f"a payload must be a map, got {type(body).__name__}")
         return Message(MsgType(mtype), body)

@@ -87,3 +87,13 @@ def test_any_bytes_are_columns_or_none(recs: bytes, nprocs: int, nsites: int) ->
     kind = np.frombuffer(flags, dtype=np.uint8)[:rows]
     p2p = (kind >= 1) & (kind <= 3)
     assert (comm[p2p] >= 0).all() and (peer[p2p] < nprocs).all()
+
+
+def test_ids_may_be_bytes_or_bools() -> None:
+    texts = (b"false", b"true")
+    for ids in (np.array([True, False]), np.array([1, 0], dtype=np.uint8)):
+        assert lines(((0, b"\n"),), np.zeros(2, dtype=np.int64), ((ids, texts),), ()) == \
+            b"true\nfalse\n"
+    with pytest.raises(ValueError, match="id has no text"):
+        lines(((0, b"\n"),), np.zeros(1, dtype=np.int64),
+              ((np.array([2], dtype=np.uint8), texts),), ())
