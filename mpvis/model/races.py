@@ -272,6 +272,30 @@ class RaceColumns(Sequence[Race]):
         """The races of ``rows``, in that order."""
         return [self[i] for i in rows.tolist()]
 
+    def report_columns(self, rows: IntArray) -> dict[str, IntArray]:
+        """What the races of ``rows`` report (:meth:`Race.to_report`), as ``int64``
+        columns in that order, without a :class:`Race` per row: ``rank``,
+        ``comm``, ``recv1``, ``recv2``, ``situation``, ``verdict`` (codes of
+        :data:`~mpvis.model.classifier.VERDICTS`), ``m1r``, ``m1s``, ``m2r``,
+        ``m2s`` (the messages, -1 for ``None``), ``cons1``, ``cons2`` (the
+        consumes' seqs, -1 for ``None``) and ``site1``, ``site2`` (ids of the
+        store's ``sites``, -1 for ``None``); the scope is :attr:`scope`."""
+        st = self.facts.store
+        c_rank, c_seq = st.c_rank.view(), st.c_seq.view()
+        g1, g2 = self.g1.view()[rows], self.g2.view()[rows]
+        out = {"rank": c_rank[g1], "comm": st.c_comm.view()[g1], "recv1": c_seq[g1],
+               "recv2": c_seq[g2], "situation": self.situation.view()[rows],
+               "verdict": self.verdict.view()[rows], "cons1": self.cons1.view()[rows],
+               "cons2": self.cons2.view()[rows], "site1": st.c_site.view()[g1],
+               "site2": st.c_site.view()[g2]}
+        for k, col in (("1", self.send1), ("2", self.send2)):
+            sg = col.view()[rows].astype(np.int64)
+            has = sg >= 0
+            sg = np.where(has, sg, 0)
+            out["m" + k + "r"] = np.where(has, c_rank[sg], -1)
+            out["m" + k + "s"] = np.where(has, c_seq[sg], -1)
+        return {k: v.astype(np.int64) for k, v in out.items()}
+
 
 def evaluate(t: RaceColumns, rows: IntArray, final: bool) -> IntArray:
     """Re-evaluate rows ``rows`` of ``t`` in place from the model's current facts
@@ -485,7 +509,11 @@ class RaceTracker:
         self.added, self.changed = [], set()
         return added, changed
 
+    def potential_rows(self) -> IntArray:
+        """The ids (rows of :attr:`races`) of every pair that is a potential race
+        now, in discovery order."""
+        return np.flatnonzero(self.races.potential.view() != 0)
+
     def potential_races(self) -> list[Race]:
         """Every pair that is a potential race now, in discovery order."""
-        t = self.races
-        return t.views(np.flatnonzero(t.potential.view() != 0))
+        return self.races.views(self.potential_rows())
