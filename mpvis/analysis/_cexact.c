@@ -1904,24 +1904,24 @@ static int read_row(Det *d, const Py_buffer *cols, i64 g, Py_ssize_t rows, PyObj
     return 1;
 }
 
-static PyObject *det_feed_columns(Det *d, PyObject *const *args, Py_ssize_t nargs)
+static PyObject *det_feed_columns(Det *d, PyObject *args)
 {
+    PyObject *columns, *extras, *named;
     if (d->broken) {
         PyErr_SetString(PyExc_RuntimeError, "exact race detector: unusable after an error");
         return NULL;
     }
-    if (nargs != NCOLS + 2) {
-        PyErr_Format(PyExc_TypeError, "exact race detector: feed_columns takes %d arguments",
-                     NCOLS + 2);
+    if (!PyArg_ParseTuple(args, "O!O!O!:feed_columns", &PyTuple_Type, &columns, &PyDict_Type,
+                          &extras, &PyDict_Type, &named)) {
         return NULL;
     }
-    PyObject *extras = args[NCOLS], *named = args[NCOLS + 1];
-    if (!PyDict_Check(extras) || !PyDict_Check(named)) {
-        PyErr_SetString(PyExc_TypeError, "exact race detector: extras and named must be dicts");
+    if (PyTuple_GET_SIZE(columns) != NCOLS) {
+        PyErr_Format(PyExc_TypeError, "exact race detector: feed_columns takes %d columns",
+                     NCOLS);
         return NULL;
     }
     Py_buffer cols[NCOLS];
-    int got = get_cols(args, cols);
+    int got = get_cols(&PyTuple_GET_ITEM(columns, 0), cols);
     if (got < NCOLS) {
         release_cols(cols, got);
         return NULL;
@@ -2259,8 +2259,8 @@ static int det_init(Det *d, PyObject *args, PyObject *kwds)
 
 static PyMethodDef det_methods[] = {
     {"feed", (PyCFunction)det_feed, METH_O, "Take the next records of the causally ordered stream."},
-    {"feed_columns", (PyCFunction)(void (*)(void))det_feed_columns, METH_FASTCALL,
-     "feed_columns(gidx, kind, rank, seq, peer, tag, comm, flags, req, ref, partner, extras, "
+    {"feed_columns", (PyCFunction)det_feed_columns, METH_VARARGS,
+     "feed_columns((gidx, kind, rank, seq, peer, tag, comm, flags, req, ref, partner), extras, "
      "named): the next records of the stream, read from the model's columns."},
     {"finish", (PyCFunction)det_finish, METH_NOARGS, "End of input: release waits, test unmatched sends."},
     {"found", (PyCFunction)det_found, METH_NOARGS,

@@ -18,17 +18,7 @@ class Detector:
     def feed(self, batch: Sequence[Record]) -> None: ...
     def feed_columns(
         self,
-        gidx: Buffer,
-        kind: Buffer,
-        rank: Buffer,
-        seq: Buffer,
-        peer: Buffer,
-        tag: Buffer,
-        comm: Buffer,
-        flags: Buffer,
-        req: Buffer,
-        ref: Buffer,
-        partner: Buffer,
+        columns: tuple[Buffer, ...],
         extras: dict[int, dict[str, Any]],
         named: dict[int, tuple[int, int]],
         /,

@@ -154,7 +154,7 @@ class DeadlockMonitor:
                 handler(record(i))
         if len(cons_pos):
             cranks = cols.rank[cons_pos]
-            refs = cols.store.c_ref.view()[cols.gidx[cons_pos]]
+            refs = cols.column("ref", cons_pos)
             for r in np.unique(cranks).tolist():
                 self._p2p.receives_consumed(r, refs[cranks == r].tolist())
         # each rank's state: its last relevant record (kinds without a handler: state)

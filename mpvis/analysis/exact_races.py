@@ -146,11 +146,7 @@ class ExactRaceDetector:
     def feed_columns(self, cols: ReleasedColumns) -> None:
         """Exactly ``feed(cols.records())``, read from the store's columns in C
         (no record dict is built)."""
-        s = cols.store
-        self._det.feed_columns(
-            np.ascontiguousarray(cols.gidx, dtype=np.int64).data, s.c_kind.data, s.c_rank.data,
-            s.c_seq.data, s.c_peer.data, s.c_tag.data, s.c_comm.data, s.c_flags.data,
-            s.c_req.data, s.c_ref.data, s.c_partner.data, s.extras, cols.named)
+        self._det.feed_columns(cols.buffers(), cols.store.extras, cols.named)
 
     def finish(self) -> None:
         """End of input: release what waited for unknown matches, test unmatched sends."""

@@ -38,11 +38,14 @@ was lost and not named.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol, cast, runtime_checkable
 
+import numpy as np
 import numpy.typing as npt
 
+from mpvis.model.columns import Column
 from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
 from mpvis.protocol.record_types import EventRecord, Record
@@ -95,6 +98,22 @@ class ReleasedColumns(NamedTuple):
                     named[g] = key
         return cls(store, gidx, kind, store.c_rank.view()[gidx], store.c_seq.view()[gidx],
                    store.c_flags.view()[gidx], partner, named)
+
+    def column(self, name: str, pos: npt.NDArray[Any]) -> npt.NDArray[Any]:
+        """The store's column ``c_<name>`` (e.g. ``"ref"``: a consume's
+        receive) at batch entries ``pos``."""
+        col: Column = getattr(self.store, "c_" + name)
+        out: npt.NDArray[Any] = col.view()[self.gidx[pos]]
+        return out
+
+    def buffers(self) -> tuple[memoryview | array[Any], ...]:
+        """The batch's global indices, then the store's whole columns kind,
+        rank, seq, peer, tag, comm, flags, req, ref and partner (by global
+        index), as buffers for C code (valid while the store does not grow)."""
+        s = self.store
+        return (np.ascontiguousarray(self.gidx, dtype=np.int64).data,
+                *(c.data for c in (s.c_kind, s.c_rank, s.c_seq, s.c_peer, s.c_tag, s.c_comm,
+                                   s.c_flags, s.c_req, s.c_ref, s.c_partner)))
 
     def record(self, i: int) -> EventRecord:
         """The normalised trace record of batch entry ``i`` (a fresh dict):

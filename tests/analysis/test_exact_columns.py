@@ -97,17 +97,17 @@ def _columns(n: int) -> list[array[int]]:
 def test_bad_columns_are_clear_errors() -> None:
     det = _cexact.Detector(2, ALL_TO_ALL, FROM_ROOT, TO_ROOT)
     cols = _columns(1)
-    gidx = np.zeros(1, dtype=np.int64)
+    gidx = np.zeros(1, dtype=np.int64).data
     with pytest.raises(ValueError, match="global index 5 out of range"):
-        det.feed_columns(np.array([5], dtype=np.int64), *cols, {}, {})
+        det.feed_columns((np.array([5], dtype=np.int64).data, *cols), {}, {})
     wide = list(cols)
     wide[1] = array("q", [0])  # rank as int64
     with pytest.raises(TypeError, match="column 'rank' must hold 4-byte"):
-        det.feed_columns(gidx, *wide, {}, {})
-    with pytest.raises(TypeError, match="must be dicts"):
-        det.feed_columns(gidx, *cols, [], {})  # type: ignore[arg-type]  # the bad call under test
-    with pytest.raises(TypeError, match="takes 13 arguments"):
-        det.feed_columns(gidx, *cols)  # type: ignore[call-arg]  # the bad call under test
-    det.feed_columns(gidx, *cols, {}, {})  # a send of rank 0: still usable
+        det.feed_columns((gidx, *wide), {}, {})
+    with pytest.raises(TypeError, match="must be dict"):
+        det.feed_columns((gidx, *cols), [], {})  # type: ignore[arg-type]  # the bad call under test
+    with pytest.raises(TypeError, match="takes 11 columns"):
+        det.feed_columns(tuple(cols), {}, {})
+    det.feed_columns((gidx, *cols), {}, {})  # a send of rank 0: still usable
     det.finish()
     assert det.count() == 0
