@@ -150,8 +150,11 @@ static int grow(int32_t **buf, Py_ssize_t n, Py_ssize_t *cap)
  * every every-th one after a dense row, and one that changes more than
  * record_max components (its record would outweigh the row) keep a dense row.
  * Row 0 of the chunks is all zeros; a collective's joined rows
- * (ClockStore.join) are dense rows too.  A row is read back by copying the
- * last dense row at or before it and applying at most every - 1 records.
+ * (ClockStore.join) are dense rows too, and a collective exit whose row is
+ * its joined row but for its own component refers to it (a dense row's own
+ * component is read as seq + 1 of the merge referring to it).  A row is read
+ * back by copying the last dense row at or before it and applying at most
+ * every - 1 records.
  */
 typedef struct {
     PyObject *chunks, *merge_seq, *merge_row; /* lists */
@@ -483,10 +486,12 @@ static int governing(Rows *R, Py_ssize_t q, int64_t s, int32_t *out)
 }
 
 /* Record rank own's next merge (seq, row `now`, previous row `prev`): a
- * delta record, or a dense row (see "clock rows").  Returns 1 (nothing
- * recorded) when a dense row is due and the chunks are full. */
+ * delta record, or a dense row (see "clock rows"); `shared` (when > 0) is a
+ * dense row equal to `now` but for own's component, referred to instead.
+ * Returns 1 (nothing recorded) when a dense row is due and the chunks are
+ * full. */
 static int rows_add(Rows *R, int64_t seq, const int32_t *now, const int32_t *prev,
-                    Py_ssize_t *nrows)
+                    Py_ssize_t *nrows, Py_ssize_t shared)
 {
     int32_t ref;
     if (grow(&R->new_seq, R->nnew, &R->cap_seq) < 0 || grow(&R->new_row, R->nnew, &R->cap_row) < 0) {
@@ -496,7 +501,10 @@ static int rows_add(Rows *R, int64_t seq, const int32_t *now, const int32_t *pre
     for (Py_ssize_t j = 0; j < R->nprocs; j++) {
         count += now[j] != prev[j] && j != R->own;
     }
-    if (R->own_since + 1 >= R->every || count > R->record_max) {
+    if (shared > 0) { /* the row is that dense row, own component aside */
+        ref = (int32_t)shared;
+        R->own_since = 0;
+    } else if (R->own_since + 1 >= R->every || count > R->record_max) {
         if (*nrows >= R->cap) {
             return 1;
         }
@@ -580,7 +588,10 @@ typedef struct {
 
 /* Rank r's event seq merges the joined row `joined` (when > 0) or the clock
  * of event (q, qs): its row is the componentwise maximum of that and its
- * previous row, q's component at least qs + 1, its own seq + 1.  Returns 1
+ * previous row, q's component at least qs + 1, its own seq + 1.  A joined
+ * row that dominates the previous row (an all-members collective's: every
+ * member's entry came after its previous merge) is the new row itself, but
+ * for the own component: the merge refers to it, storing nothing.  Returns 1
  * (nothing done) when the chunks of dense rows are full. */
 static int merge(Walk *w, int64_t seq, Py_ssize_t joined, Py_ssize_t q, int64_t qs)
 {
@@ -588,16 +599,18 @@ static int merge(Walk *w, int64_t seq, Py_ssize_t joined, Py_ssize_t q, int64_t 
     if ((joined > 0 ? read_row(&w->R, joined, now) : governing(&w->R, q, qs, now)) < 0) {
         return -1;
     }
+    int dominated = 1; /* the joined row is at least the previous one */
     for (Py_ssize_t j = 0; j < w->R.nprocs; j++) {
         if (cur[j] > now[j]) {
             now[j] = cur[j];
+            dominated &= j == w->r;
         }
     }
     if (q >= 0 && now[q] <= qs) {
         now[q] = (int32_t)(qs + 1);
     }
     now[w->r] = (int32_t)(seq + 1);
-    int full = rows_add(&w->R, seq, now, cur, &w->nrows);
+    int full = rows_add(&w->R, seq, now, cur, &w->nrows, joined > 0 && dominated ? joined : 0);
     if (full != 0) {
         return full;
     }
@@ -1101,6 +1114,7 @@ static PyObject *rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             if (read_row(&R, ref, o) < 0) {
                 goto done;
             }
+            o[q] = view_seq(&v, t) + 1;
         } else {
             memcpy(o, o - np, (size_t)np * sizeof(int32_t));
             if (apply_delta(&R, ref, o) < 0) {

@@ -17,11 +17,13 @@ rank's first merge, the first after :data:`FULL_EVERY` - 1 records, and one
 that changes more components than :func:`record_max` (a collective exit,
 typically) keep dense rows.  Most consumes change a handful of components,
 so a merge costs tens of bytes, not ``nprocs`` counts (the clocks of the
-1M-event, 64-rank trace: 44.5 -> 15.6 MB); a row is read back from the last
+1M-event, 64-rank trace: 44.5 -> 10.3 MB); a row is read back from the last
 dense row at or before it and at most ``FULL_EVERY - 1`` records.  Dense
 rows live in fixed-size chunks (no reallocation as the run grows); row 0 is
 all zeros (the rows of events before a rank's first merge); a collective's
-joined row (:meth:`ClockStore.join`) is a dense row too.  The merges happen
+joined row (:meth:`ClockStore.join`) is a dense row too, and the exits of an
+all-members collective refer to it (their rows are that row but for their
+own component).  The merges happen
 in C, while a rank is walked in causal order (:meth:`ClockStore.walker`):
 Python sees a merge only where it decides its cause (a collective exit, an
 event forced at the end of input).
