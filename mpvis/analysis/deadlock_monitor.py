@@ -96,6 +96,8 @@ class DeadlockMonitor:
             "unlock": self._on_p2p(self._locks.on_unlock),
             "final": self._on_final,
         }
+        #: Kind codes of the records a handler takes.
+        self._handled = np.array([R.KIND_CODE[k] for k in self._handlers])
 
     # -- the stream (mpvis.model.stream) -----------------------------------------------
 
@@ -144,14 +146,10 @@ class DeadlockMonitor:
             cons_pos = cons_pos[paired]
             bulk[cons_pos] = True
             bulk[send_pos[paired]] = True
-        get = self._handlers.get
-        names = R.EVENT_KINDS
-        record = cols.record
+        handlers = self._handlers
         todo = np.flatnonzero(~bulk)
-        for i, k in zip(todo.tolist(), kind[todo].tolist(), strict=True):
-            handler = get(names[k])
-            if handler is not None:
-                handler(record(i))
+        for rec in cols.records_at(todo[np.isin(kind[todo], self._handled)]):
+            handlers[rec["kind"]](rec)
         if len(cons_pos):
             cranks = cols.rank[cons_pos]
             refs = cols.column("ref", cons_pos)
@@ -160,10 +158,11 @@ class DeadlockMonitor:
         # each rank's state: its last relevant record (kinds without a handler: state)
         relevant = np.flatnonzero(kind != _K_STATE)[::-1]
         ranks, first = np.unique(cols.rank[relevant], return_index=True)
+        last = relevant[first]
         cur = self._cur
-        for r, i in zip(ranks.tolist(), relevant[first].tolist(), strict=True):
-            if bulk[i]:
-                cur[r] = record(i)
+        for r, rec in zip(ranks[bulk[last]].tolist(), cols.records_at(last[bulk[last]]),
+                          strict=True):
+            cur[r] = rec
 
     def finish(self) -> None:
         """The input has ended: decide which blocked ranks are deadlocked (``final=True``)."""

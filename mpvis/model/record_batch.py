@@ -22,6 +22,7 @@ from mpvis.protocol.codes import F_BLOCKING, F_SYNC
 
 if TYPE_CHECKING:
     from mpvis.model.manager import ModelManager
+    from mpvis.model.store import EventStore
 
 __all__ = ["rank_records", "rebuild_records"]
 
@@ -33,9 +34,11 @@ _CONSUME = R.KIND_CODE[R.CONSUME]
 
 
 def rebuild_records(
-    m: ModelManager, gids: npt.NDArray[np.integer[Any]], *, comm_always: bool = False
+    m: ModelManager | EventStore, gids: npt.NDArray[np.integer[Any]], *,
+    comm_always: bool = False,
 ) -> list[Record]:
-    """The trace records of global events ``gids``, in that order.
+    """The trace records of global events ``gids``, in that order (``m``: a model
+    or its store).
 
     Equal to ``[rebuild_record(m, g) for g in gids]``; with ``comm_always``
     every record also carries ``comm`` (``0`` when the trace omitted it), as
@@ -59,6 +62,7 @@ def rebuild_records(
     refs = m.c_ref.view()[g].tolist()
     reqs = m.c_req.view()[g].tolist()
     calls = m.c_call.view()[g].tolist()
+    sizes = m.c_size.view()[g].tolist()
     pg = np.asarray(m.c_partner.view()[g], dtype=np.int64)
     has_partner = pg >= 0
     safe = np.where(has_partner, pg, 0)
@@ -85,6 +89,8 @@ def rebuild_records(
             rec["tag"] = tags[i]
             rec["blocking"] = bool(f & F_BLOCKING)
             rec["sync"] = bool(f & F_SYNC)
+            if sizes[i] >= 0:
+                rec["size"] = sizes[i]
         elif code == _RECV:
             rec["src"] = peers[i]
             rec["tag"] = tags[i]

@@ -46,6 +46,7 @@ import numpy as np
 import numpy.typing as npt
 
 from mpvis.model.columns import Column
+from mpvis.model.record_batch import rebuild_records
 from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
 from mpvis.protocol.record_types import EventRecord, Record
@@ -118,22 +119,25 @@ class ReleasedColumns(NamedTuple):
     def record(self, i: int) -> EventRecord:
         """The normalised trace record of batch entry ``i`` (a fresh dict):
         every field, ``comm`` always, a consume's ``send`` when it has one."""
-        return cast("EventRecord", self._record(i))  # the store's checked record
+        return self.records_at(np.array([i]))[0]
+
+    def records_at(self, pos: npt.NDArray[Any]) -> list[EventRecord]:
+        """:meth:`record` of each batch entry ``pos``, built a batch at a time."""
+        return cast("list[EventRecord]", self._records(pos))  # the store's checked records
 
     def records(self) -> list[Record]:
         """Every entry's :meth:`record`, in stream order."""
-        return [self._record(i) for i in range(len(self.gidx))]
+        return self._records(slice(None))
 
-    def _record(self, i: int) -> Record:
-        g = int(self.gidx[i])
-        rec = self.store.record_at(g)
-        if "comm" not in rec:
-            rec["comm"] = 0
-        if rec["kind"] == R.CONSUME and "send" not in rec:
-            named = self.named.get(g)
-            if named is not None:
-                rec["send"] = list(named)
-        return rec
+    def _records(self, pos: npt.NDArray[Any] | slice) -> list[Record]:
+        gids = self.gidx[pos]
+        recs = rebuild_records(self.store, gids, comm_always=True)
+        if self.named:
+            for rec, g in zip(recs, gids.tolist(), strict=True):
+                named = self.named.get(g)
+                if named is not None and "send" not in rec and rec["kind"] == R.CONSUME:
+                    rec["send"] = list(named)
+        return recs
 
 
 @runtime_checkable
