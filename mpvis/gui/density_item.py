@@ -5,8 +5,10 @@ When the viewport holds more events than it has pixels for
 lines and process lines and shows this item instead: every row's activity per
 pixel column (:func:`mpvis.scene.density.activity_density`), coloured by what
 dominates (:data:`mpvis.scene.density.ACTIVITY_COLOURS`), drawn as one
-``QImage`` stretched over the visible rows.  Races, deadlocks and stopped ranks
-keep their own layers, drawn above it.
+``QImage`` stretched over the visible rows.  Given the diagram's
+:class:`~mpvis.scene.density_index.DensityIndex` (kept as the model grows), a
+frame costs binary searches per rank and column, not a pass over the events.
+Races, deadlocks and stopped ranks keep their own layers, drawn above it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from mpvis.scene.density import (
     event_activities,
     intervals,
 )
+from mpvis.scene.density_index import DensityIndex
 from mpvis.scene.layout import Layout
 from mpvis.scene.lod import Viewport
 
@@ -56,19 +59,15 @@ class DensityItem(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no 
             self.update()
 
     def update_view(self, layout: Layout, logical: bool, view: Viewport,
-                    rows: IntArray | None = None, ids: IntArray | None = None) -> None:
+                    rows: IntArray | None = None, index: DensityIndex | None = None) -> None:
         """Compute the density of ``view``'s ``x`` range, one column per
         :data:`COLUMN_PX` pixels; ``rows[rank]``: the row of each rank's activity
-        (folded groups share one), by default the layout's; ``ids``: the events
-        that may be in view (:func:`activity_density`), by default all."""
-        key = (id(layout), layout.count)
-        if self._spans is None or self._spans_key != key:  # intervals: once per layout size
-            self._spans, self._spans_key = intervals(layout), key
-        if self._acts_of is None or self._acts_of() is not layout \
-                or len(self._acts) > layout.count:
-            self._acts, self._acts_of = np.zeros(0, dtype=np.int8), weakref.ref(layout)
-        if len(self._acts) < layout.count:
-            self._acts = np.concatenate([self._acts, event_activities(layout, len(self._acts))])
+        (folded groups share one), by default the layout's; ``index``: the
+        layout's density index on this axis, up to date (without one, a pass over
+        the events: :func:`activity_density`)."""
+        if index is not None and (index.layout is not layout or index.logical != logical
+                                  or index.done != layout.count):
+            index = None
         rows = layout.rows.astype(np.int64) if rows is None else rows
         # the same events, axis, range and rows as the image shown: nothing to redo
         # (a redraw for a selection, an overlay or a frame index landing)
@@ -78,10 +77,14 @@ class DensityItem(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no 
             return
         self._shown = shown
         nrows = int(rows.max()) + 1 if len(rows) and rows.max() >= 0 else 0
-        grid = activity_density(layout, logical, view.x0, view.x1,
-                                max(view.width_px // COLUMN_PX, 1),
-                                row_of_rank=rows, nrows=nrows, spans=self._spans, ids=ids,
-                                acts=self._acts)
+        columns = max(view.width_px // COLUMN_PX, 1)
+        if index is not None:
+            grid = index.grid(view.x0, view.x1, columns, rows, nrows)
+        else:
+            self._keep_up(layout)
+            grid = activity_density(layout, logical, view.x0, view.x1, columns,
+                                    row_of_rank=rows, nrows=nrows, spans=self._spans,
+                                    acts=self._acts)
         cells = density_rgba(grid)
         if cells.size == 0:
             self.clear()
@@ -96,6 +99,18 @@ class DensityItem(pg.GraphicsObject):  # type: ignore[misc]  # pyqtgraph has no 
         # row r spans [r - 0.5, r + 0.5], its band [r - 0.3, r + 0.3]: where its symbols were
         self._rect = QtCore.QRectF(view.x0, -0.5, view.x1 - view.x0, float(h // _SUBROWS))
         self.update()
+
+    def _keep_up(self, layout: Layout) -> None:
+        """The intervals and activities of ``layout``'s events, for a frame without
+        a density index (kept between frames while the layout does not grow)."""
+        key = (id(layout), layout.count)
+        if self._spans is None or self._spans_key != key:  # intervals: once per layout size
+            self._spans, self._spans_key = intervals(layout), key
+        if self._acts_of is None or self._acts_of() is not layout \
+                or len(self._acts) > layout.count:
+            self._acts, self._acts_of = np.zeros(0, dtype=np.int8), weakref.ref(layout)
+        if len(self._acts) < layout.count:
+            self._acts = np.concatenate([self._acts, event_activities(layout, len(self._acts))])
 
     def boundingRect(self) -> QtCore.QRectF:
         return QtCore.QRectF(self._rect)

@@ -17,8 +17,6 @@ Extension points (documented in ``docs/gui.md``; keep them stable):
 
 from __future__ import annotations
 
-import contextlib
-import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,25 +26,21 @@ import pyqtgraph as pg
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.gui.density_item import DensityItem
+from mpvis.gui.frame_keeper import FrameKeeper
 from mpvis.gui.layers import LineLayer, SymbolLayer
+from mpvis.gui.overlay_layers import OverlayLayers
+from mpvis.gui.overlay_layers import pen as _pen
 from mpvis.gui.symbol_art import FADED_OPACITY, ring_pixmap, symbol_pixmap
 from mpvis.model.manager import ModelManager
 from mpvis.scene import describe, frame, hittest, lod, messages
 from mpvis.scene import symbols as sym
 from mpvis.scene.density import is_dense
+from mpvis.scene.density_index import DensityIndex
 from mpvis.scene.layout import Layout
-from mpvis.scene.overlay import Overlay, arrowheads, dim_mask, overlay_geometry
+from mpvis.scene.overlay import Overlay
 
 BUCKET_PX = frame.BUCKET_PX
 MAX_SYMBOLS = frame.MAX_SYMBOLS
-#: The frame index is rebuilt at most this often while a run streams in (ms).
-INDEX_MS = 1000
-#: From this many events on, a stale frame index is rebuilt on a worker thread
-#: while the previous one keeps serving frames (an index of 1M events took
-#: seconds of the GUI thread: the longest frame of a 1M-event load, issue 16).
-ASYNC_INDEX_MIN = 100_000
-#: ... when the events newer than it exceed this share of it (or the input ended).
-ASYNC_GROWTH = 0.4
 GRID_COLOR = "#eceff1"
 
 _STOP_SPECS = [
@@ -63,31 +57,6 @@ class EventAction:
     label: str
     callback: Callable[[int], object]
     enabled: Callable[[int], bool] | None = None
-
-
-def _pen(color: str, width: float, dashed: bool = False, alpha: int = 255) -> QtGui.QPen:
-    c = QtGui.QColor(color)
-    c.setAlpha(alpha)
-    pen = QtGui.QPen(c)
-    pen.setWidthF(width)
-    pen.setCosmetic(True)
-    if dashed:
-        pen.setStyle(QtCore.Qt.PenStyle.DashLine)
-    return pen
-
-
-class _OverlayItems:
-    def __init__(self, ov: Overlay, plot: pg.PlotItem) -> None:
-        self.lines = LineLayer(_pen(ov.color, ov.width, ov.dashed))
-        self.marks = SymbolLayer([ring_pixmap(ov.color, 22)])
-        layers: list[pg.GraphicsObject] = [self.lines, self.marks]
-        for i, item in enumerate(layers):
-            item.setZValue(20 + ov.z * 2 + i)
-            plot.addItem(item, ignoreBounds=True)
-
-    def remove(self, plot: pg.PlotItem) -> None:
-        plot.removeItem(self.lines)
-        plot.removeItem(self.marks)
 
 
 def label_step(rows: float, pixels: float, min_px: float = 16.0) -> int:
@@ -118,9 +87,6 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
     #: a left click on no event, or anywhere in the density view: the row clicked
     #: (folded rank groups expand on it)
     row_clicked = QtCore.Signal(int)
-    #: a frame index built on a worker thread (the index, the generation it was
-    #: asked in); queued to the GUI thread
-    _index_built = QtCore.Signal(object, int)
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent, background="w")
@@ -131,18 +97,13 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self.selected = -1
         self.pending_logical = False  # asked for while the loader still computes it
         self._msgs: messages.MessageIndex | None = None
-        self._index: frame.FrameIndex | None = None
-        self._index_age = QtCore.QElapsedTimer()
-        self._index_age.start()
-        self._index_gen = 0  # bumped when the model, layout or axis changes
-        self._index_building = False  # a worker thread builds the next index
-        self._index_built.connect(self._take_index)
+        #: the frame index, rebuilt off the GUI thread for large layouts
+        self.frames = FrameKeeper(self)
+        self.frames.ready.connect(self._index_ready)
         self._lost_segments = np.zeros((0, 4))
         self.lod_note = ""
         self._extents = np.zeros((0, 2))
         self._xbounds = (0.0, 1.0)
-        self._overlays: dict[str, Overlay] = {}
-        self._overlay_items: dict[str, _OverlayItems] = {}
         self._actions: list[EventAction] = []
         self._redraw_pending = False
         self._setting_range = False
@@ -151,6 +112,8 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         pi = self.getPlotItem()
         pi.setMenuEnabled(False)
         pi.hideButtons()
+        #: the overlays by name and their graphics items (mpvis.gui.overlay_layers)
+        self.overlay_layers = OverlayLayers(pi)
         # pyqtgraph's grid is a translucent line across the plot replayed with the
         # axis at every repaint (about half a frame in software); this one is opaque.
         self._grid = LineLayer(_pen(GRID_COLOR, 1.0))
@@ -194,6 +157,7 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         #: labels replacing "rank N" (a folded group's first rank: "ranks 3-17 (15)")
         self.row_labels: dict[int, str] = {}
         self._density = DensityItem()
+        self._density_indexes: dict[bool, DensityIndex] = {}  # by time axis (logical?)
         self._density.setZValue(0.5)  # above the grid, below lost messages and stops
         pi.addItem(self._density, ignoreBounds=True)
         self.vb.sigRangeChanged.connect(self._range_changed)
@@ -244,11 +208,10 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         already built (off the GUI thread).
         """
         self.model = model
-        self._index_gen += 1  # an index still being built is for the old model
         if model is not None and (layout is None or layout.model is not model):
             layout = Layout(model)
         self.layout_ = layout
-        self._index = index if index is not None and index.layout is layout else None
+        self.frames.reset(index if index is not None and index.layout is layout else None)
         self._msgs = None
         self.pending_logical = False
         if layout is not None and layout.has_time and self.logical and not layout.logical_ready:
@@ -257,7 +220,8 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self.selected = -1
         self.stuck_events = {}
         self.density_rows, self.row_labels = None, {}  # folding is per model
-        for name in list(self._overlays):
+        self._density_indexes = {}
+        for name in list(self.overlay_layers.overlays):
             self.clear_overlay(name)
         self.follow = True
         self._update_axis()
@@ -269,13 +233,29 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         if self.layout_ is not None:
             self.layout_.update()
             self._axis_label()
-            self._msgs = messages.message_index(self.layout_)
-            if self._index is not None and self._index.count == self.layout_.count:
-                self._msgs = self._index.msgs  # nothing new: keep the index's
+            self._msgs = messages.message_index(self.layout_, self._msgs)  # what is new
+            fi = self.frames.index
+            if fi is not None and fi.count == self.layout_.count:
+                self._msgs = fi.msgs  # nothing new: keep the index's
             self._geometry_changed()
+            self.density_index()  # the new events only
             if self.follow:
                 self._follow_newest()
         self.schedule_redraw()
+
+    def density_index(self) -> DensityIndex | None:
+        """The layout's :class:`~mpvis.scene.density_index.DensityIndex` on the time
+        axis shown, up to date (kept as the model grows: each update takes the new
+        events only; the first on an axis takes every event)."""
+        lay = self.layout_
+        if lay is None:
+            return None
+        axis = self.logical or not lay.has_time  # an empty live model has no times yet
+        di = self._density_indexes.get(axis)
+        if di is None or di.layout is not lay:
+            di = self._density_indexes[axis] = DensityIndex(lay, axis)
+        di.update()
+        return di
 
     # ------------------------------------------------------------ views
     def set_logical(self, logical: bool) -> None:
@@ -376,73 +356,11 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
             messages.unconsumed_segments(lay, self._msgs, self.logical),
             messages.lost_send_segments(lay, self.logical)])
 
-    def _frame_index(self) -> frame.FrameIndex:
-        """The cached :class:`~mpvis.scene.frame.FrameIndex`, rebuilt when stale.
-
-        While a run streams in, the index is rebuilt when the events newer than
-        it exceed a fifth of it or a second has passed (the newer ones are
-        drawn by a plain pass meanwhile); on a layout toggle or a new model at once.
-        From :data:`ASYNC_INDEX_MIN` events on it is rebuilt on a worker thread,
-        when the newer events exceed :data:`ASYNC_GROWTH` of it or the input has
-        ended (geometric growth: the builds of a whole load cost about as much
-        as a few of the last one, and never hold up a frame).
-        """
-        lay, msgs = self.layout_, self._msgs
-        assert lay is not None and msgs is not None
-        fi = self._index
-        ended = self.model is not None and self.model.input_ended
-        if fi is not None and fi.layout is lay and fi.logical == self.logical \
-                and lay.count >= ASYNC_INDEX_MIN:
-            if fi.count != lay.count and (ended or lay.count - fi.count > fi.count * ASYNC_GROWTH):
-                self._build_index_async(lay, msgs)  # newer events get a plain pass meanwhile
-            return fi
-        stale = (
-            fi is None
-            or fi.layout is not lay
-            or fi.logical != self.logical
-            or (
-                fi.count != lay.count
-                and (
-                    lay.count - fi.count > max(fi.count // 5, 20_000)
-                    or self._index_age.elapsed() > INDEX_MS
-                    or ended
-                )
-            )
-        )
-        if stale or fi is None:
-            self._index_gen += 1  # one being built meanwhile is older than this one
-            fi = self._index = frame.FrameIndex(lay, msgs, self.logical)
-            self._index_age.restart()
-        return fi
-
-    def _build_index_async(self, lay: Layout, msgs: messages.MessageIndex) -> None:
-        """Build the next frame index on a worker thread from a copy of the layout's
-        events (:class:`~mpvis.scene.frame.IndexInput`); :meth:`_take_index` installs it.
-        One build at a time: a stale index asked for meanwhile waits for it."""
-        if self._index_building:
-            return
-        self._index_building = True
-        data = frame.IndexInput.copy_of(lay, self.logical)
-        logical, gen = self.logical, self._index_gen
-
-        def build() -> None:
-            index = frame.FrameIndex(lay, msgs, logical, data)
-            with contextlib.suppress(RuntimeError):  # the view was deleted meanwhile
-                self._index_built.emit(index, gen)
-
-        threading.Thread(target=build, name="mpvis-frame-index", daemon=True).start()
-
-    def _take_index(self, index: frame.FrameIndex, gen: int) -> None:
-        """GUI thread: a frame index built by :meth:`_build_index_async`; used unless
-        the model, layout or axis changed since it was asked for."""
-        self._index_building = False
-        self._index_age.restart()
-        if gen != self._index_gen or index.layout is not self.layout_ \
-                or index.logical != self.logical:
-            return
-        self._index = index
-        if self.layout_ is not None and index.count == self.layout_.count:
-            self._msgs = index.msgs
+    def _index_ready(self) -> None:
+        """A frame index built off the GUI thread was installed: draw with it."""
+        fi, lay = self.frames.index, self.layout_
+        if fi is not None and lay is not None and fi.layout is lay and fi.count == lay.count:
+            self._msgs = fi.msgs
         self.schedule_redraw()
 
     def _selected_message(self, msgs: messages.MessageIndex) -> np.ndarray | None:
@@ -547,88 +465,60 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         x, y = lay.x(self.logical), lay.y
         lo, hi = self._xbounds
         rect = QtCore.QRectF(lo, -1.0, max(hi - lo, 1e-9), lay.visible_rows + 1.0)
-        overlays = sorted(self._overlays.values(), key=lambda o: o.z)
-        faded = dim_mask(overlays, lay.count)
-        fi = self._frame_index()
-        fr = fi.frame(view, self._selected_message(fi.msgs))
-        idx = fr.events
-        if lay.count > fi.count:  # events newer than the index: a plain pass over them
-            tail = np.arange(fi.count, lay.count)
-            sel = lod.visible_events(
-                x[tail],
-                y[tail],
-                lay.cls[tail],
-                view,
-                n_classes=sym.N_SYMBOLS,
-                bucket_px=BUCKET_PX,
-                max_items=MAX_SYMBOLS,
-            )
-            idx = np.concatenate([idx, tail[sel]])
-        self._syms.set_points(
-            np.column_stack([x[idx], y[idx]]),
-            lay.cls[idx],
-            None if faded is None else faded[idx],
-            rect,
-        )
-        rows = lay.rows
-        sends, consumes = fi.msgs.send[fr.messages], fi.msgs.consume[fr.messages]
-        seg = np.column_stack(
-            [
-                fi.msg_x[fr.messages, 0],
-                rows[fi.msg_src[fr.messages]],
-                fi.msg_x[fr.messages, 1],
-                rows[fi.msg_dst[fr.messages]],
-            ]
-        )
-        new = (
-            np.flatnonzero(np.maximum(self._msgs.send, self._msgs.consume) >= fi.count)
-            if self._msgs is not fi.msgs
-            else np.zeros(0, dtype=np.int64)
-        )
-        if len(new):  # messages completed since the index was built
-            ns, nc = self._msgs.send[new], self._msgs.consume[new]
-            tseg = np.column_stack([x[ns], y[ns], x[nc], y[nc]])
-            keep = lod.visible_segments(
-                tseg[:, 0],
-                tseg[:, 1],
-                tseg[:, 2],
-                tseg[:, 3],
-                view,
-                budget=frame.MAX_LINES,
-                bucket_px=BUCKET_PX,
-                max_items=frame.MAX_LINES,
-            )
-            seg = np.concatenate([seg, tseg[keep]])
-            sends, consumes = (
-                np.concatenate([sends, ns[keep]]),
-                np.concatenate([consumes, nc[keep]]),
-            )
-        split = None if faded is None else (faded[sends] | faded[consumes])
-        self._msg.set_segments(seg, split, rect)
-        self._set_lod_note(fr, len(seg))
+        faded = self.overlay_layers.faded(lay.count)
+        fi = self.frames.current(lay, self._msgs, self.logical,
+                                 self.model is not None and self.model.input_ended)
+        if not self._density_if_dense(view):  # else symbols and lines would pile up
+            self._draw_detail(view, fi, faded, rect)
+            self._proc.set_segments(messages.process_lines(lay, self._extents), None, rect)
         self._lost.set_segments(self._lost_segments)
-        self._proc.set_segments(messages.process_lines(lay, self._extents), None, rect)
         self._draw_stops()
         self._draw_grid(view)
-        for name, ov in self._overlays.items():
-            geo = overlay_geometry(ov, lay, self.logical)
-            items = self._overlay_items[name]
-            poly = geo.polyline_xy
-            poly_seg = np.column_stack([poly[:-1], poly[1:]]) if len(poly) > 1 else np.zeros((0, 4))
-            heads = np.zeros((0, 4))
-            if ov.arrows and len(geo.segments_xy):
-                heads = arrowheads(geo.segments_xy, view.px_per_x, view.px_per_y)
-            items.lines.set_segments(np.concatenate([geo.segments_xy, poly_seg, heads]))
-            items.marks.set_points(geo.highlight_xy, np.zeros(len(geo.highlight_xy), np.int8))
-        self._density_if_dense(view)
+        self.overlay_layers.draw(lay, self.logical, view)
         if 0 <= self.selected < lay.count and not np.isnan(x[self.selected]):
             g = self.selected
             self._select.set_points(np.array([[x[g], y[g]]]), np.zeros(1, np.int8))
         else:
             self._select.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))
 
-    def _density_if_dense(self, view: lod.Viewport) -> None:
-        """Zoomed out past one event per two pixels per row: the density view."""
+    def _draw_detail(self, view: lod.Viewport, fi: frame.FrameIndex,
+                     faded: np.ndarray | None, rect: QtCore.QRectF) -> None:
+        """Symbols and message lines of ``view``: the frame index's, and a plain pass
+        over the events and messages newer than it."""
+        lay, msgs = self.layout_, self._msgs
+        assert lay is not None and msgs is not None
+        x, y = lay.x(self.logical), lay.y
+        fr = fi.frame(view, self._selected_message(fi.msgs))
+        idx = fr.events
+        if lay.count > fi.count:  # events newer than the index: a plain pass over them
+            tail = np.arange(fi.count, lay.count)
+            sel = lod.visible_events(x[tail], y[tail], lay.cls[tail], view, n_classes=sym.N_SYMBOLS,
+                                     bucket_px=BUCKET_PX, max_items=MAX_SYMBOLS)
+            idx = np.concatenate([idx, tail[sel]])
+        self._syms.set_points(np.column_stack([x[idx], y[idx]]), lay.cls[idx],
+                              None if faded is None else faded[idx], rect)
+        rows = lay.rows
+        sends, consumes = fi.msgs.send[fr.messages], fi.msgs.consume[fr.messages]
+        seg = np.column_stack([fi.msg_x[fr.messages, 0], rows[fi.msg_src[fr.messages]],
+                               fi.msg_x[fr.messages, 1], rows[fi.msg_dst[fr.messages]]])
+        new = (np.flatnonzero(np.maximum(msgs.send, msgs.consume) >= fi.count)
+               if msgs is not fi.msgs else np.zeros(0, dtype=np.int64))
+        if len(new):  # messages completed since the index was built
+            ns, nc = msgs.send[new], msgs.consume[new]
+            tseg = np.column_stack([x[ns], y[ns], x[nc], y[nc]])
+            keep = lod.visible_segments(tseg[:, 0], tseg[:, 1], tseg[:, 2], tseg[:, 3], view,
+                                        budget=frame.MAX_LINES, bucket_px=BUCKET_PX,
+                                        max_items=frame.MAX_LINES)
+            seg = np.concatenate([seg, tseg[keep]])
+            sends = np.concatenate([sends, ns[keep]])
+            consumes = np.concatenate([consumes, nc[keep]])
+        split = None if faded is None else (faded[sends] | faded[consumes])
+        self._msg.set_segments(seg, split, rect)
+        self._set_lod_note(fr, len(seg))
+
+    def _density_if_dense(self, view: lod.Viewport) -> bool:
+        """Zoomed out past one event per two pixels per row: the density view (and
+        ``True``), else ``False`` (no density image)."""
         lay = self.layout_
         assert lay is not None
         lo, hi = self._xbounds
@@ -638,14 +528,10 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self.density_shown = dense
         if not dense:
             self._density.clear()
-            return
-        fi = self._index  # events sorted by x: only those in view are counted
-        ids = None
-        if fi is not None and fi.layout is lay and fi.logical == self.logical:
-            ev = fi.events
-            ids = np.concatenate([ev.full.clip(view.x0, view.x1), ev.long.clip(view.x0, view.x1),
-                                  np.arange(fi.count, lay.count)])
-        self._density.update_view(lay, self.logical, view, self.density_rows, ids)
+            return False
+        di = self.density_index()
+        assert di is not None
+        self._density.update_view(lay, di.logical, view, self.density_rows, di)
         for item in (self._proc, self._msg):
             item.set_segments(np.zeros((0, 4)))
         self._syms.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))
@@ -654,6 +540,7 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         if note != self.lod_note:
             self.lod_note = note
             self.lod_changed.emit(note)
+        return True
 
     def _draw_grid(self, view: lod.Viewport) -> None:
         levels = self.getPlotItem().getAxis("bottom").tickValues(view.x0, view.x1, view.width_px)
@@ -699,37 +586,19 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
     # ------------------------------------------------------------ overlays
     def set_overlay(self, name: str, overlay: Overlay) -> None:
         """Draw ``overlay`` under ``name``, replacing any overlay of that name."""
-        if (
-            name in self._overlay_items
-            and self._overlays[name].color == overlay.color
-            and (self._overlays[name].z == overlay.z)
-        ):
-            items = self._overlay_items[name]
-            items.lines.set_pen(_pen(overlay.color, overlay.width, overlay.dashed))
-        else:
-            if name in self._overlay_items:
-                self._overlay_items.pop(name).remove(self.getPlotItem())
-            self._overlay_items[name] = _OverlayItems(overlay, self.getPlotItem())
-        self._overlays[name] = overlay
-        self._emit_overlays()
+        self.overlay_layers.set(name, overlay)
+        self.overlays_changed.emit(self.overlay_layers.legend())
         self.schedule_redraw()
 
     def clear_overlay(self, name: str) -> None:
         """Remove the overlay called ``name`` (no error if there is none)."""
-        self._overlays.pop(name, None)
-        items = self._overlay_items.pop(name, None)
-        if items is not None:
-            items.remove(self.getPlotItem())
-        self._emit_overlays()
+        self.overlay_layers.clear(name)
+        self.overlays_changed.emit(self.overlay_layers.legend())
         self.schedule_redraw()
-
-    def _emit_overlays(self) -> None:
-        shown = sorted(self._overlays.values(), key=lambda o: o.z)
-        self.overlays_changed.emit([(o.label, o.color, o.dashed) for o in shown if o.label])
 
     def overlays(self) -> dict[str, Overlay]:
         """The overlays shown now, by name."""
-        return dict(self._overlays)
+        return dict(self.overlay_layers.overlays)
 
     # ------------------------------------------------------------ interaction
     def add_event_action(

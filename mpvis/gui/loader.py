@@ -64,9 +64,12 @@ from mpvis.tracefile.reader import (
 )
 
 #: Milliseconds of model building per turn of the GUI thread while a trace loads ...
-FEED_MS = 40
+FEED_MS = 30
 #: ... in steps of at most this many events (a parsed batch is about 16k: a
-#: step of that size took 60 ms on the 2-core machine, too long for one frame).
+#: step of that size took 60 ms on the 2-core machine, too long for one frame;
+#: a step costs about 2 ms plus 5 µs per event of CPU, so much smaller steps
+#: slow the load down); a turn takes no step it would likely end past
+#: :data:`FEED_MS` with (from what the last steps took).
 FEED_STEP = 2048
 #: Parsed batches waiting for the GUI thread at most (each about 16k events).
 QUEUED_BATCHES = 4
@@ -130,6 +133,7 @@ class TraceLoader(QtCore.QThread):
         self.exact_keys: Container[ExactKey] | None = None  # their keys (the race panel's ✓)
         self._seen = 0
         self._parts: deque[ParsedBatch] = deque()  # pieces of the batch being added
+        self._step_ms = 10.0  # what a step of :meth:`_feed` took lately (a moving average)
         self._gc_was_enabled = True
         self._feeder = QtCore.QTimer(self)  # lives in the GUI thread, like this object
         self._feeder.setInterval(0)
@@ -289,7 +293,8 @@ class TraceLoader(QtCore.QThread):
         clock.start()
         total = self.path.stat().st_size if self._seen else 0
         try:
-            while clock.elapsed() < FEED_MS:
+            stepped = False  # at least one step per turn, however long steps take
+            while not stepped or clock.elapsed() + self._step_ms < FEED_MS:
                 if self.cancel.is_set():
                     self._done()
                     return
@@ -311,7 +316,10 @@ class TraceLoader(QtCore.QThread):
                     if isinstance(item, ValueError):
                         raise TraceFileError(self.path, None, str(item), a.model)
                     raise unreadable(self.path, item, a.model)
+                began, stepped = clock.nsecsElapsed(), True
                 add_parsed(a.model, self.path, item)
+                took = (clock.nsecsElapsed() - began) / 1e6
+                self._step_ms = 0.7 * self._step_ms + 0.3 * took
                 self._seen += item.nbytes
                 self.progressed.emit(int(1000 * min(self._seen, total) // max(total, 1)), 1000)
         except TraceFileError as exc:

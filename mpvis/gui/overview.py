@@ -1,8 +1,9 @@
 """The overview (minimap): event density of the whole run, with the visible range.
 
-A small image, one row per shown rank and a few hundred columns, computed with
-one ``histogram2d`` per data update; dragging the highlighted region scrolls
-the diagram.
+A small image, one row per shown rank and a few hundred columns, counted from
+the diagram's density index (binary searches per rank and column, not a pass
+over the events: :mod:`mpvis.scene.density_index`) at each data update;
+dragging the highlighted region scrolls the diagram.
 """
 
 from __future__ import annotations
@@ -49,12 +50,20 @@ class Overview(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type hi
         if lay is None or not lay.count:
             self.image.clear()
             return
-        x = lay.x(self.diagram.logical)[: lay.count]
-        y = lay.y
-        ok = ~np.isnan(x) & (y >= 0)
         lo, hi = lay.bounds(self.diagram.logical)
         rows = max(lay.visible_rows, 1)
-        h = _histogram(x[ok], y[ok], lo, hi, rows)
+        index = self.diagram.density_index()  # per rank, events sorted by x
+        if index is not None and hi > lo:
+            per_rank = index.counts(np.linspace(lo, hi, BINS + 1))
+            h = np.zeros((BINS, rows))
+            for r, row in enumerate(lay.rows.astype(np.int64)):
+                if 0 <= row < rows:
+                    h[:, row] += per_rank[r]
+        else:
+            x = lay.x(self.diagram.logical)[: lay.count]
+            y = lay.y
+            ok = ~np.isnan(x) & (y >= 0)
+            h = _histogram(x[ok], y[ok], lo, hi, rows)
         dens = np.log1p(h)
         self.image.setImage(dens, levels=(0.0, max(float(dens.max()), 1e-9)))
         self.image.setRect(QtCore.QRectF(lo, -0.5, hi - lo, rows))

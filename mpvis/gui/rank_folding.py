@@ -59,7 +59,9 @@ class RankFolder:
         lay = self.view.layout_
         if lay is None:
             return
-        self.fold(fold_ranks(lay, self.view.logical, max_groups=max_groups))
+        index = self.view.density_index()  # sorted per rank: no pass over the events
+        self.fold(fold_ranks(lay, self.view.logical, max_groups=max_groups,
+                             grid_of=None if index is None else index.grid))
 
     def fold(self, groups: list[list[int]]) -> None:
         """Show ``groups`` (each a list of ranks, together every rank once), all folded."""

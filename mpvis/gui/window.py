@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Container
+from collections.abc import Callable, Container
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -127,6 +127,7 @@ class MainWindow(WindowApi):
         self._races_shown: tuple[int, int] | None = None
         #: ids of races to offer to the notifier (:meth:`_offer_some`)
         self._to_offer: deque[int] = deque()
+        self._flagged = 0  # potential races, as last listed
         self._build()
         self._timer = QtCore.QTimer(self)
         self._timer.setInterval(DRAIN_MS)
@@ -205,14 +206,8 @@ class MainWindow(WindowApi):
         flip_action.install(self)
         orderings_view.install(self)
 
-    def add_panel(
-        self,
-        name: str,
-        title: str,
-        widget: QtWidgets.QWidget,
-        area: Area = "right",
-        visible: bool = True,
-    ) -> QtWidgets.QDockWidget:
+    def add_panel(self, name: str, title: str, widget: QtWidgets.QWidget,
+                  area: Area = "right", visible: bool = True) -> QtWidgets.QDockWidget:
         """Dock ``widget`` (see :mod:`mpvis.gui.panels`); it gets a toggle in View > Panels."""
         dock = QtWidgets.QDockWidget(title, self)
         dock.setObjectName(f"panel-{name}")
@@ -225,15 +220,9 @@ class MainWindow(WindowApi):
         return dock
 
     # ------------------------------------------------------------ models
-    def set_model(
-        self,
-        model: ModelManager | None,
-        source: str = "",
-        layout: Layout | None = None,
-        *,
-        analyses: Analyses | None = None,
-        index: FrameIndex | None = None,
-    ) -> None:
+    def set_model(self, model: ModelManager | None, source: str = "",
+                  layout: Layout | None = None, *, analyses: Analyses | None = None,
+                  index: FrameIndex | None = None) -> None:
         """Show ``model`` (built elsewhere or empty, to be fed live).
 
         ``analyses``: the :class:`Analyses` that built ``model`` (exact races,
@@ -442,16 +431,25 @@ class MainWindow(WindowApi):
             self._note_deadlocks(races=not added)  # else the race list is refreshed below
         if self.model is not None:
             self.diagram.data_changed()
-            if added:
-                self._races_changed(added)
+            if added:  # loading: in a turn of its own, no frame waits for every part
+                self._part(loading, lambda: self._races_changed(added))
             if self._last_overview.elapsed() > OVERVIEW_MS or self.model.input_ended:
-                self.overview.refresh()
+                self._part(loading, self.overview.refresh)
                 self._last_overview.restart()
         self._update_title()
         if loading:  # the next redraw: in a second, or later if this one is long
             self._load_drawn = began + LOADING_REDRAW_S
             # after the diagram's redraw, scheduled the same way just before
             QtCore.QTimer.singleShot(0, lambda: self._loading_redrawn(began))
+
+    def _part(self, later: bool, part: Callable[[], object]) -> None:
+        """Run ``part`` of a drain now, or ``later``: at the next turn of the event
+        loop (after the diagram's redraw), unless the model shown changed meanwhile."""
+        model = self.model
+        if not later:
+            part()
+        else:
+            QtCore.QTimer.singleShot(0, lambda: part() if self.model is model else None)
 
     def _loading_redrawn(self, began: float) -> None:
         """A trace shown while it loads was laid out and redrawn since ``began``:
@@ -525,7 +523,9 @@ class MainWindow(WindowApi):
         if ids or shown != self._races_shown:  # else the race list is as shown
             new = self._races_shown is None or shown[0] != self._races_shown[0]
             keys = self._exact_list[3] if self._exact_list is not None else None
-            self.races.set_lists(m.potential_races(), exact if new else None, keys)
+            potential = m.potential_races()
+            self._flagged = len(potential)  # for the title, without asking the model again
+            self.races.set_lists(potential, exact if new else None, keys)
             self._races_shown = shown
         self._to_offer.extend(ids)
         self._offer_some()
@@ -673,7 +673,7 @@ class MainWindow(WindowApi):
         stuck = [r for r in range(m.nprocs) if m.status(r) in ("suspended", "dead")]
         self.setWindowTitle(f"mpvis: {prog} ({state})")
         self.status_label.setText(
-            f"{m.nprocs} ranks, {m.event_count:,} events, {len(m.potential_races())} receive "
+            f"{m.nprocs} ranks, {m.event_count:,} events, {self._flagged} receive "
             f"pairs flagged, {len(stuck)} ranks stopped"
             + (" | following" if (self.diagram.follow and not m.input_ended) else "")
         )

@@ -27,6 +27,7 @@ drawing them on top of the density (:mod:`mpvis.scene.race_marks`,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -351,7 +352,13 @@ def fold_matrix(matrix: IntArray, group_of_rank: IntArray, ngroups: int) -> IntA
     return out
 
 
-def _signatures(layout: Layout, logical: bool, bins: int) -> FloatArray:
+#: ``grid(x0, x1, width, row_of_rank, nrows)``: what :func:`activity_density` gives
+#: for the layout (e.g. :meth:`mpvis.scene.density_index.DensityIndex.grid`).
+GridOf = Callable[[float, float, int, "IntArray", int], DensityGrid]
+
+
+def _signatures(layout: Layout, logical: bool, bins: int, grid_of: GridOf | None = None
+                ) -> FloatArray:
     """Per rank, its activity over the run: ``bins`` time bins x activities, each
     rank's vector normalised to sum 1 (zero for a rank without events)."""
     n = layout.count
@@ -360,9 +367,11 @@ def _signatures(layout: Layout, logical: bool, bins: int) -> FloatArray:
     if not finite.any():
         return np.zeros((layout.nprocs, bins * len(ACTIVITIES)))
     lo, hi = float(xs[finite].min()), float(xs[finite].max())
-    grid = activity_density(layout, logical, lo, hi + max((hi - lo) * 1e-9, 1e-12), bins,
-                            row_of_rank=np.arange(layout.nprocs, dtype=np.int64),
-                            nrows=layout.nprocs)
+    hi += max((hi - lo) * 1e-9, 1e-12)
+    each = np.arange(layout.nprocs, dtype=np.int64)
+    grid = (grid_of(lo, hi, bins, each, layout.nprocs) if grid_of is not None else
+            activity_density(layout, logical, lo, hi, bins, row_of_rank=each,
+                             nrows=layout.nprocs))
     sig = grid.weights().reshape(layout.nprocs, -1).astype(np.float64)
     total = sig.sum(axis=1, keepdims=True)
     shares: npt.NDArray[np.float64] = np.divide(sig, total, out=np.zeros_like(sig),
@@ -370,9 +379,12 @@ def _signatures(layout: Layout, logical: bool, bins: int) -> FloatArray:
     return shares
 
 
-def fold_ranks(layout: Layout, logical: bool, max_groups: int = 32, bins: int = 32
-               ) -> list[list[int]]:
+def fold_ranks(layout: Layout, logical: bool, max_groups: int = 32, bins: int = 32,
+               grid_of: GridOf | None = None) -> list[list[int]]:
     """Ranks grouped by similar behaviour, at most ``max_groups`` groups.
+
+    ``grid_of``: the layout's activity grids computed otherwise than by a pass
+    over its events (a :class:`~mpvis.scene.density_index.DensityIndex`'s).
 
     Each rank's signature is its activity over ``bins`` bins of the whole run
     (:func:`activity_density` with one row per rank).  Ranks are taken in
@@ -385,7 +397,7 @@ def fold_ranks(layout: Layout, logical: bool, max_groups: int = 32, bins: int = 
     p = layout.nprocs
     if p <= max_groups:
         return [[r] for r in range(p)]
-    sig = _signatures(layout, logical, bins)
+    sig = _signatures(layout, logical, bins, grid_of)
     limit = 0.05
     while True:
         leaders: list[int] = []

@@ -61,6 +61,8 @@ class Layout:
         # bounds(logical) of the events laid out so far: a pass over every x, asked
         # for by every paint (the graphics items' bounding rectangles)
         self._bounds: dict[bool, tuple[float, float]] = {}
+        self._real_span: tuple[float, float] | None = None  # min, max of the real x so far
+        self._logical_done = 0  # events before this one all have their logical x
 
     # -------------------------------------------------------------- access
     @property
@@ -87,9 +89,12 @@ class Layout:
     @property
     def y(self) -> FloatArray:
         """Row of every event (-1 when its rank is hidden)."""
-        if self._y_cache is None or len(self._y_cache) != self.count:
-            self._y_cache = self.rows[self.ranks]
-        return self._y_cache
+        y = self._y_cache
+        if y is None or len(y) > self.count:
+            y = self._y_cache = self.rows[self.ranks]
+        elif len(y) < self.count:  # rows of the new events only
+            y = self._y_cache = np.concatenate([y, self.rows[self.ranks[len(y):]]])
+        return y
 
     def set_rows(self, order: list[int], hidden: set[int] | None = None) -> None:
         """Show ranks top to bottom in ``order``; ranks in ``hidden`` or not listed vanish."""
@@ -128,7 +133,6 @@ class Layout:
             self._extend_cls(start, stop)
             self._logical.frombytes(np.full(stop - start, np.nan).tobytes())
             self.count = stop
-            self._y_cache = None
             self._bounds.clear()
         if logical and not self.logical_pending:
             self._extend_logical()
@@ -167,6 +171,10 @@ class Layout:
             self.has_time = True
         t0 = self._t0 or 0.0
         self._real.frombytes((t - t0).tobytes())
+        if known.any():  # (an event without t gets its rank's previous x: inside)
+            lo, hi = float(np.nanmin(t)) - t0, float(np.nanmax(t)) - t0
+            old = self._real_span
+            self._real_span = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
         real = self._real
         missing = np.flatnonzero(~known)
         if len(missing):
@@ -177,10 +185,15 @@ class Layout:
                 real[g] = real[m.by_rank[int(ranks[g])][s - 1]] if s > 0 else 0.0
 
     def _extend_logical(self) -> None:
-        """Logical ``x``: the model's Lamport clocks (NaN until causally processed)."""
-        lam = self.model.c_lamport.view()[: self.count].astype(np.float64)
-        lam[lam < 0] = np.nan
-        np.frombuffer(self._logical, dtype=np.float64)[: self.count] = lam
+        """Logical ``x``: the model's Lamport clocks (NaN until causally processed).
+        An event's clock, once computed, stays: only events from the first one
+        still without a clock on are read again."""
+        lo = self._logical_done
+        lam = self.model.c_lamport.view()[lo: self.count].astype(np.float64)
+        pending = np.flatnonzero(lam < 0)
+        lam[pending] = np.nan
+        np.frombuffer(self._logical, dtype=np.float64)[lo: self.count] = lam
+        self._logical_done = lo + (int(pending[0]) if len(pending) else len(lam))
         self._bounds.pop(True, None)
 
     # ------------------------------------------------------------ extents
@@ -192,6 +205,9 @@ class Layout:
         return got
 
     def _compute_bounds(self, logical: bool) -> tuple[float, float]:
+        if not logical and self.has_time and self._real_span is not None:
+            lo, hi = self._real_span  # kept as events come: no pass over them
+            return lo, (hi if hi > lo else lo + 1.0)
         x = self.x(logical)[: self.count]
         x = x[~np.isnan(x)]
         if not len(x):

@@ -8,6 +8,7 @@ line, distinctly, so that a message "in flight" or lost is visible.
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,17 +33,31 @@ class MessageIndex:
     send: IntArray
     consume: IntArray
     unconsumed: IntArray
+    #: the events looked at (the layout's count then); -1: unknown
+    count: int = -1
 
 
-def message_index(layout: Layout) -> MessageIndex:
-    """Every message among the laid-out events."""
+def message_index(layout: Layout, previous: MessageIndex | None = None) -> MessageIndex:
+    """Every message among the laid-out events (sorted by send).
+
+    ``previous``: the index of the same layout when it had fewer events; then
+    only the new events and the sends unconsumed in ``previous`` are looked at
+    (a send's consume, once laid out, stays its consume)."""
     m, n = layout.model, layout.count
-    kind: npt.NDArray[Any] = m.c_kind.view()[:n]
+    old = previous if previous is not None and 0 <= previous.count <= n else None
+    start = old.count if old is not None else 0
+    kind: npt.NDArray[Any] = m.c_kind.view()[start:n]
     partner: npt.NDArray[Any] = m.c_partner.view()[:n]
-    sends = np.flatnonzero(kind == _SEND)
+    sends = np.flatnonzero(kind == _SEND) + start
+    if old is not None:
+        sends = np.concatenate([old.unconsumed, sends])  # both sorted, the new ones after
     p = partner[sends]
     matched = (p >= 0) & (p < n)
-    return MessageIndex(sends[matched], p[matched].astype(np.int64), sends[~matched])
+    send, consume = sends[matched], p[matched].astype(np.int64)
+    if old is not None and len(old.send):
+        at = np.searchsorted(old.send, send)
+        send, consume = np.insert(old.send, at, send), np.insert(old.consume, at, consume)
+    return MessageIndex(send, consume, sends[~matched], n)
 
 
 def message_segments(layout: Layout, msgs: MessageIndex, logical: bool) -> FloatArray:
@@ -56,6 +71,12 @@ def rank_extents(layout: Layout, logical: bool) -> FloatArray:
     """``(nprocs, 2)``: first and last ``x`` of each rank's laid-out events (NaN: none)."""
     x = layout.x(logical)
     out = np.full((layout.nprocs, 2), np.nan)
+    if not logical and layout.has_time:  # real time: every event has its x, no pass
+        for r, events in enumerate(layout.model.by_rank):
+            k = bisect.bisect_left(events, layout.count)  # global indices ascend
+            if k:
+                out[r] = x[events[0]], x[events[k - 1]]
+        return out
     for r in range(layout.nprocs):
         ev = layout.rank_events(r)
         if len(ev):

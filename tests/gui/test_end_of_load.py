@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from PySide6 import QtCore
 
-from mpvis.gui import diagram as diagram_mod
+from mpvis.gui import frame_keeper
 from mpvis.gui.overview import BINS, _histogram
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.records import make_header
@@ -23,7 +23,7 @@ from tests.gui.windows import shown_window
 
 def test_a_stale_frame_index_is_rebuilt_off_the_gui_thread(
         qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(diagram_mod, "ASYNC_INDEX_MIN", 0)
+    monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
     win = shown_window(qtbot)
     m = ModelManager(make_header(6, program="synthetic.py"))
     win.set_model(m, "test")
@@ -32,7 +32,7 @@ def test_a_stale_frame_index_is_rebuilt_off_the_gui_thread(
     win.drain()
     d = win.diagram
     d.redraw()
-    first = d._index
+    first = d.frames.index
     assert first is not None and first.count == m.event_count  # none yet: built at once
     m.add_batch(recs[3_000:])
     m.finish()
@@ -40,9 +40,9 @@ def test_a_stale_frame_index_is_rebuilt_off_the_gui_thread(
     d.redraw()  # stale: the old index serves this frame, a new one is being built
     lay = d.layout_
     assert lay is not None and lay.count == m.event_count > first.count
-    qtbot.waitUntil(lambda: d._index is not None and d._index.count == lay.count,
+    qtbot.waitUntil(lambda: d.frames.index is not None and d.frames.index.count == lay.count,
                     timeout=20_000)
-    got = d._index
+    got = d.frames.index
     assert got is not None and got is not first and got.layout is lay
     oracle = FrameIndex(lay, message_index(lay), False)
     view = d.data_viewport()
@@ -53,7 +53,7 @@ def test_a_stale_frame_index_is_rebuilt_off_the_gui_thread(
 
 def test_an_index_asked_for_before_the_model_changed_is_dropped(
         qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(diagram_mod, "ASYNC_INDEX_MIN", 0)
+    monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
     win = shown_window(qtbot)
     m = ModelManager(make_header(4, program="synthetic.py"))
     win.set_model(m, "test")
@@ -69,7 +69,7 @@ def test_an_index_asked_for_before_the_model_changed_is_dropped(
     win.set_model(other, "other")  # ... which is replaced before it lands
     win.diagram.redraw()
     qtbot.wait(300)
-    index = win.diagram._index
+    index = win.diagram.frames.index
     assert index is not None and index.layout is win.diagram.layout_
     assert index.count == other.event_count
 

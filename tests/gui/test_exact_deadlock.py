@@ -45,7 +45,7 @@ def test_ghost_lines_for_a_wildcard_receive(qtbot) -> None:  # type: ignore[no-u
     assert ov.dashed
     assert ov.segments.tolist() == [[m.gidx(2, 0), recv]]
     win.diagram.redraw()
-    items = win.diagram._overlay_items["ghosts"]
+    items = win.diagram.overlay_layers.items["ghosts"]
     assert items.lines.segment_count() == 1
     lay = win.diagram.layout_
     assert lay is not None
@@ -94,7 +94,7 @@ def test_deadlock_panel_overlay_marker_and_dot(qtbot, tmp_path: Path) -> None:  
     assert sorted(map(tuple, ov.segments.tolist())) == sorted([(a, b), (b, a)])
     assert sorted(ov.highlight.tolist()) == sorted([a, b])
     win.diagram.redraw()
-    assert win.diagram._overlay_items["deadlock"].lines.segment_count() == 6  # + arrowheads
+    assert win.diagram.overlay_layers.items["deadlock"].lines.segment_count() == 6  # + arrowheads
     out = tmp_path / "waitfor.dot"
     panel.export_dot(out)
     text = out.read_text()

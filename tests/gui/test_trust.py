@@ -435,7 +435,7 @@ def test_wait_for_edges_have_arrowheads(qtbot) -> None:  # type: ignore[no-untyp
     win.diagram.redraw()
     ov = win.diagram.overlays()["deadlock"]
     assert ov.arrows and len(ov.segments) >= 3  # a cycle of three ranks
-    drawn = win.diagram._overlay_items["deadlock"].lines.segment_count()
+    drawn = win.diagram.overlay_layers.items["deadlock"].lines.segment_count()
     assert drawn == 3 * len(ov.segments)  # each edge and its two strokes of arrowhead
 
 

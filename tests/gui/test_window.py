@@ -167,7 +167,7 @@ def test_overlay_api_and_context_menu(qtbot) -> None:  # type: ignore[no-untyped
         "cone", Overlay(dim=[0, 1, 2], dim_others=True, polyline=[0, 5, 9], color="#1565c0")
     )
     d.redraw()
-    assert d._overlay_items["cone"].lines.segment_count() == 2
+    assert d.overlay_layers.items["cone"].lines.segment_count() == 2
     assert int(d._syms._dim.sum()) == m.event_count - 3
     d.clear_overlay("cone")
     d.redraw()

@@ -1,0 +1,130 @@
+"""Keeping the diagram's frame index fresh without holding up the GUI thread.
+
+A :class:`~mpvis.scene.frame.FrameIndex` answers a frame's viewport query in a
+few binary searches, but building one costs a sort of every event: seconds of
+the GUI thread for a million events (the longest frame of a 1M-event load,
+issue 16).  :class:`FrameKeeper` owns the diagram's index:
+
+* small layouts (under :data:`ASYNC_INDEX_MIN` events) get their index rebuilt
+  in place when it is stale (:meth:`FrameKeeper.current`);
+* larger ones get it rebuilt on a worker thread from copies of the layout's
+  columns (:class:`~mpvis.scene.frame.IndexInput`) while the previous index
+  keeps serving frames; the diagram draws the events newer than the index by
+  a plain pass meanwhile.  The rebuild starts when the newer events exceed
+  :data:`ASYNC_GROWTH` of the index (geometric growth: the builds of a whole
+  load cost about as much as a few of the last one) or the input has ended.
+
+An index asked for before the model, layout or time axis changed (a
+generation older than :attr:`FrameKeeper.gen`) is dropped when it lands.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+
+from PySide6 import QtCore
+
+from mpvis.scene import frame
+from mpvis.scene.layout import Layout
+from mpvis.scene.messages import MessageIndex
+
+#: The frame index is rebuilt at most this often while a run streams in (ms).
+INDEX_MS = 1000
+#: From this many events on, a stale frame index is rebuilt on a worker thread
+#: while the previous one keeps serving frames.
+ASYNC_INDEX_MIN = 100_000
+#: ... when the events newer than it exceed this share of it (or the input ended).
+ASYNC_GROWTH = 0.4
+
+
+class FrameKeeper(QtCore.QObject):
+    """The frame index of one diagram; ``ready`` is emitted (on the GUI thread)
+    when an index built on a worker thread was installed."""
+
+    ready = QtCore.Signal()
+    #: a frame index built on a worker thread (the index, the generation it was
+    #: asked in); queued to the GUI thread
+    _built = QtCore.Signal(object, int)
+
+    def __init__(self, parent: QtCore.QObject | None = None) -> None:
+        super().__init__(parent)
+        #: the index serving frames now (None: none yet)
+        self.index: frame.FrameIndex | None = None
+        #: bumped whenever the model, layout or axis changes: older builds are dropped
+        self.gen = 0
+        self.building = False  # a worker thread builds the next index
+        self._age = QtCore.QElapsedTimer()
+        self._age.start()
+        self._built.connect(self._take)
+
+    def reset(self, index: frame.FrameIndex | None = None) -> None:
+        """A new model or layout: forget the index (or use ``index``, built elsewhere);
+        an index still being built is for the old one."""
+        self.gen += 1
+        self.index = index
+
+    def current(self, lay: Layout, msgs: MessageIndex, logical: bool,
+                ended: bool) -> frame.FrameIndex:
+        """The index to serve this frame, rebuilt when stale (see the module docstring).
+
+        While a small run streams in, the index is rebuilt when the events newer
+        than it exceed a fifth of it or :data:`INDEX_MS` has passed; on a layout
+        toggle or a new model at once.
+        """
+        fi = self.index
+        if fi is not None and fi.layout is lay and fi.logical == logical \
+                and lay.count >= ASYNC_INDEX_MIN:
+            if fi.count != lay.count and (ended or lay.count - fi.count > fi.count * ASYNC_GROWTH):
+                self._build_async(lay, msgs, logical)  # newer events: a plain pass meanwhile
+            return fi
+        stale = (
+            fi is None
+            or fi.layout is not lay
+            or fi.logical != logical
+            or (
+                fi.count != lay.count
+                and (
+                    lay.count - fi.count > max(fi.count // 5, 20_000)
+                    or self._age.elapsed() > INDEX_MS
+                    or ended
+                )
+            )
+        )
+        if stale or fi is None:
+            self.gen += 1  # one being built meanwhile is older than this one
+            fi = self.index = frame.FrameIndex(lay, msgs, logical)
+            self._age.restart()
+        return fi
+
+    def usable(self, lay: Layout, logical: bool) -> frame.FrameIndex | None:
+        """The index if it is of ``lay`` on this axis (possibly older), else None."""
+        fi = self.index
+        return fi if fi is not None and fi.layout is lay and fi.logical == logical else None
+
+    def _build_async(self, lay: Layout, msgs: MessageIndex, logical: bool) -> None:
+        """Build the next index on a worker thread from a copy of the layout's
+        events; :meth:`_take` installs it.  One build at a time: a stale index
+        asked for meanwhile waits for it."""
+        if self.building:
+            return
+        self.building = True
+        data = frame.IndexInput.copy_of(lay, logical)
+        gen = self.gen
+
+        def build() -> None:
+            index = frame.FrameIndex(lay, msgs, logical, data)
+            with contextlib.suppress(RuntimeError):  # the view was deleted meanwhile
+                self._built.emit(index, gen)
+
+        threading.Thread(target=build, name="mpvis-frame-index", daemon=True).start()
+
+    def _take(self, index: frame.FrameIndex, gen: int) -> None:
+        """GUI thread: a built index, installed unless the model, layout or axis
+        changed since it was asked for (:meth:`reset` bumps the generation)."""
+        self.building = False
+        self._age.restart()
+        if gen != self.gen:
+            return
+        self.index = index
+        self.ready.emit()

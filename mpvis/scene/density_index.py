@@ -1,0 +1,312 @@
+"""The zoomed-out view's numbers kept incrementally: a frame costs binary searches.
+
+:func:`~mpvis.scene.density.activity_density` makes a pass over every event in
+view: for a whole run of ten million events, seconds of the GUI thread per
+frame while a trace loads (issue 16).  :class:`DensityIndex` keeps instead,
+per rank,
+
+* the ``x`` of its events of each point activity (sending, receiving,
+  other; :func:`~mpvis.scene.density.event_activities`), sorted;
+* the begins and the ends of its blocked and collective intervals
+  (:func:`~mpvis.scene.density.intervals`), each sorted, with their prefix sums,
+
+extended by :meth:`DensityIndex.update` as the layout grows (work in
+proportion to the new events).  The events of a rank in an ``x`` range are
+then two binary searches, and so is the time its intervals cover there: with
+``a`` the sorted begins and ``b`` the sorted ends, the length of the
+intervals' union-with-repeats left of ``t`` is
+``F(t) = sum(t - a_i for a_i < t) - sum(t - b_j for b_j < t)``, two binary
+searches and two prefix sums; a column ``[t0, t1)`` is covered
+``F(t1) - F(t0)``.  :meth:`DensityIndex.grid` gives the same
+:class:`~mpvis.scene.density.DensityGrid` as ``activity_density`` (up to
+rounding at column edges) for any range and width, at a cost in proportion
+to ranks times columns.  (A column's covered share is exact up to rounding,
+below :data:`COVER_EPS` it is taken as none.)
+
+Events without an ``x`` yet (a logical layout's events not causally processed)
+wait, and so do intervals with an end without one: each update looks at them
+again.  Within a rank, ``x`` is normally non-decreasing as events come (real
+time per process, Lamport clocks), so new values are appended; a value below
+a rank's last one re-sorts that rank's column (a clock going back).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from mpvis.protocol import records as R
+from mpvis.protocol.codes import F_BLOCKING
+from mpvis.scene.density import (
+    ACTIVITIES,
+    BLOCKED,
+    COLLECTIVE,
+    OTHER,
+    RECEIVING,
+    SENDING,
+    DensityGrid,
+    event_activities,
+)
+from mpvis.scene.layout import Layout
+
+FloatArray = npt.NDArray[np.float64]
+IntArray = npt.NDArray[np.int64]
+
+_K = R.KIND_CODE
+_RECV, _CONSUME = _K[R.RECV], _K[R.CONSUME]
+_COLL, _COLL_EXIT = _K[R.COLL], _K[R.COLL_EXIT]
+#: A column covered less than this share by a rank's intervals counts as not
+#: covered: ``F(t1) - F(t0)`` subtracts prefix sums of large values, whose
+#: rounding leaves about ``1e-10`` in columns no interval meets.
+COVER_EPS = 1e-6
+#: Point activities and interval activities, in the order of the index's columns.
+_POINTS = (SENDING, RECEIVING, OTHER)
+_SPANS = (COLLECTIVE, BLOCKED)
+
+
+class _Sorted:
+    """A growable sorted column of floats, with its prefix sums when asked for."""
+
+    def __init__(self, sums: bool) -> None:
+        self.values = np.zeros(16)
+        self.n = 0
+        self.sums = np.zeros(17) if sums else None  # sums[i]: sum of the first i values
+
+    def add(self, new: FloatArray) -> None:
+        if not len(new):
+            return
+        new = np.sort(new)
+        n, k = self.n, len(new)
+        if n + k > len(self.values):
+            grown = np.zeros(max(2 * len(self.values), n + k))
+            grown[:n] = self.values[:n]
+            self.values = grown
+        in_order = n == 0 or new[0] >= self.values[n - 1]
+        self.values[n:n + k] = new
+        self.n = n + k
+        first = n
+        if not in_order:  # a clock went back: re-sort the column
+            self.values[: self.n].sort()
+            first = 0
+        if self.sums is not None:
+            if len(self.sums) < self.n + 1:
+                grown = np.zeros(len(self.values) + 1)
+                grown[: n + 1] = self.sums[: n + 1]
+                self.sums = grown
+            self.sums[first + 1: self.n + 1] = self.sums[first] + np.cumsum(
+                self.values[first: self.n])
+
+    def below(self, t: FloatArray) -> IntArray:
+        """How many values are ``< t``, for each ``t``."""
+        return np.searchsorted(self.values[: self.n], t, side="left").astype(np.int64)
+
+    def covered(self, ends: _Sorted, t: FloatArray) -> FloatArray:
+        """``F(t)`` of the module docstring, ``self`` holding the begins."""
+        assert self.sums is not None and ends.sums is not None
+        ca, cb = self.below(t), ends.below(t)
+        got: FloatArray = (ca * t - self.sums[ca]) - (cb * t - ends.sums[cb])
+        return got
+
+
+def _key(x: FloatArray) -> IntArray:
+    """Floats as integers in the same order (consecutive floats: consecutive keys)."""
+    i = x.view(np.int64)
+    return np.where(i >= 0, i, -(i & _MAGNITUDE))
+
+
+def _float(k: IntArray) -> FloatArray:
+    """The inverse of :func:`_key`."""
+    bits = np.where(k >= 0, k, (-k) | _SIGN)
+    return bits.view(np.float64)
+
+
+_MAGNITUDE = np.int64(0x7FFF_FFFF_FFFF_FFFF)
+_SIGN = np.int64(-0x8000_0000_0000_0000)
+
+
+def column_edges(x0: float, scale: float, width: int) -> FloatArray:
+    """``edges[c]``: the least float ``x`` with ``(x - x0) * scale >= c``, for
+    ``c = 0..width``: the events of column ``c`` as
+    :func:`~mpvis.scene.density.activity_density` bins them (``int((x - x0) *
+    scale)``) are exactly those in ``[edges[c], edges[c + 1])``.  The binning
+    is monotone in ``x``, so the edge is found by bisection over the floats
+    around ``x0 + c / scale`` (rounding of ``x - x0`` can put it many ulps of
+    ``x`` away).  Next to ``x0 = 0``, where ``x - x0`` underflows, the edge of
+    column 0 may be a subnormal number below zero: no event's ``x``."""
+    c = np.arange(width + 1, dtype=np.float64)
+
+    def past(k: IntArray) -> npt.NDArray[np.bool_]:
+        with np.errstate(invalid="ignore", over="ignore"):
+            return (_float(k) - x0) * scale >= c
+
+    k = _key(x0 + c / scale)
+    lo, hi = k - 1, k + 1  # bracket: past(lo) false, past(hi) true
+    step = 1
+    for _ in range(62):
+        low_bad, high_bad = past(lo), ~past(hi)
+        if not (low_bad.any() or high_bad.any()):
+            break
+        lo = np.where(low_bad, lo - step, lo)
+        hi = np.where(high_bad, hi + step, hi)
+        step *= 2
+    while (hi - lo > 1).any():
+        mid = lo + (hi - lo) // 2
+        p = past(mid)
+        hi, lo = np.where(p, mid, hi), np.where(p, lo, mid)
+    return _float(hi)
+
+
+class DensityIndex:
+    """The sorted columns of one layout on one time axis (see the module docstring)."""
+
+    def __init__(self, layout: Layout, logical: bool) -> None:
+        self.layout = layout
+        self.logical = logical
+        p = layout.nprocs
+        self.points = [[_Sorted(False) for _ in _POINTS] for _ in range(p)]
+        self.begins = [[_Sorted(True) for _ in _SPANS] for _ in range(p)]
+        self.ends = [[_Sorted(True) for _ in _SPANS] for _ in range(p)]
+        #: events of the layout looked at so far (``[0, done)``)
+        self.done = 0
+        self._waiting = np.zeros(0, dtype=np.int64)  # events without x yet
+        self._waiting_spans = np.zeros((0, 3), dtype=np.int64)  # (begin, end, act) ditto
+        self._last_coll = np.full(p, -1, dtype=np.int64)  # per rank, its latest coll so far
+        self._acts = np.zeros(0, dtype=np.int8)
+
+    def update(self) -> None:
+        """Take in the layout's new events, and those that got their ``x`` since."""
+        lay = self.layout
+        start, stop = self.done, lay.count
+        spans = self._new_spans(start, stop)
+        if stop > start:
+            self._acts = np.concatenate([self._acts, event_activities(lay, start)])
+        x = lay.x(self.logical)
+        cand = np.concatenate([self._waiting, np.arange(start, stop, dtype=np.int64)])
+        ok = ~np.isnan(x[cand])
+        self._waiting = cand[~ok]
+        self._add_points(cand[ok], x)
+        spans = np.concatenate([self._waiting_spans, spans])
+        ok = ~np.isnan(x[spans[:, 0]]) & ~np.isnan(x[spans[:, 1]])
+        self._waiting_spans = spans[~ok]
+        self._add_spans(spans[ok], x)
+        self.done = stop
+
+    def _group(self, ids: IntArray, key: IntArray, nkeys: int) -> list[tuple[int, IntArray]]:
+        """``ids`` split by ``key`` (``0 <= key < nkeys``): ``[(key, ids), ...]``."""
+        order = np.argsort(key, kind="stable")
+        bounds = np.searchsorted(key[order], np.arange(nkeys + 1))
+        return [(k, ids[order[bounds[k]:bounds[k + 1]]])
+                for k in range(nkeys) if bounds[k + 1] > bounds[k]]
+
+    def _add_points(self, ids: IntArray, x: FloatArray) -> None:
+        if not len(ids):
+            return
+        ranks = self.layout.model.c_rank.view()[ids].astype(np.int64)
+        key = ranks * len(_POINTS) + self._acts[ids]
+        for k, sel in self._group(ids, key, self.layout.nprocs * len(_POINTS)):
+            self.points[k // len(_POINTS)][k % len(_POINTS)].add(x[sel])
+
+    def _add_spans(self, spans: IntArray, x: FloatArray) -> None:
+        if not len(spans):
+            return
+        ranks = self.layout.model.c_rank.view()[spans[:, 0]].astype(np.int64)
+        act = (spans[:, 2] == BLOCKED).astype(np.int64)  # 0: collective, 1: blocked
+        rows = np.arange(len(spans), dtype=np.int64)
+        for k, sel in self._group(rows, ranks * 2 + act, self.layout.nprocs * 2):
+            r, a = divmod(k, 2)
+            self.begins[r][a].add(x[spans[sel, 0]])
+            self.ends[r][a].add(x[spans[sel, 1]])
+
+    def _new_spans(self, start: int, stop: int) -> IntArray:
+        """``(k, 3)`` rows ``(begin, end, activity)``: the blocked and collective
+        intervals that end among events ``start..stop`` (as
+        :func:`~mpvis.scene.density.intervals` finds them)."""
+        out = [np.zeros((0, 3), dtype=np.int64)]
+        if stop <= start:
+            return out[0]
+        m = self.layout.model
+        p = self.layout.nprocs
+        kind = m.c_kind.view()[start:stop]
+        rank = m.c_rank.view()[start:stop].astype(np.int64)
+        g = np.arange(start, stop, dtype=np.int64)
+        cons = np.flatnonzero(kind == _CONSUME)
+        ref = m.c_ref.view()[start:stop][cons].astype(np.int64)
+        for r, sel in self._group(np.arange(len(cons)), rank[cons], p):
+            # blocked: a consume and the blocking recv its ref names
+            seqs = np.frombuffer(m.by_rank[r], dtype=np.int64)
+            refs = ref[sel]
+            ok = (refs >= 0) & (refs < len(seqs))
+            recv: IntArray = seqs[refs[ok]]  # a copy: the view goes with this loop
+            del seqs
+            ends = g[cons[sel[ok]]]
+            flags = np.asarray(m.c_flags.view()[recv], dtype=np.int64)
+            blocking = (m.c_kind.view()[recv] == _RECV) & ((flags & F_BLOCKING) != 0)
+            out.append(np.column_stack([recv[blocking], ends[blocking],
+                                        np.full(int(blocking.sum()), BLOCKED)]))
+        cc = np.flatnonzero((kind == _COLL) | (kind == _COLL_EXIT))
+        for r, sel in self._group(cc, rank[cc], p):
+            # collective: an exit and the rank's latest coll before it
+            last = np.where(kind[sel] == _COLL, g[sel], -1)
+            last[0] = max(int(last[0]), int(self._last_coll[r]))
+            np.maximum.accumulate(last, out=last)
+            is_exit = kind[sel] == _COLL_EXIT
+            begin = last[is_exit]
+            ok = begin >= 0
+            out.append(np.column_stack([begin[ok], g[sel][is_exit][ok],
+                                        np.full(int(ok.sum()), COLLECTIVE)]))
+            self._last_coll[r] = last[-1]
+        return np.concatenate(out).astype(np.int64)
+
+    def counts(self, edges: FloatArray) -> IntArray:
+        """``(nprocs, len(edges) - 1)``: each rank's events with ``edges[i] <= x <
+        edges[i + 1]``, the last bin closed (``x <= edges[-1]``), as
+        ``np.histogram`` bins them."""
+        edges = np.asarray(edges, dtype=np.float64)
+        out = np.zeros((self.layout.nprocs, max(len(edges) - 1, 0)), dtype=np.int64)
+        if len(edges) < 2:
+            return out
+        for r, cols in enumerate(self.points):
+            for col in cols:
+                if col.n:
+                    below = col.below(edges)
+                    below[-1] = np.searchsorted(col.values[: col.n], edges[-1], side="right")
+                    out[r] += np.diff(below)
+        return out
+
+    def grid(self, x0: float, x1: float, width: int, row_of_rank: IntArray | None = None,
+             nrows: int | None = None) -> DensityGrid:
+        """:func:`~mpvis.scene.density.activity_density` of the events taken in, from
+        the sorted columns (the same arguments: ``row_of_rank``, ``nrows``)."""
+        lay = self.layout
+        if row_of_rank is None:
+            row_of_rank = lay.rows.astype(np.int64)
+        row_of_rank = np.asarray(row_of_rank, dtype=np.int64)
+        if nrows is None:
+            nrows = int(row_of_rank.max()) + 1 if len(row_of_rank) else 0
+        width = max(int(width), 1)
+        shares = np.zeros((nrows, width, len(ACTIVITIES)), dtype=np.float64)
+        events = np.zeros((nrows, width), dtype=np.int64)
+        span = x1 - x0
+        if nrows == 0 or not span > 0:
+            return DensityGrid(x0, x1, shares.astype(np.float32), events)
+        scale = width / span
+        edges = column_edges(x0, scale, width)
+        for r in range(lay.nprocs):
+            row = int(row_of_rank[r]) if r < len(row_of_rank) else -1
+            if not 0 <= row < nrows:
+                continue
+            for a, col in zip(_POINTS, self.points[r], strict=True):
+                if col.n:
+                    c = np.diff(col.below(edges))
+                    events[row] += c
+                    shares[row, :, a] += c
+            for i, a in enumerate(_SPANS):
+                b, e = self.begins[r][i], self.ends[r][i]
+                if b.n:
+                    cover = np.diff(b.covered(e, edges)) * scale
+                    cover[cover < COVER_EPS] = 0.0  # rounding of the prefix sums
+                    shares[row, :, a] += cover
+        shares[..., RECEIVING] *= 0.5  # a message is one send and one receive
+        per_row = np.bincount(row_of_rank[row_of_rank >= 0], minlength=nrows)[:nrows]
+        shares[..., COLLECTIVE:] /= np.maximum(per_row, 1)[:, None, None]
+        return DensityGrid(x0, x1, shares.astype(np.float32), events)

@@ -1,0 +1,86 @@
+"""The incremental density index against the pass over every event it replaces
+(:func:`mpvis.scene.density.activity_density`, itself checked against a
+brute-force oracle in ``test_density.py``)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mpvis.model.manager import ModelManager
+from mpvis.protocol.records import make_header
+from mpvis.scene.density import activity_density
+from mpvis.scene.density_index import DensityIndex, column_edges
+from mpvis.scene.layout import Layout
+from mpvis.sim.synthetic import generate_records
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    st.tuples(st.integers(1, 6), st.integers(0, 10_000)),
+    st.lists(st.integers(1, 900), min_size=1, max_size=6),
+    st.booleans(),
+    st.lists(st.tuples(st.floats(-0.1, 1.0), st.floats(0.001, 1.2), st.integers(1, 300)),
+             min_size=1, max_size=4),
+    st.booleans(),
+)
+def test_grids_from_the_index_are_activity_density_at_every_step_of_a_growing_model(
+        trace: tuple[int, int], cuts: list[int], logical: bool,
+        views: list[tuple[float, float, int]], folded: bool) -> None:
+    ranks, seed = trace  # a synthetic trace of that many ranks, from that seed
+    recs = list(generate_records(1_500, ranks, seed=seed))
+    m = ModelManager(make_header(ranks, program="synthetic.py"))
+    lay = Layout(m)
+    index = DensityIndex(lay, logical)
+    rows = (np.arange(ranks, dtype=np.int64) // 2) if folded else None
+    at = 0
+    for cut in [*cuts, len(recs)]:
+        m.add_batch(recs[at:at + cut])
+        at += cut
+        if at >= len(recs):
+            m.finish()
+        lay.update()
+        index.update()
+        lo, hi = lay.bounds(logical)
+        for start, share, width in views:
+            x0 = lo + start * (hi - lo)
+            x1 = x0 + share * (hi - lo)
+            want = activity_density(lay, logical, x0, x1, width, row_of_rank=rows)
+            got = index.grid(x0, x1, width, rows)
+            assert np.array_equal(got.events, want.events)
+            assert np.allclose(got.shares, want.shares, atol=1e-5)
+        x, ranks = np.array(lay.x(logical)), np.array(lay.ranks)  # copies: the model grows
+        edges = np.linspace(lo, hi, 37)
+        counts = index.counts(edges)
+        for r in range(ranks.max(initial=-1) + 1):
+            assert np.array_equal(counts[r], np.histogram(x[ranks == r], edges)[0])
+        if at >= len(recs):
+            break
+
+
+@given(st.floats(-1e6, 1e6).filter(lambda v: abs(v) > 1e-100), st.floats(1e-3, 1e9),
+       st.integers(1, 2_000))
+def test_column_edges_split_floats_as_the_binning_does(x0: float, scale: float,
+                                                        width: int) -> None:
+    # (near x0 = 0, x - x0 underflows to zero below the smallest normal float:
+    # the edge of column 0 is then some subnormal below zero, events never are)
+    edges = column_edges(x0, scale, width)
+    c = np.arange(width + 1, dtype=np.float64)
+    assert np.all((edges - x0) * scale >= c)
+    assert np.all((np.nextafter(edges, -np.inf) - x0) * scale < c)
+
+
+def test_ranks_fold_alike_from_the_index_and_from_a_pass_over_the_events() -> None:
+    from mpvis.scene.density import fold_ranks
+
+    m = ModelManager(make_header(64, program="synthetic.py"))
+    m.add_batch(list(generate_records(20_000, 64, seed=5)))
+    m.finish()
+    lay = Layout(m)
+    lay.update()
+    index = DensityIndex(lay, False)
+    index.update()
+    want = fold_ranks(lay, False, max_groups=12)
+    assert len(want) > 1
+    assert fold_ranks(lay, False, max_groups=12, grid_of=index.grid) == want
