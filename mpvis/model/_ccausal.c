@@ -75,7 +75,8 @@ static int get_buf(Buf *buf, PyObject *obj, const char *fmt, int writable, const
         ok = strchr("ilqn", f[0]) != NULL;
     }
     if (!ok) {
-        PyErr_Format(PyExc_TypeError, "%s: expected a buffer of format '%s', got '%s'", what, fmt, f);
+        PyErr_Format(PyExc_TypeError, "%s: expected a buffer of format '%s', got '%s'", what,
+                     fmt, f);
         return -1;
     }
     return 0;
@@ -494,7 +495,8 @@ static int rows_add(Rows *R, int64_t seq, const int32_t *now, const int32_t *pre
                     Py_ssize_t *nrows, Py_ssize_t shared)
 {
     int32_t ref;
-    if (grow(&R->new_seq, R->nnew, &R->cap_seq) < 0 || grow(&R->new_row, R->nnew, &R->cap_row) < 0) {
+    if (grow(&R->new_seq, R->nnew, &R->cap_seq) < 0
+        || grow(&R->new_row, R->nnew, &R->cap_row) < 0) {
         return -1;
     }
     Py_ssize_t count = 0;
@@ -581,7 +583,8 @@ typedef struct {
     int k_consume, k_coll, k_exit;
     PyObject *done;
     Buf events, merge_at, kind, partner, crank, cseq, lamport;
-    int32_t *cur, *tmp; /* rank r's last row; scratch */
+    int32_t *cur, *tmp; /* rank r's last row (once have_cur); scratch */
+    int have_cur;
     int32_t *entered;   /* the walk's collective entries of rank r (their seqs) */
     Py_ssize_t nentered, cap_entered;
 } Walk;
@@ -595,6 +598,14 @@ typedef struct {
  * (nothing done) when the chunks of dense rows are full. */
 static int merge(Walk *w, int64_t seq, Py_ssize_t joined, Py_ssize_t q, int64_t qs)
 {
+    if (!w->have_cur) { /* rank r's last merge before the walk */
+        View own;
+        if (view_of(&w->R, w->r, &own) < 0
+            || materialize(&w->R, w->r, &own, own.n - 1, w->cur) < 0) {
+            return -1;
+        }
+        w->have_cur = 1;
+    }
     int32_t *now = w->tmp, *cur = w->cur;
     if ((joined > 0 ? read_row(&w->R, joined, now) : governing(&w->R, q, qs, now)) < 0) {
         return -1;
@@ -922,14 +933,15 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     w.R.own = w.r;
     w.R.own_n = own.n;
-    if (own.n > 0) {
+    if (own.n > 0) { /* its row is read when the walk first merges */
         Py_ssize_t f = dense_before(&w.R, &own, own.n - 1);
-        if (f < 0 || materialize(&w.R, w.r, &own, own.n - 1, w.cur) < 0) {
+        if (f < 0) {
             goto done;
         }
         w.R.own_since = own.n - 1 - f;
     } else {
         memset(w.cur, 0, (size_t)nprocs * sizeof(int32_t));
+        w.have_cur = 1;
         w.R.own_since = w.R.every; /* the first merge keeps a dense row */
     }
     int status = ST_END;
