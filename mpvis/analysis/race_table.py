@@ -32,11 +32,10 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from mpvis.model.classifier import VERDICTS
-from mpvis.model.races import Race, RaceColumns
+from mpvis.model.races import Race
 
 __all__ = ["COLUMNS", "KEY_COLUMNS", "NONE", "STRING_COLUMNS", "RaceTable", "column_dtype",
-           "columns_in", "rows_in"]
+           "columns_in", "packed_keys", "rows_in"]
 
 IntArray = npt.NDArray[np.int64]
 #: An integer column's ``None`` (ranks, seqs, situations and comms never take it).
@@ -94,16 +93,6 @@ class _Strings:
             self.id(v)
         return np.fromiter(map(self.ids.__getitem__, vals), dtype=np.int32, count=len(vals))
 
-    def coded(self, codes: npt.NDArray[Any], names: Sequence[str | None]) -> npt.NDArray[np.int32]:
-        """:meth:`column` of ``names[c]`` for each code ``c`` (-1: ``None``), with
-        the same ids, without a string per value."""
-        uniq, first = np.unique(codes, return_index=True)
-        uniq = uniq[np.argsort(first)]  # in order of first appearance, as column's
-        ids = np.array([self.id(None if c < 0 else names[c]) for c in uniq.tolist()],
-                       dtype=np.int32)
-        order = np.argsort(uniq)
-        return ids[order][np.searchsorted(uniq[order], codes)]
-
 
 class RaceTable(Sequence[dict[str, Any]]):
     """Race entries as columns (module docstring); ``strings`` names the string ids."""
@@ -142,29 +131,6 @@ class RaceTable(Sequence[dict[str, Any]]):
         for k, c in enumerate(("rank", "recv1", "recv2", "situation", "m1r", "m1s", "m2r",
                                "m2s", "comm")):
             cols[c] = ints[:, k]
-        return cls(cols, s.names)
-
-    @classmethod
-    def from_race_columns(cls, races: RaceColumns, rows: npt.NDArray[Any]) -> RaceTable:
-        """:meth:`from_classifier` of the races ``rows`` of ``races``, from its
-        columns (:meth:`RaceColumns.report_columns`): no :class:`Race` per row."""
-        c = races.report_columns(rows)
-        n = len(rows)
-        s = _Strings()
-        cols: dict[str, npt.NDArray[Any]] = {
-            "exact": np.zeros(n, np.int8), "confirmed": np.full(n, -1, np.int8),
-            "suppressed": np.zeros(n, np.int8), "group": np.full(n, -1, np.int32),
-            "scope": s.coded(np.zeros(n, np.int64), [races.scope]),
-            "verdict": s.coded(c["verdict"], VERDICTS),
-            "consumption": s.coded(2 * (c["cons1"] >= 0) + (c["cons2"] >= 0),
-                                   ["R-R-", "R-RC", "RCR-", "RCRC"]),
-        }
-        names = races.facts.store.sites
-        cols["site1"], cols["site2"] = s.coded(c["site1"], names), s.coded(c["site2"], names)
-        for k in ("rank", "recv1", "recv2", "situation", "comm"):
-            cols[k] = c[k]
-        for k in ("m1r", "m1s", "m2r", "m2s"):
-            cols[k] = np.where(c[k[:2] + "r"] >= 0, c[k], NONE)
         return cls(cols, s.names)
 
     @classmethod
@@ -388,6 +354,28 @@ def rows_in(query: IntArray, among: IntArray) -> npt.NDArray[np.bool_]:
     return columns_in(list(np.asarray(query).T), list(np.asarray(among).T))
 
 
+def packed_keys(columns: Sequence[IntArray]) -> list[IntArray]:
+    """The rows of ``columns`` (integer arrays of one length) as few 64-bit keys:
+    adjacent columns are combined into one key while their value ranges allow,
+    so two rows are equal exactly when their keys are (not an order of rows)."""
+    keys: list[IntArray] = []
+    span = 0
+    for c in columns:
+        if not len(c):
+            return [np.asarray(c, dtype=np.int64) for c in columns]
+        lo = int(c.min())
+        width = int(c.max()) - lo + 1
+        col = c.astype(np.int64)
+        col -= lo  # now 0 .. width - 1: a digit of the key, if it still fits
+        if keys and span * width < 1 << 62:
+            keys[-1] = keys[-1] * width + col
+            span *= width
+        else:
+            keys.append(col)
+            span = width
+    return keys
+
+
 def columns_in(query: Sequence[IntArray], among: Sequence[IntArray]) -> npt.NDArray[np.bool_]:
     """Whether each row of the columns ``query`` (``k`` arrays of ``n`` integers)
     is a row of the columns ``among`` (``k`` arrays of ``m``).
@@ -401,19 +389,7 @@ def columns_in(query: Sequence[IntArray], among: Sequence[IntArray]) -> npt.NDAr
     m = len(among[0]) if len(among) else 0
     if n == 0 or m == 0:
         return np.zeros(n, dtype=bool)
-    keys: list[IntArray] = []
-    span = 0
-    for q, a in zip(query, among, strict=True):
-        lo = min(int(q.min()), int(a.min()))
-        width = max(int(q.max()), int(a.max())) - lo + 1
-        col = np.concatenate([q, a]).astype(np.int64)
-        col -= lo  # now 0 .. width - 1: a digit of the key, if it still fits
-        if keys and span * width < 1 << 62:
-            keys[-1] = keys[-1] * width + col
-            span *= width
-        else:
-            keys.append(col)
-            span = width
+    keys = packed_keys([np.concatenate([q, a]) for q, a in zip(query, among, strict=True)])
     if len(keys) == 1:
         return np.isin(keys[0][:n], keys[0][n:])
     order = np.lexsort(keys[::-1])

@@ -26,7 +26,7 @@ import numpy as np
 import orjson
 
 from mpvis.analysis.race_groups import format_groups
-from mpvis.analysis.race_table import NONE, RaceTable, columns_in
+from mpvis.analysis.race_table import CHUNK, COLUMNS, NONE, RaceTable, columns_in, packed_keys
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as R
 
@@ -37,13 +37,11 @@ SHOWN_VERDICTS = ("legitimate", "unverified")
 def classifier_table(m: ModelManager, *, nonadjacent: bool = False) -> RaceTable:
     """The classifier's races (adjacent pairs, plus non-adjacent ones on request)
     as a table, sorted by rank, receives, adjacent before non-adjacent (stable)."""
+    races = list(m.potential_races())
     if nonadjacent:
-        races = list(m.potential_races())
         for recv in m.find(R.RECV, peer=-1, tag=-1):
             races.extend(m.nonadjacent_races(*recv.key))
-        t = RaceTable.from_classifier(races)
-    else:  # from the tracker's columns
-        t = RaceTable.from_race_columns(m.races.races, m.races.potential_rows())
+    t = RaceTable.from_classifier(races)
     c = t.cols
     return t.take(np.lexsort((~t.has("scope", "adjacent"), c["recv2"], c["recv1"], c["rank"])))
 
@@ -187,31 +185,45 @@ def legend_examples(report: Report) -> list[dict[str, Any]]:
     :func:`mpvis.scene.vocabulary.legend_lines` needs to explain the terms."""
     found = _table(found_races(report))
     c = found.cols
-    _, first = np.unique(np.stack([c["situation"], c["consumption"], c["verdict"]], axis=1),
-                         axis=0, return_index=True)
+    keys = packed_keys([c["situation"], c["consumption"], c["verdict"]])
+    _, first = (np.unique(keys[0], return_index=True) if len(keys) == 1 else
+                np.unique(np.stack(keys, axis=1), axis=0, return_index=True))
     return found.take(np.sort(first)).entries()
 
 
-def _msg(r: int, s: int) -> str:
-    return "nothing consumed" if r == NONE else f"message sent at {r}:{s}"
+_HEAD_EXACT = "  rank %d: recv %d:%d — exact\n      %s; %s → %s%s"
+_HEAD_PAIR = ("  rank %d: recv %d:%d%s, recv %d:%d%s — situation %s [%s], %s\n"
+              "      %s; %s → %s%s")
+_CONFIRMS = ("", "\n      exact test: does not confirm it",
+             "\n      exact test: confirms this race")
 
 
-def _race_lines(row: tuple[Any, ...]) -> list[str]:
-    """The lines of one race (a :meth:`RaceTable.rows` row) in the text report."""
-    (exact, scope, rank, r1, r2, situation, m1r, m1s, m2r, m2s, verdict, _comm, consumption,
-     site1, site2, confirmed) = row[:16]
-    if exact:
-        head = f"rank {rank}: recv {rank}:{r1} — exact"
-    else:
-        recvs = ", ".join(f"recv {rank}:{s}" + (f" ({site})" if site else "")
-                          for s, site in ((r1, site1), (r2, site2)))
-        situation = None if situation == NONE else situation
-        head = f"rank {rank}: {recvs} — situation {situation} [{consumption}], {scope}"
-    lines = [f"  {head}", f"      {_msg(m1r, m1s)}; {_msg(m2r, m2s)} → {verdict.upper()}"]
-    if confirmed >= 0:
-        lines.append("      exact test: " + ("confirms this race" if confirmed
-                                            else "does not confirm it"))
-    return lines
+def _race_text(races: RaceTable) -> Iterator[str]:
+    """The lines of the races in the text report, :data:`CHUNK` races at a time
+    (each piece their lines joined by newlines): per race its rank, receives
+    with their sites, situation, consumption and scope (or ``exact``), both
+    messages (``nothing consumed`` when a receive consumed none) and the
+    verdict, then whether the exact test confirms it (when decided).  One
+    string format per race; the string columns are looked up in tables."""
+    text = [None, *races.strings]  # string id + 1 -> its value
+    site = ["", *(f" ({s})" if s else "" for s in races.strings)]
+    upper = ["NONE", *(s.upper() for s in races.strings)]
+    for lo in range(0, len(races), CHUNK):
+        part = [races.cols[c][lo:lo + CHUNK].tolist() for c in COLUMNS[:16]]
+        out = []
+        for (exact, scope, rank, r1, r2, situation, m1r, m1s, m2r, m2s, verdict, _comm,
+             consumption, site1, site2, confirmed) in zip(*part, strict=True):
+            m1 = "nothing consumed" if m1r == NONE else f"message sent at {m1r}:{m1s}"
+            m2 = "nothing consumed" if m2r == NONE else f"message sent at {m2r}:{m2s}"
+            if exact:
+                out.append(_HEAD_EXACT % (rank, rank, r1, m1, m2, upper[verdict + 1],
+                                          _CONFIRMS[confirmed + 1]))
+            else:
+                out.append(_HEAD_PAIR % (
+                    rank, rank, r1, site[site1 + 1], rank, r2, site[site2 + 1],
+                    None if situation == NONE else situation, text[consumption + 1],
+                    text[scope + 1], m1, m2, upper[verdict + 1], _CONFIRMS[confirmed + 1]))
+        yield "\n".join(out)
 
 
 def _unseen_exact(races: RaceTable, found: Any) -> Any:
@@ -244,8 +256,8 @@ def format_report(report: Report, *, source: str | None = None, summary: bool = 
 
 def report_lines(report: Report, *, source: str | None = None, summary: bool = False
                  ) -> Iterator[str]:
-    """The lines of :func:`format_report`, one at a time (the races' entries are
-    built a chunk at a time from the report's :class:`RaceTable`)."""
+    """The lines of :func:`format_report`, one at a time but the races', which come
+    a chunk of lines at a time (joined by newlines: :func:`_race_text`)."""
     title = f"{source}: " if source else ""
     yield f"{title}{report['nprocs']} ranks, {report['events']} events"
     races = _table(report["races"])
@@ -262,8 +274,7 @@ def report_lines(report: Report, *, source: str | None = None, summary: bool = F
                           (nx_, unseen_rows, "Exact races the classifier does not show")):
         if n and not summary:
             yield f"{what}: {n}"
-            for row in races.take(rows).rows():
-                yield from _race_lines(row)
+            yield from _race_text(races.take(rows))
     yield from _format_groups(report, races.take(shown_rows | unseen_rows))
     if nr and hidden:
         yield (f"({hidden} more pairs judged spurious or false are not shown; "

@@ -124,14 +124,18 @@ def _print(report: Any, args: argparse.Namespace) -> None:
             print("\n".join(legend))
 
 
-def _write_lines(lines: Iterable[str], batch: int = 4096) -> None:
-    """Print ``lines`` a batch at a time (``print`` of each, without the cost)."""
+def _write_lines(lines: Iterable[str], batch: int = 1 << 20) -> None:
+    """Print ``lines`` about ``batch`` characters at a time (``print`` of each,
+    without the cost; a line may be many joined by newlines)."""
     part: list[str] = []
+    size = 0
     for line in lines:
         part.append(line)
-        if len(part) == batch:
+        size += len(line)
+        if size >= batch:
             sys.stdout.write("\n".join(part) + "\n")
             part.clear()
+            size = 0
     if part:
         sys.stdout.write("\n".join(part) + "\n")
 
