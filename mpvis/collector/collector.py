@@ -61,9 +61,6 @@ __all__ = ["Collector"]
 log = logging.getLogger(__name__)
 
 READ_SIZE = 1 << 18
-#: A rank connection's stream buffers up to twice this before it stops reading the socket
-#: (asyncio's default, 64 KiB, paused and resumed it at every read of a busy rank).
-STREAM_LIMIT = READ_SIZE
 #: Before HELLO: the largest frame accepted, the connections that may wait to
 #: authenticate at once, and the refusals logged one by one (then counted).
 HELLO_MAX_PAYLOAD = 64 << 10
@@ -225,8 +222,7 @@ class Collector:
         self._room.set()
         self._idle = asyncio.Event()
         self._idle.set()
-        server = await asyncio.start_server(self._serve_rank, self.host, self.port,
-                                            limit=STREAM_LIMIT)
+        server = await asyncio.start_server(self._serve_rank, self.host, self.port)
         sock = server.sockets[0].getsockname()
         self._address = (sock[0], sock[1])
         log.info("collector %s listening on %s", self.collector_id, format_address(self._address))

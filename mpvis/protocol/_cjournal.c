@@ -5,8 +5,9 @@
  * hot path.  mpvis/protocol/compact_columns.py holds the records of a batch as
  * NumPy columns and describes each row's line by a template: the pieces of
  * the line in order, constant text (bytes) or a column's value (an index into
- * the columns).  lines() writes every row's line by its template, one pass
- * over the rows, with the GIL released.
+ * the columns), after a prefix common to every row (the rank).  lines() writes
+ * every row's line by its template, one pass over the rows, with the GIL
+ * released.
  *
  * A column is one of:
  *   - a C-contiguous int64 buffer: the value in decimal;
@@ -303,7 +304,8 @@ enum { WR_OK = 0, WR_MEMORY = 1, WR_SHAPE = 2, WR_ID = 3, WR_OTHERS = 4 };
 
 /* The lines of rows 0..n-1 into out; WR_OK, or why not (the row in *at).  Runs
  * without the GIL: every index is checked here, as it is read. */
-static int write_rows(Out *out, const int64_t *shape, Py_ssize_t n, const Template *tpl,
+static int write_rows(Out *out, const char *prefix, Py_ssize_t prefix_len,
+                      const int64_t *shape, Py_ssize_t n, const Template *tpl,
                       Py_ssize_t ntpl, const Column *cols, const char **other,
                       const Py_ssize_t *other_len, Py_ssize_t nothers, Py_ssize_t *at)
 {
@@ -327,10 +329,12 @@ static int write_rows(Out *out, const int64_t *shape, Py_ssize_t n, const Templa
             continue;
         }
         const Template *t = &tpl[shape[r]];
-        if (reserve(out, (size_t)t->widest) < 0) {
+        if (reserve(out, (size_t)(prefix_len + t->widest)) < 0) {
             return WR_MEMORY;
         }
         char *w = out->data + out->len;
+        memcpy(w, prefix, (size_t)prefix_len);
+        w += prefix_len;
         for (Py_ssize_t i = 0; i < t->npieces; i++) {
             const Piece *p = &t->pieces[i];
             if (p->text != NULL) {
@@ -367,23 +371,23 @@ static int write_rows(Out *out, const int64_t *shape, Py_ssize_t n, const Templa
 }
 
 PyDoc_STRVAR(lines_doc,
-"lines(templates, shape, columns, others, /) -> bytes\n\n"
-"The lines of the rows: row r written by templates[shape[r]] (a tuple of bytes, written as\n"
-"they are, and indices into columns, written as the row's value), or, where shape[r] is -1,\n"
-"the next line of others followed by a newline.  shape is an int64 buffer; columns a\n"
-"tuple of int64 buffers (decimal), pairs (ids, tuple of bytes: ids int64, uint8 or bool)\n"
-"and bytes (a JSON array of one number per row, each number's text kept); see the file's\n"
-"comment.");
+"lines(prefix, templates, shape, columns, others, /) -> bytes\n\n"
+"The lines of the rows: row r written as prefix (bytes), then by templates[shape[r]] (a\n"
+"tuple of bytes, written as they are, and indices into columns, written as the row's\n"
+"value), or, where shape[r] is -1, as the next line of others followed by a newline.\n"
+"shape is an int64 buffer; columns a tuple of int64 buffers (decimal), pairs (ids, tuple\n"
+"of bytes; ids int64, uint8 or bool) and bytes (a JSON array of one number per row, each\n"
+"number's text kept); see the file's comment.");
 
 static PyObject *lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 4 || !PyTuple_Check(args[0]) || !PyTuple_Check(args[2])
-            || !PyTuple_Check(args[3])) {
-        PyErr_SetString(PyExc_TypeError,
-                        "lines(templates: tuple, shape, columns: tuple, others: tuple)");
+    if (nargs != 5 || !PyBytes_Check(args[0]) || !PyTuple_Check(args[1])
+            || !PyTuple_Check(args[3]) || !PyTuple_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "lines(prefix: bytes, templates: tuple, shape, "
+                        "columns: tuple, others: tuple)");
         return NULL;
     }
-    PyObject *templates = args[0], *columns = args[2], *others = args[3];
+    PyObject *prefix = args[0], *templates = args[1], *columns = args[3], *others = args[4];
     Py_ssize_t ntpl = PyTuple_GET_SIZE(templates), ncols = PyTuple_GET_SIZE(columns);
     Py_ssize_t nothers = PyTuple_GET_SIZE(others);
     PyObject *result = NULL;
@@ -398,7 +402,7 @@ static PyObject *lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         PyErr_NoMemory();
         goto done;
     }
-    if (get_int64(&shape_buf, args[1], -1, "shape") < 0) {
+    if (get_int64(&shape_buf, args[2], -1, "shape") < 0) {
         goto done;
     }
     shape_held = 1;
@@ -428,7 +432,8 @@ static PyObject *lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     int why;
     Py_ssize_t at = 0;
     Py_BEGIN_ALLOW_THREADS
-    why = write_rows(&out, shape, n, tpl, ntpl, cols, other, other_len, nothers, &at);
+    why = write_rows(&out, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix), shape, n, tpl,
+                     ntpl, cols, other, other_len, nothers, &at);
     Py_END_ALLOW_THREADS
     switch (why) {
     case WR_OK: break;

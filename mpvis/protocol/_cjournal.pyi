@@ -1,6 +1,7 @@
 from typing import Any
 
 def lines(
+    prefix: bytes,
     templates: tuple[tuple[bytes | int, ...], ...],
     shape: Any,
     columns: tuple[Any, ...],

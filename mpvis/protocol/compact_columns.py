@@ -33,7 +33,6 @@ random batches.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Sequence
 from typing import Any, Final, overload
 
@@ -195,26 +194,27 @@ class CompactColumns(Sequence[Record]):
         columns = (self.seq, orjson.dumps(self.t, option=_NUMPY), (self.site, site_texts),
                    self.comm, self.peer, self.tag, (self.sync, _TRUE_FALSE),
                    self.ref, self.sseq, self.call)
-        return lines(_templates(self.rank), self._shape, columns, tuple(self._others.values()))
+        return lines(b'{"rank":%d,"seq":' % self.rank, _TEMPLATES, self._shape, columns,
+                     tuple(self._others.values()))
 
 
-@functools.lru_cache(maxsize=1024)
-def _templates(rank: int) -> tuple[tuple[bytes | int, ...], ...]:
-    """The template of each row shape (an index of ``_ROWS``) of ``rank``'s lines, for
+def _template(row: tuple[str | bytes, ...]) -> tuple[bytes | int, ...]:
+    """The template of a row shape's line (of :data:`_ROWS`) after its rank, for
     :func:`~mpvis.protocol._cjournal.lines`: constant text as bytes, a column as its
     index in :data:`_COLUMNS` (adjacent texts joined)."""
-    out = []
-    for row in _ROWS:
-        items: list[bytes | int] = [b'{"rank":%d,"seq":' % rank]
-        for piece in row:
-            if isinstance(piece, str):
-                items.append(_COLUMNS.index(piece))
-            elif isinstance(items[-1], bytes):
-                items[-1] += piece
-            else:
-                items.append(piece)
-        out.append(tuple(items))
-    return tuple(out)
+    items: list[bytes | int] = []
+    for piece in row:
+        if isinstance(piece, str):
+            items.append(_COLUMNS.index(piece))
+        elif items and isinstance(items[-1], bytes):
+            items[-1] += piece
+        else:
+            items.append(piece)
+    return tuple(items)
+
+
+#: The template of each row shape, ``2 * shape + has call`` (the indices of ``_ROWS``).
+_TEMPLATES: Final = tuple(map(_template, _ROWS))
 
 
 def compact_columns(decoder: CompactDecoder, body: dict[str, Any], nprocs: int

@@ -22,18 +22,18 @@ _TEMPLATES = ((b'{"a":', 0, b',"t":', 1, b',"s":', 2, b"}\n"),)
 _GOOD: tuple[Any, ...] = (_ROWS, b"[0.5,1e-7,2.0]", (np.array([0, 1, 0]), (b"null", b'"x"')))
 
 
-def test_lines_writes_each_row_by_its_template() -> None:
+def test_lines_writes_each_row_by_its_template_after_the_prefix() -> None:
     shape = np.array([0, -1, 0, 0], dtype=np.int64)
     cols = (np.array([1, 0, -20, 300]), b"[0.5,0,1e-7,2.0]",
             (np.array([0, 0, 1, 0]), (b"null", b'"x"')))
-    assert lines(_TEMPLATES, shape, cols, (b'{"o":1}',)) == (
-        b'{"a":1,"t":0.5,"s":null}\n{"o":1}\n{"a":-20,"t":1e-7,"s":"x"}\n'
-        b'{"a":300,"t":2.0,"s":null}\n')
+    assert lines(b"R", _TEMPLATES, shape, cols, (b'{"o":1}',)) == (
+        b'R{"a":1,"t":0.5,"s":null}\n{"o":1}\nR{"a":-20,"t":1e-7,"s":"x"}\n'
+        b'R{"a":300,"t":2.0,"s":null}\n')
 
 
 def test_extreme_integers_are_written_exactly() -> None:
     values = np.array([np.iinfo(np.int64).min, np.iinfo(np.int64).max, 0], dtype=np.int64)
-    got = lines(((0, b"\n"),), np.zeros(3, dtype=np.int64), (values,), ())
+    got = lines(b"", ((0, b"\n"),), np.zeros(3, dtype=np.int64), (values,), ())
     assert got.split() == [str(int(v)).encode() for v in values]
 
 
@@ -58,14 +58,14 @@ def test_inconsistent_input_is_a_clear_error(shape: list[int], columns: tuple[An
                                              others: tuple[bytes, ...], error: type[Exception],
                                              says: str) -> None:
     with pytest.raises(error, match=says):
-        lines(_TEMPLATES, np.array(shape, dtype=np.int64), columns, others)
+        lines(b"", _TEMPLATES, np.array(shape, dtype=np.int64), columns, others)
 
 
 def test_a_template_of_the_wrong_type_is_a_type_error() -> None:
     with pytest.raises(TypeError, match="template"):
-        lines(((b"x", 1.5),), np.zeros(1, dtype=np.int64), (_ROWS[:1],), ())  # type: ignore[arg-type]
+        lines(b"", ((b"x", 1.5),), np.zeros(1, dtype=np.int64), (_ROWS[:1],), ())  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="lines"):
-        lines([], np.zeros(1, dtype=np.int64), (), ())  # type: ignore[arg-type]
+        lines(b"", [], np.zeros(1, dtype=np.int64), (), ())  # type: ignore[arg-type]
 
 
 @settings(max_examples=300, deadline=None)
@@ -92,8 +92,8 @@ def test_any_bytes_are_columns_or_none(recs: bytes, nprocs: int, nsites: int) ->
 def test_ids_may_be_bytes_or_bools() -> None:
     texts = (b"false", b"true")
     for ids in (np.array([True, False]), np.array([1, 0], dtype=np.uint8)):
-        assert lines(((0, b"\n"),), np.zeros(2, dtype=np.int64), ((ids, texts),), ()) == \
+        assert lines(b"", ((0, b"\n"),), np.zeros(2, dtype=np.int64), ((ids, texts),), ()) == \
             b"true\nfalse\n"
     with pytest.raises(ValueError, match="id has no text"):
-        lines(((0, b"\n"),), np.zeros(1, dtype=np.int64),
+        lines(b"", ((0, b"\n"),), np.zeros(1, dtype=np.int64),
               ((np.array([2], dtype=np.uint8), texts),), ())
