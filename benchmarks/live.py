@@ -28,8 +28,9 @@ Three figures, measured in the same run, on the same frames:
 
 Each rate is printed with its ratio to the raw socket rate, and the CPU time
 of this process (the collector's and the central process's threads) per
-record.  The load average is printed before and after: on a shared 2-core
-machine the 8 senders and this process compete for the cores.
+record, then each of the two threads' own.  The load average is printed
+before and after: on a shared 2-core machine the 8 senders and this process
+compete for the cores.
 
     python benchmarks/live.py [--senders 8] [--records 100000] [--batch 1000]
 """
@@ -186,8 +187,20 @@ def columns_only(args: argparse.Namespace) -> tuple[float, int]:
     return _time_frames(args, per_frame)
 
 
-def live(args: argparse.Namespace, tmp: Path) -> tuple[float, float, dict[str, Any]]:
-    """Seconds from go to the last record journaled, CPU seconds, the run's end info."""
+#: The loop threads of the live path (:class:`~mpvis.collector.loopthread.LoopThread` names).
+THREADS = ("mpvis-central", "mpvis-collector")
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds so far of each live-path thread of this process, by name."""
+    return {t.name: time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+            for t in threading.enumerate() if t.name in THREADS and t.ident is not None}
+
+
+def live(args: argparse.Namespace, tmp: Path
+         ) -> tuple[float, float, dict[str, Any], dict[str, float]]:
+    """Seconds from go to the last record journaled, CPU seconds (the process's and
+    each loop thread's), the run's end info."""
     ended = threading.Event()
     infos: list[dict[str, Any]] = []
     last = [0.0]
@@ -206,17 +219,18 @@ def live(args: argparse.Namespace, tmp: Path) -> tuple[float, float, dict[str, A
         procs, ready, go = _spawn(collector.address, central.token, args)
         ready.wait()
         time.sleep(0.2)
-        t0, c0 = time.perf_counter(), time.process_time()
+        t0, c0, threads0 = time.perf_counter(), time.process_time(), thread_cpu()
         go.set()
         for p in procs:
             p.join()
         collector.finish({"exit_code": 0}, timeout=600)
         ended.wait(600)
         cpu = time.process_time() - c0
+        threads = {name: c - threads0[name] for name, c in thread_cpu().items()}
     finally:
         collector.stop()
         central.stop()
-    return last[0] - t0, cpu, infos[0]
+    return last[0] - t0, cpu, infos[0], threads
 
 
 def exactly_once(journal: Path, senders: int, per_rank: int) -> str | None:
@@ -260,8 +274,11 @@ def main() -> int:
     assert n == total, (n, total)
     line("columns + JSON (CPU)", cols, raw, cols)
     with tempfile.TemporaryDirectory() as tmp:
-        elapsed, cpu, info = live(args, Path(tmp))
+        elapsed, cpu, info, threads = live(args, Path(tmp))
         line("collector + central", elapsed, raw, cpu)
+        print("    of which " + ", ".join(f"{name.removeprefix('mpvis-')} {c / total * 1e6:.2f}"
+                                         for name, c in sorted(threads.items()))
+              + " us/record (thread CPU)", flush=True)
         why = exactly_once(Path(info["journal"]), args.senders, args.records + 1)
     print(f"  journaled {info['records']:,} of {total:,} records; "
           f"{'each exactly once' if why is None else why}")
