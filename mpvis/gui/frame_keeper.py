@@ -32,8 +32,9 @@ from mpvis.scene.messages import MessageIndex
 #: The frame index is rebuilt at most this often while a run streams in (ms).
 INDEX_MS = 1000
 #: From this many events on, a stale frame index is rebuilt on a worker thread
-#: while the previous one keeps serving frames.
-ASYNC_INDEX_MIN = 100_000
+#: while the previous one keeps serving frames (building one of 100k events
+#: took 50-110 ms of the GUI thread).
+ASYNC_INDEX_MIN = 20_000
 #: ... when the events newer than it exceed this share of it (or the input ended).
 ASYNC_GROWTH = 0.4
 

@@ -194,6 +194,9 @@ class RacePanel(QtWidgets.QWidget):
         super().__init__(parent)
         self._all: list[Race] = []
         self._extra: list[Race] = []
+        self._gen = 0  # bumped when the classifier's races change (not the exact ones)
+        #: the classifier's races the filters let through, and (generation, filters) then
+        self._passed: tuple[tuple[object, ...], list[Row]] = ((), [])
         self._exact: list[ExactRace] = []
         self.method = QtWidgets.QComboBox()
         self.method.addItems(list(METHOD_FILTERS))
@@ -267,6 +270,7 @@ class RacePanel(QtWidgets.QWidget):
     def set_races(self, races: list[Race]) -> None:
         """The model's adjacent races (the panel keeps non-adjacent ones it was given)."""
         self._all = list(races)
+        self._gen += 1
         self.refilter()
 
     def set_exact(self, exact: list[ExactRace]) -> None:
@@ -274,12 +278,16 @@ class RacePanel(QtWidgets.QWidget):
         self._take_exact(exact)
         self.refilter()
 
-    def set_lists(self, races: list[Race], exact: list[ExactRace] | None,
+    def set_lists(self, races: list[Race] | None, exact: list[ExactRace] | None,
                   confirmed: Container[ExactKey] | None = None) -> None:
-        """:meth:`set_races` and (unless ``exact`` is ``None``) :meth:`set_exact` with
-        one pass of the filters (a pass over a 1M-event trace's races is long);
+        """:meth:`set_races` (unless ``races`` is ``None``: the classifier's races as
+        they are) and (unless ``exact`` is ``None``) :meth:`set_exact` with one pass
+        of the filters (a pass over a 1M-event trace's races is long: none over the
+        classifier's races when only the exact ones changed);
         ``confirmed``: :func:`exact_keys` of ``exact`` (or :class:`DetectorKeys`), if known."""
-        self._all = list(races)
+        if races is not None:
+            self._all = list(races)
+            self._gen += 1
         if exact is not None:
             self._take_exact(exact, confirmed)
         self.refilter()
@@ -296,6 +304,7 @@ class RacePanel(QtWidgets.QWidget):
 
     def clear(self) -> None:
         self._all, self._extra, self._exact = [], [], []
+        self._gen += 1
         self.focus = None
         self.focus_label.hide()
         self.model.confirmed = set()
@@ -305,6 +314,7 @@ class RacePanel(QtWidgets.QWidget):
         """Add the on-demand races of a ``recv(-1,-1)`` (replacing those of the same receive)."""
         keys = {(r.rank, r.recvs[0]) for r in races}
         self._extra = [r for r in self._extra if (r.rank, r.recvs[0]) not in keys] + races
+        self._gen += 1
         self.refilter()
 
     def shown(self) -> list[Row]:
@@ -325,14 +335,17 @@ class RacePanel(QtWidgets.QWidget):
         rank = int(rank_text) if rank_text.isdigit() else None
         sit = self.situation.currentText()
         scope = self.scope.currentText()
-        shown: list[Row] = [
-            r
-            for r in (self.all_races() if method != "exact" else [])
-            if r.verdict in verdicts
-            and (rank is None or r.rank == rank)
-            and (not sit.isdigit() or r.situation == int(sit))
-            and (scope.startswith("adjacent +") or r.scope == scope)
-        ]
+        key = (self._gen, method, self.verdict.currentText(), rank, sit, scope)
+        if key != self._passed[0]:  # else the classifier's races passed as before
+            self._passed = key, [
+                r
+                for r in (self.all_races() if method != "exact" else [])
+                if r.verdict in verdicts
+                and (rank is None or r.rank == rank)
+                and (not sit.isdigit() or r.situation == int(sit))
+                and (scope.startswith("adjacent +") or r.scope == scope)
+            ]
+        shown: list[Row] = list(self._passed[1])
         if self.focus is not None:
             fr, fs = self.focus
             shown = [r for r in shown if isinstance(r, Race) and r.rank == fr and fs in r.recvs]

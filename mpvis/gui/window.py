@@ -523,8 +523,10 @@ class MainWindow(WindowApi):
         if ids or shown != self._races_shown:  # else the race list is as shown
             new = self._races_shown is None or shown[0] != self._races_shown[0]
             keys = self._exact_list[3] if self._exact_list is not None else None
-            potential = m.potential_races()
-            self._flagged = len(potential)  # for the title, without asking the model again
+            potential = None  # the classifier's races as listed: only the exact ones are new
+            if ids or self._races_shown is None or shown[1] != self._races_shown[1]:
+                potential = m.potential_races()
+                self._flagged = len(potential)  # for the title, without asking the model
             self.races.set_lists(potential, exact if new else None, keys)
             self._races_shown = shown
         self._to_offer.extend(ids)

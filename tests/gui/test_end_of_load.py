@@ -178,3 +178,34 @@ def test_the_window_lists_the_exact_races_and_deadlocks_mpvis_check_finds(
     probes: list[object] = [*oracle_keys, *(race_key(r) for r in oracle.model.potential_races())]
     probes += [(0, 1, (2, 3), (4, 5)), (0, 1), "x", None]
     assert all((k in keys) == (k in oracle_keys) for k in probes)
+
+
+def test_the_race_list_reuses_its_filtered_classifier_races_only_while_they_are_unchanged(
+        qtbot: Any) -> None:
+    from mpvis.analysis.pipeline import Analyses
+    from mpvis.gui.race_panel import RacePanel
+
+    a = Analyses.for_header(make_header(6, program="synthetic.py"))
+    a.model.add_batch(list(generate_records(6_000, 6, seed=11)))
+    a.model.finish()
+    assert a.exact is not None
+    races, exact = a.model.potential_races(), a.exact.races
+    assert races and exact
+
+    def fresh(verdict: int, some: list[Any]) -> list[Any]:  # a panel that never filtered
+        p = RacePanel()
+        qtbot.addWidget(p)
+        p.verdict.setCurrentIndex(verdict)
+        p.set_lists(some, exact)
+        return p.shown()
+
+    panel = RacePanel()
+    qtbot.addWidget(panel)
+    panel.set_lists(races, [])
+    panel.set_lists(None, exact)  # only the exact races are new
+    assert panel.shown() == fresh(0, races)
+    panel.verdict.setCurrentIndex(1)  # another filter: the classifier's races again
+    assert panel.shown() == fresh(1, races)
+    half = races[: len(races) // 2]
+    panel.set_lists(half, None)  # other classifier races, the same exact ones
+    assert panel.shown() == fresh(1, half) != fresh(1, races)
