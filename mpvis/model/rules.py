@@ -54,27 +54,38 @@ K_SEND, K_RECV, K_CONSUME, K_WAIT = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.
 K_COLL, K_COLL_EXIT, K_FINAL = R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_EXIT], R.KIND_CODE[R.FINAL]
 
 
+_ROW_COLUMNS = frozenset({"code", "comm", "flags", "peer", "rank", "ref", "req", "seq", "sseq",
+                          "tag"})
+
+
 class Rows:
     """The first ``k`` records of a :class:`~mpvis.model.ingest.Batch` as Python
     lists (cheap to index one record at a time), and their extras.  Record
-    ``i`` has global index ``start + i``."""
+    ``i`` has global index ``start + i``.  A column becomes a list when first
+    read (the handlers that run record by record read a few)."""
 
-    __slots__ = ("code", "comm", "extras", "flags", "peer", "rank", "ref", "req", "seq",
-                 "sseq", "start", "tag")
+    code: list[int]
+    comm: list[int]
+    flags: list[int]
+    peer: list[int]
+    rank: list[int]
+    ref: list[int]
+    req: list[int]
+    seq: list[int]
+    sseq: list[int]
+    tag: list[int]
 
     def __init__(self, cols: Batch, start: int, k: int) -> None:
         self.start = start
-        self.code: list[int] = cols.code[:k].tolist()
-        self.flags: list[int] = cols.flags[:k].tolist()
-        self.rank: list[int] = cols.rank[:k].tolist()
-        self.seq: list[int] = cols.seq[:k].tolist()
-        self.comm: list[int] = cols.comm[:k].tolist()
-        self.peer: list[int] = cols.peer[:k].tolist()
-        self.tag: list[int] = cols.tag[:k].tolist()
-        self.req: list[int] = cols.req[:k].tolist()
-        self.ref: list[int] = cols.ref[:k].tolist()
-        self.sseq: list[int] = cols.sseq[:k].tolist()
         self.extras = cols.extras
+        self._cols, self._k = cols, k
+
+    def __getattr__(self, name: str) -> list[int]:
+        if name not in _ROW_COLUMNS:
+            raise AttributeError(name)
+        out: list[int] = getattr(self._cols, name)[:self._k].tolist()
+        setattr(self, name, out)
+        return out
 
 
 #: Kinds whose context rules run record by record (and nonblocking sends and
