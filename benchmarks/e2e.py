@@ -153,15 +153,19 @@ def _run(cmd: list[str], stdout: Any = subprocess.DEVNULL, env: dict[str, str] |
     """Run ``cmd``; wall seconds, peak RSS in bytes (with its children), captured
     stdout, and CPU seconds (user + system, with its children)."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=stdout, stderr=subprocess.PIPE, env=env)
-    text = ""
-    if stdout is subprocess.PIPE:
-        assert proc.stdout is not None
-        text = proc.stdout.read().decode()
-    _, status, usage = os.wait4(proc.pid, 0)
-    dt = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode() if proc.stderr else ""
+    # stderr into a file, not a pipe read at the end: a child writing more than a
+    # pipe holds (a traceback per slot, say) would block forever
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(cmd, stdout=stdout, stderr=errors, env=env)
+        text = ""
+        if stdout is subprocess.PIPE:
+            assert proc.stdout is not None
+            text = proc.stdout.read().decode()
+        _, status, usage = os.wait4(proc.pid, 0)
+        dt = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        errors.seek(0)
+        err = errors.read().decode(errors="replace")
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"{cmd} exited {proc.returncode}: {err[-2000:]}")
     return dt, usage.ru_maxrss * 1024, text, usage.ru_utime + usage.ru_stime
