@@ -36,6 +36,7 @@ from __future__ import annotations
 import gc
 import queue
 import threading
+import traceback
 from collections import deque
 from collections.abc import Container
 from pathlib import Path
@@ -324,6 +325,10 @@ class TraceLoader(QtCore.QThread):
                 self.progressed.emit(int(1000 * min(self._seen, total) // max(total, 1)), 1000)
         except TraceFileError as exc:
             self._error = exc
+            self._done()
+        except Exception as exc:  # a bug: the load stops with it, not a traceback a turn
+            traceback.print_exc()
+            self._error = TraceFileError(self.path, None, f"internal error: {exc!r}", a.model)
             self._done()
 
     def _done(self) -> None:

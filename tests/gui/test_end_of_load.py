@@ -209,3 +209,32 @@ def test_the_race_list_reuses_its_filtered_classifier_races_only_while_they_are_
     half = races[: len(races) // 2]
     panel.set_lists(half, None)  # other classifier races, the same exact ones
     assert panel.shown() == fresh(1, half) != fresh(1, races)
+
+
+def test_a_bug_while_the_model_grows_ends_the_load_with_its_message(
+        qtbot: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mpvis.gui import loader as loader_mod
+    from mpvis.tracefile.writer import write_trace
+
+    path = tmp_path / "t.jsonl"
+    write_trace(path, make_header(4, program="synthetic.py"), generate_records(3_000, 4, seed=1))
+    real = loader_mod.add_parsed
+    calls = []
+
+    def add_then_break(*args: Any) -> None:  # the second step hits a bug in the model
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("broken step")
+        real(*args)
+
+    monkeypatch.setattr(loader_mod, "add_parsed", add_then_break)
+    monkeypatch.setattr(loader_mod, "FEED_STEP", 500)
+    win = shown_window(qtbot)
+    win.open_trace(path)
+    loader = win.loader
+    assert loader is not None
+    with qtbot.waitSignal(loader.failed, timeout=30_000) as got:
+        pass
+    assert "internal error" in got.args[0] and "broken step" in got.args[0]
+    assert len(calls) == 2  # no step after it
+    assert got.args[1] is not None and got.args[1].model.event_count == 500  # shown
