@@ -1800,6 +1800,47 @@ static int get_cols(PyObject *const *objs, Py_buffer *cols)
     return NCOLS;
 }
 
+/* The waits held as arrays (the store's Extras.wait_buffers): global indices
+ * (ascending), offsets (one more), requests. */
+enum { W_GIDX, W_OFF, W_REQ, NWAITS };
+
+/* Borrow the wait arrays' buffers (int64; offsets one more than indices) into
+ * waits, *got of them; -1 (with *got borrowed, to release) on error. */
+static int get_waits(PyObject *const *objs, Py_buffer *waits, int *got)
+{
+    *got = 0;
+    for (int c = 0; c < NWAITS; c++) {
+        if (PyObject_GetBuffer(objs[c], &waits[c], PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
+            return -1;
+        }
+        *got = c + 1;
+        const char *f = waits[c].format ? waits[c].format : "B";
+        if (*f == '@' || *f == '=') {
+            f++;
+        }
+        if (waits[c].ndim != 1 || waits[c].itemsize != 8 || strlen(f) != 1 ||
+            strchr("lq", *f) == NULL) {
+            PyErr_SetString(PyExc_TypeError,
+                            "exact race detector: wait arrays must hold 8-byte signed integers");
+            return -1;
+        }
+    }
+    if (waits[W_OFF].len != waits[W_GIDX].len + 8) {
+        PyErr_SetString(PyExc_ValueError,
+                        "exact race detector: wait offsets must be one more than waits");
+        return -1;
+    }
+    const int64_t *off = waits[W_OFF].buf;
+    Py_ssize_t n = waits[W_GIDX].len / 8, nreq = waits[W_REQ].len / 8;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (off[i] < 0 || off[i] > off[i + 1] || off[i + 1] > nreq) {
+            PyErr_SetString(PyExc_ValueError, "exact race detector: wait offsets out of range");
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* The dict mapping[g] (borrowed, NULL when absent or not a dict; -1 on error). */
 static int lookup(PyObject *mapping, i64 g, PyObject **out)
 {
@@ -1817,11 +1858,35 @@ static int lookup(PyObject *mapping, i64 g, PyObject **out)
     return 0;
 }
 
+/* A wait's requests from those arrays, if g is one of them. */
+static void read_wait_reqs(const Py_buffer *waits, i64 g, Rec *out)
+{
+    const int64_t *wg = waits[W_GIDX].buf, *off = waits[W_OFF].buf, *req = waits[W_REQ].buf;
+    Py_ssize_t lo = 0, hi = waits[W_GIDX].len / 8;
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (wg[mid] < g) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if (lo == waits[W_GIDX].len / 8 || wg[lo] != g) {
+        return;
+    }
+    i64 a = off[lo], b = off[lo + 1];
+    out->reqs = xmalloc((size_t)(b > a ? b - a : 1) * sizeof(i64));
+    for (i64 i = a; i < b; i++) {
+        out->reqs[out->nreqs++] = req[i];
+    }
+}
+
 /* Read record g from the columns (1), or 0 when it is no communication record
  * of a rank in range; -1 on error.  A wait's requests and a coll's op and root
  * come from extras[g]; a consume's send is its partner's key, else named[g]. */
-static int read_row(Det *d, const Py_buffer *cols, i64 g, Py_ssize_t rows, PyObject *extras,
-                    PyObject *named, Rec *out, int *cat, bool *has_root, i64 *root)
+static int read_row(Det *d, const Py_buffer *cols, const Py_buffer *waits, i64 g,
+                    Py_ssize_t rows, PyObject *extras, PyObject *named, Rec *out, int *cat,
+                    bool *has_root, i64 *root)
 {
     int k = (int)col_at(&cols[C_KIND], g);
     if (k < K_SEND || k > K_EXIT) {
@@ -1876,7 +1941,9 @@ static int read_row(Det *d, const Py_buffer *cols, i64 g, Py_ssize_t rows, PyObj
         if (lookup(extras, g, &extra) < 0) {
             return -1;
         }
-        if (extra != NULL && PyDict_Check(extra)) {
+        if (extra == NULL) {
+            read_wait_reqs(waits, g, out);
+        } else if (PyDict_Check(extra)) {
             Py_INCREF(extra);
             int rc = read_reqs(extra, out);
             Py_DECREF(extra);
@@ -1906,24 +1973,32 @@ static int read_row(Det *d, const Py_buffer *cols, i64 g, Py_ssize_t rows, PyObj
 
 static PyObject *det_feed_columns(Det *d, PyObject *args)
 {
-    PyObject *columns, *extras, *named;
+    PyObject *columns, *extras, *named, *wait_arrays;
     if (d->broken) {
         PyErr_SetString(PyExc_RuntimeError, "exact race detector: unusable after an error");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!O!O!:feed_columns", &PyTuple_Type, &columns, &PyDict_Type,
-                          &extras, &PyDict_Type, &named)) {
+    if (!PyArg_ParseTuple(args, "O!O!O!O!:feed_columns", &PyTuple_Type, &columns, &PyDict_Type,
+                          &extras, &PyDict_Type, &named, &PyTuple_Type, &wait_arrays)) {
         return NULL;
     }
-    if (PyTuple_GET_SIZE(columns) != NCOLS) {
-        PyErr_Format(PyExc_TypeError, "exact race detector: feed_columns takes %d columns",
-                     NCOLS);
+    if (PyTuple_GET_SIZE(columns) != NCOLS || PyTuple_GET_SIZE(wait_arrays) != NWAITS) {
+        PyErr_Format(PyExc_TypeError,
+                     "exact race detector: feed_columns takes %d columns and %d wait arrays",
+                     NCOLS, NWAITS);
         return NULL;
     }
     Py_buffer cols[NCOLS];
     int got = get_cols(&PyTuple_GET_ITEM(columns, 0), cols);
     if (got < NCOLS) {
         release_cols(cols, got);
+        return NULL;
+    }
+    Py_buffer waits[NWAITS];
+    int wgot;
+    if (get_waits(&PyTuple_GET_ITEM(wait_arrays, 0), waits, &wgot) < 0) {
+        release_cols(waits, wgot);
+        release_cols(cols, NCOLS);
         return NULL;
     }
     Py_ssize_t rows = PY_SSIZE_T_MAX;
@@ -1938,6 +2013,7 @@ static PyObject *det_feed_columns(Det *d, PyObject *args)
     if (setjmp(env)) {
         oom_jump = outer;
         d->broken = true;
+        release_cols(waits, NWAITS);
         release_cols(cols, NCOLS);
         return PyErr_NoMemory();
     }
@@ -1953,11 +2029,12 @@ static PyObject *det_feed_columns(Det *d, PyObject *args)
                          (long long)g);
             ok = -1;
         } else {
-            ok = read_row(d, cols, g, rows, extras, named, &rec, &cat, &has_root, &root);
+            ok = read_row(d, cols, waits, g, rows, extras, named, &rec, &cat, &has_root, &root);
         }
         if (ok < 0) {
             rec_free(&rec);
             oom_jump = outer;
+            release_cols(waits, NWAITS);
             release_cols(cols, NCOLS);
             return NULL;
         }
@@ -1966,6 +2043,7 @@ static PyObject *det_feed_columns(Det *d, PyObject *args)
         }
     }
     oom_jump = outer;
+    release_cols(waits, NWAITS);
     release_cols(cols, NCOLS);
     Py_RETURN_NONE;
 }
@@ -2261,7 +2339,8 @@ static PyMethodDef det_methods[] = {
     {"feed", (PyCFunction)det_feed, METH_O, "Take the next records of the causally ordered stream."},
     {"feed_columns", (PyCFunction)det_feed_columns, METH_VARARGS,
      "feed_columns((gidx, kind, rank, seq, peer, tag, comm, flags, req, ref, partner), extras, "
-     "named): the next records of the stream, read from the model's columns."},
+     "named, (wait gidx, offsets, requests)): the next records of the stream, read from the "
+     "model's columns."},
     {"finish", (PyCFunction)det_finish, METH_NOARGS, "End of input: release waits, test unmatched sends."},
     {"found", (PyCFunction)det_found, METH_NOARGS,
      "The conflicts found, as (rank, recv, s1 rank, s1 seq, s2 rank, s2 seq), in discovery order."},

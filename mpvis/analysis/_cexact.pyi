@@ -21,6 +21,7 @@ class Detector:
         columns: tuple[Buffer, ...],
         extras: dict[int, dict[str, Any]],
         named: dict[int, tuple[int, int]],
+        waits: tuple[Buffer, Buffer, Buffer],
         /,
     ) -> None: ...
     def finish(self) -> None: ...

@@ -43,8 +43,9 @@ closed one per tag.  The detector may so list only some conflicting pairs;
 
 Implementation.  The algorithm runs in C (``mpvis/analysis/_cexact.c``, built by
 ``pip install``): each record is read once, when it arrives, from the model's
-columns (the store's arrays read as buffers; a wait's ``reqs`` and a
-collective's ``op`` and ``root`` from the store's extras) or from its dict, and
+columns (the store's arrays read as buffers; a wait's ``reqs`` from the
+store's extras' arrays or dicts, a collective's ``op`` and ``root`` from its
+extras) or from its dict, and
 clocks are arrays of 32-bit components.  This module is its Python face: the
 same contract (``feed`` any batches of the causally ordered stream, ``finish``
 at the end of input), results as tuples, report entries or an array.  A record
@@ -146,7 +147,9 @@ class ExactRaceDetector:
     def feed_columns(self, cols: ReleasedColumns) -> None:
         """Exactly ``feed(cols.records())``, read from the store's columns in C
         (no record dict is built)."""
-        self._det.feed_columns(cols.buffers(), cols.store.extras, cols.named)
+        extras = cols.store.extras
+        self._det.feed_columns(cols.buffers(), extras.plain(), cols.named,
+                               extras.wait_buffers())
 
     def finish(self) -> None:
         """End of input: release what waited for unknown matches, test unmatched sends."""

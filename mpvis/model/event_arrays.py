@@ -51,7 +51,6 @@ Field = Literal["rank", "seq", "kind", "t", "site", "comm", "peer", "tag", "flag
                 "req", "ref", "size", "call"]
 
 Positions = npt.NDArray[np.integer[Any]]
-_EMPTY: Mapping[str, Any] = {}
 
 
 def _column(store: EventStore, name: Field) -> Column:
@@ -106,8 +105,7 @@ class EventArrays:
         """The fields no column holds (collective arguments, a wait's ``reqs``,
         ``state`` variables...) of the events at ``positions``; an empty mapping
         for an event without any.  The store's own dicts: never change one."""
-        get = self._store.extras.get
-        return [get(g, _EMPTY) for g in self.indices[positions].tolist()]
+        return self._store.extras.get_many(self.indices[positions].tolist())
 
 
 class RunArrays(EventArrays):
@@ -183,8 +181,7 @@ class RunArrays(EventArrays):
         ``value`` (``mode == "buffered"`` of a buffered send): one pass over the
         sparse extras, none over the events."""
         store = self._store
-        g = np.asarray([g for g, ex in store.extras.items() if name in ex and ex[name] == value],
-                       dtype=np.int64)
+        g = np.asarray(store.extras.with_field(name, value), dtype=np.int64)
         rank, seq = store.c_rank.view()[g], store.c_seq.view()[g]
         held = seq < np.asarray(self.counts, dtype=np.int64)[rank]  # not after the snapshot
         return np.sort(self.position(rank[held], seq[held]))

@@ -12,21 +12,58 @@ its time in those calls.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from array import array
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
+from mpvis.model.columns import Column
+from mpvis.model.extras import Extras
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING, F_SYNC
-
-if TYPE_CHECKING:
-    from mpvis.model.manager import ModelManager
-    from mpvis.model.store import EventStore
-
-__all__ = ["rank_records", "rebuild_records"]
-
 from mpvis.protocol.record_types import Record
+
+__all__ = ["ColumnSource", "rank_records", "rebuild_records"]
+
+
+class ColumnSource(Protocol):
+    """What records are rebuilt from: a model (``ModelManager``) or its store."""
+
+    @property
+    def c_kind(self) -> Column: ...
+    @property
+    def c_rank(self) -> Column: ...
+    @property
+    def c_seq(self) -> Column: ...
+    @property
+    def c_t(self) -> Column: ...
+    @property
+    def c_site(self) -> Column: ...
+    @property
+    def c_comm(self) -> Column: ...
+    @property
+    def c_flags(self) -> Column: ...
+    @property
+    def c_peer(self) -> Column: ...
+    @property
+    def c_tag(self) -> Column: ...
+    @property
+    def c_ref(self) -> Column: ...
+    @property
+    def c_req(self) -> Column: ...
+    @property
+    def c_call(self) -> Column: ...
+    @property
+    def c_size(self) -> Column: ...
+    @property
+    def c_partner(self) -> Column: ...
+    @property
+    def sites(self) -> list[str]: ...
+    @property
+    def extras(self) -> Extras: ...
+    @property
+    def by_rank(self) -> list[array[int]]: ...
 
 _SEND = R.KIND_CODE[R.SEND]
 _RECV = R.KIND_CODE[R.RECV]
@@ -34,7 +71,7 @@ _CONSUME = R.KIND_CODE[R.CONSUME]
 
 
 def rebuild_records(
-    m: ModelManager | EventStore, gids: npt.NDArray[np.integer[Any]], *,
+    m: ColumnSource, gids: npt.NDArray[np.integer[Any]], *,
     comm_always: bool = False,
 ) -> list[Record]:
     """The trace records of global events ``gids``, in that order (``m``: a model
@@ -71,7 +108,7 @@ def rebuild_records(
     out: list[Record] = []
     append = out.append
     isnan = math.isnan
-    gl = g.tolist()
+    extra_of = extras.get_many(g.tolist()) if extras else None
     for i, code in enumerate(codes):
         rec: Record = {"rank": ranks[i], "seq": seqs[i], "kind": kinds_names[code]}
         t = ts[i]
@@ -105,8 +142,8 @@ def rebuild_records(
             rec["req"] = reqs[i]
         if calls[i] >= 0:
             rec["call"] = calls[i]
-        if extras:
-            extra = extras.get(gl[i])
+        if extra_of is not None:
+            extra = extra_of[i]
             if extra:
                 rec.update(extra)
         if comm_always and "comm" not in rec:
@@ -115,6 +152,6 @@ def rebuild_records(
     return out
 
 
-def rank_records(m: ModelManager, rank: int) -> list[Record]:
+def rank_records(m: ColumnSource, rank: int) -> list[Record]:
     """Every record of ``rank``, in ``seq`` order (``[m.record(rank, s) for s ...]``)."""
     return rebuild_records(m, np.frombuffer(m.by_rank[rank], dtype=np.int64))

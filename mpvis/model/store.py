@@ -28,6 +28,7 @@ from typing import Any, cast
 import numpy as np
 
 from mpvis.model.columns import Column
+from mpvis.model.extras import Extras
 from mpvis.model.ingest import Batch, SiteTable
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING, F_SYNC
@@ -58,9 +59,9 @@ class EventStore:
         #: Lamport clock of each causally processed event (-1 until processed):
         #: consistent with happened-before, for the diagram's logical layout.
         self.c_lamport = Column("i")
-        #: Fields no column holds, by global index (equal dicts may be one object:
-        #: never change one in place).
-        self.extras: dict[int, dict[str, Any]] = {}
+        #: Fields no column holds, by global index (equal dicts may be one object,
+        #: a wait's ``reqs`` is held in arrays: never change one in place).
+        self.extras = Extras()
         self._shared: dict[tuple[str, str], dict[str, Any]] = {}
         self.site_table = SiteTable()
         #: Call sites by id (``c_site``).
@@ -92,7 +93,7 @@ class EventStore:
         share = self._shared_extra
         for i, extra in cols.extras.items():
             if i < k:
-                self.extras[start + i] = share(extra)
+                self.extras.add(start + i, share(extra))
         ranks = cols.rank[:k]
         order = np.argsort(ranks, kind="stable")
         sr = ranks[order]
@@ -135,8 +136,7 @@ class EventStore:
                 cut -= 1
             del events[cut:]
             kept.append(cut)
-        for i in [i for i in self.extras if i >= g]:
-            del self.extras[i]
+        self.extras.truncate(g)
         return kept
 
     def link(self, sg: int, cg: int) -> None:

@@ -98,16 +98,22 @@ def test_bad_columns_are_clear_errors() -> None:
     det = _cexact.Detector(2, ALL_TO_ALL, FROM_ROOT, TO_ROOT)
     cols = _columns(1)
     gidx = np.zeros(1, dtype=np.int64).data
+    waits = (array("q"), array("q", [0]), array("q"))
     with pytest.raises(ValueError, match="global index 5 out of range"):
-        det.feed_columns((np.array([5], dtype=np.int64).data, *cols), {}, {})
+        det.feed_columns((np.array([5], dtype=np.int64).data, *cols), {}, {}, waits)
     wide = list(cols)
     wide[1] = array("q", [0])  # rank as int64
     with pytest.raises(TypeError, match="column 'rank' must hold 4-byte"):
-        det.feed_columns((gidx, *wide), {}, {})
+        det.feed_columns((gidx, *wide), {}, {}, waits)
     with pytest.raises(TypeError, match="must be dict"):
-        det.feed_columns((gidx, *cols), [], {})  # type: ignore[arg-type]  # the bad call under test
+        det.feed_columns((gidx, *cols), [], {}, waits)  # type: ignore[arg-type]  # the bad call under test
     with pytest.raises(TypeError, match="takes 11 columns"):
-        det.feed_columns(tuple(cols), {}, {})
-    det.feed_columns((gidx, *cols), {}, {})  # a send of rank 0: still usable
+        det.feed_columns(tuple(cols), {}, {}, waits)
+    with pytest.raises(ValueError, match="wait offsets must be one more"):
+        det.feed_columns((gidx, *cols), {}, {}, (array("q"), array("q"), array("q")))
+    with pytest.raises(ValueError, match="wait offsets out of range"):
+        det.feed_columns((gidx, *cols), {}, {}, (array("q", [0]), array("q", [0, 2]),
+                                                  array("q", [7])))
+    det.feed_columns((gidx, *cols), {}, {}, waits)  # a send of rank 0: still usable
     det.finish()
     assert det.count() == 0
