@@ -10,9 +10,11 @@
  * released.
  *
  * A column is one of:
- *   - a C-contiguous int64 buffer: the value in decimal;
- *   - a pair (ids, texts): a buffer of ids (int64, uint8 or bool) into a tuple
- *     of bytes, the text of the id (a site's JSON string, "true"/"false");
+ *   - a C-contiguous int64 buffer, or a row of one (a triple (buffer, row, 8):
+ *     its values are bytes row*n*8 on): the value in decimal;
+ *   - a pair (ids, texts): ids (int64, uint8 or bool, a buffer or a row of one:
+ *     (buffer, row, 8 or 1)) into a tuple of bytes, the text of the id (a
+ *     site's JSON string, "true"/"false");
  *   - bytes: a JSON array of one number per row, as orjson wrote it (floats:
  *     orjson's text of each value is kept exactly, not formatted again).
  * A row whose template index is -1 takes the next line of `others` as it is
@@ -35,7 +37,8 @@ typedef struct {
     int kind;
     Py_buffer buf;         /* COL_INT, COL_TEXT: the int64 values or ids */
     int held;
-    int byte_ids;          /* COL_TEXT: the ids are bytes (uint8 or bool), not int64 */
+    const char *base;      /* COL_INT, COL_TEXT: the first value */
+    int itemsize;          /* 8: int64 values, 1: uint8 (ids only) */
     const char **texts;    /* COL_TEXT: the id's text and its length */
     Py_ssize_t *lens;
     Py_ssize_t ntexts;
@@ -178,6 +181,70 @@ bad:
     return -1;
 }
 
+/* The values of a column, into c->base and c->itemsize: a buffer of n int64 values
+ * (or, with bytes_ok, of n uint8 or bool values), or a triple (buffer, row, size):
+ * row `row` of a C-contiguous buffer holding rows of n values of `size` bytes each
+ * (8: int64, 1: uint8), as compact_columns keeps its columns. */
+static int get_values(Column *c, PyObject *obj, Py_ssize_t n, int bytes_ok, const char *what)
+{
+    if (PyTuple_Check(obj)) {
+        Py_ssize_t row, size;
+        if (PyTuple_GET_SIZE(obj) != 3 || !PyLong_Check(PyTuple_GET_ITEM(obj, 1))
+                || !PyLong_Check(PyTuple_GET_ITEM(obj, 2))) {
+            PyErr_Format(PyExc_TypeError, "%s: a row of a buffer is a triple (buffer, row, "
+                         "size)", what);
+            return -1;
+        }
+        row = PyLong_AsSsize_t(PyTuple_GET_ITEM(obj, 1));
+        size = PyLong_AsSsize_t(PyTuple_GET_ITEM(obj, 2));
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        if (size != 8 && !(size == 1 && bytes_ok)) {
+            PyErr_Format(PyExc_ValueError, "%s: values of %zd bytes", what, size);
+            return -1;
+        }
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(obj, 0), &c->buf, PyBUF_C_CONTIGUOUS) < 0) {
+            return -1;
+        }
+        c->held = 1;
+        if (row < 0 || n < 0 || c->buf.len / size / (n ? n : 1) <= row) {
+            PyErr_Format(PyExc_ValueError, "%s: no row %zd of %zd values in %zd bytes", what,
+                         row, n, c->buf.len);
+            return -1;
+        }
+        c->base = (const char *)c->buf.buf + row * n * size;
+        c->itemsize = (int)size;
+        return 0;
+    }
+    if (bytes_ok) {
+        if (PyObject_GetBuffer(obj, &c->buf, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
+            return -1;
+        }
+        c->held = 1;
+        const char *f = c->buf.format ? c->buf.format : "B";
+        if (c->buf.itemsize == 1 && (strcmp(f, "B") == 0 || strcmp(f, "?") == 0)) {
+            if (c->buf.len != n) {
+                PyErr_Format(PyExc_ValueError, "%s: %zd values for %zd rows", what,
+                             c->buf.len, n);
+                return -1;
+            }
+            c->base = c->buf.buf;
+            c->itemsize = 1;
+            return 0;
+        }
+        PyBuffer_Release(&c->buf);
+        c->held = 0;
+    }
+    if (get_int64(&c->buf, obj, n, what) < 0) {
+        return -1;
+    }
+    c->held = 1;
+    c->base = c->buf.buf;
+    c->itemsize = 8;
+    return 0;
+}
+
 static int get_column(Column *c, PyObject *obj, Py_ssize_t n)
 {
     memset(c, 0, sizeof(*c));
@@ -185,8 +252,8 @@ static int get_column(Column *c, PyObject *obj, Py_ssize_t n)
         c->kind = COL_ARRAY;
         return array_starts(c, obj, n);
     }
-    if (PyTuple_Check(obj)) {
-        if (PyTuple_GET_SIZE(obj) != 2 || !PyTuple_Check(PyTuple_GET_ITEM(obj, 1))) {
+    if (PyTuple_Check(obj) && PyTuple_GET_SIZE(obj) == 2) {
+        if (!PyTuple_Check(PyTuple_GET_ITEM(obj, 1))) {
             PyErr_SetString(PyExc_TypeError, "a text column is a pair (ids, tuple of bytes)");
             return -1;
         }
@@ -211,35 +278,11 @@ static int get_column(Column *c, PyObject *obj, Py_ssize_t n)
                 c->widest = c->lens[i];
             }
         }
-        PyObject *ids = PyTuple_GET_ITEM(obj, 0);
-        if (PyObject_GetBuffer(ids, &c->buf, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) < 0) {
-            return -1;
-        }
-        c->held = 1;
-        const char *f = c->buf.format ? c->buf.format : "B";
-        if (c->buf.itemsize == 1 && (strcmp(f, "B") == 0 || strcmp(f, "?") == 0)) {
-            c->byte_ids = 1;
-            if (c->buf.len != n) {
-                PyErr_Format(PyExc_ValueError, "ids: %zd values for %zd rows", c->buf.len, n);
-                return -1;
-            }
-            return 0;
-        }
-        PyBuffer_Release(&c->buf);
-        c->held = 0;
-        if (get_int64(&c->buf, ids, n, "ids") < 0) {
-            return -1;
-        }
-        c->held = 1;
-        return 0;
+        return get_values(c, PyTuple_GET_ITEM(obj, 0), n, 1, "ids");
     }
     c->kind = COL_INT;
     c->widest = 20;
-    if (get_int64(&c->buf, obj, n, "column") < 0) {
-        return -1;
-    }
-    c->held = 1;
-    return 0;
+    return get_values(c, obj, n, 0, "column");
 }
 
 static void free_column(Column *c)
@@ -252,10 +295,14 @@ static void free_column(Column *c)
     PyMem_Free(c->starts);
 }
 
-static int get_templates(Template *tpl, PyObject *templates, const Column *cols,
-                         Py_ssize_t ncols)
+/* The templates some row uses (used[k]), parsed; the others stay empty. */
+static int get_templates(Template *tpl, PyObject *templates, const char *used,
+                         const Column *cols, Py_ssize_t ncols)
 {
     for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(templates); k++) {
+        if (!used[k]) {
+            continue;
+        }
         PyObject *items = PyTuple_GET_ITEM(templates, k);
         if (!PyTuple_Check(items)) {
             PyErr_SetString(PyExc_TypeError, "a template is a tuple of bytes and column indices");
@@ -298,6 +345,10 @@ static int get_templates(Template *tpl, PyObject *templates, const Column *cols,
     }
     return 0;
 }
+
+/* Rows from which lines() writes without the GIL (for fewer, handing it over and
+ * taking it back costs more than it lets another thread do). */
+#define RELEASE_ROWS 4096
 
 /* Why write_rows stopped early. */
 enum { WR_OK = 0, WR_MEMORY = 1, WR_SHAPE = 2, WR_ID = 3, WR_OTHERS = 4 };
@@ -344,14 +395,20 @@ static int write_rows(Out *out, const char *prefix, Py_ssize_t prefix_len,
             }
             const Column *c = &cols[p->col];
             if (c->kind == COL_INT) {
-                w += int_text(w, ((const int64_t *)c->buf.buf)[r]);
+                int64_t v;
+                memcpy(&v, c->base + 8 * r, 8);
+                w += int_text(w, v);
                 continue;
             }
             const char *s;
             size_t len;
             if (c->kind == COL_TEXT) {
-                int64_t id = c->byte_ids ? ((const uint8_t *)c->buf.buf)[r]
-                                         : ((const int64_t *)c->buf.buf)[r];
+                int64_t id;
+                if (c->itemsize == 1) {
+                    id = ((const uint8_t *)c->base)[r];
+                } else {
+                    memcpy(&id, c->base + 8 * r, 8);
+                }
                 if (id < 0 || id >= c->ntexts) {
                     return WR_ID;
                 }
@@ -394,6 +451,7 @@ static PyObject *lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Py_buffer shape_buf;
     int shape_held = 0;
     Template *tpl = PyMem_Calloc((size_t)ntpl + 1, sizeof(Template));
+    char *used = NULL;
     Column *cols = PyMem_Calloc((size_t)ncols + 1, sizeof(Column));
     const char **other = PyMem_Malloc(sizeof(char *) * (size_t)(nothers + 1));
     Py_ssize_t *other_len = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(nothers + 1));
@@ -422,7 +480,17 @@ static PyObject *lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             goto done;
         }
     }
-    if (get_templates(tpl, templates, cols, ncols) < 0) {
+    used = PyMem_Calloc((size_t)ntpl + 1, 1);
+    if (used == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t r = 0; r < n; r++) {  /* out of range: write_rows says which row */
+        if (shape[r] >= 0 && shape[r] < ntpl) {
+            used[shape[r]] = 1;
+        }
+    }
+    if (get_templates(tpl, templates, used, cols, ncols) < 0) {
         goto done;
     }
     if (reserve(&out, (size_t)n * 100) < 0) {  /* a ring's line is about 120 bytes */
@@ -431,10 +499,15 @@ static PyObject *lines(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     }
     int why;
     Py_ssize_t at = 0;
-    Py_BEGIN_ALLOW_THREADS
-    why = write_rows(&out, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix), shape, n, tpl,
-                     ntpl, cols, other, other_len, nothers, &at);
-    Py_END_ALLOW_THREADS
+    if (n < RELEASE_ROWS) {
+        why = write_rows(&out, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix), shape, n,
+                         tpl, ntpl, cols, other, other_len, nothers, &at);
+    } else {
+        Py_BEGIN_ALLOW_THREADS
+        why = write_rows(&out, PyBytes_AS_STRING(prefix), PyBytes_GET_SIZE(prefix), shape, n,
+                         tpl, ntpl, cols, other, other_len, nothers, &at);
+        Py_END_ALLOW_THREADS
+    }
     switch (why) {
     case WR_OK: break;
     case WR_MEMORY: PyErr_NoMemory(); goto done;
@@ -465,6 +538,7 @@ done:
         }
     }
     PyMem_Free(tpl);
+    PyMem_Free(used);
     PyMem_Free(cols);
     PyMem_Free(other);
     PyMem_Free(other_len);
@@ -546,13 +620,14 @@ static int put_row(const Cols *c, Py_ssize_t r, int kind, int flags, int64_t seq
 }
 
 PyDoc_STRVAR(expand_doc,
-"expand(recs, nprocs, nsites, /) -> (rows, ints, t, flags) | None\n\n"
+"expand(recs, nprocs, nsites, /) -> (rows, ints, t, flags, others, final) | None\n\n"
 "The records of a COMPACT batch (recs: 64-byte records) as columns, a merged receive\n"
 "(kind 9) as its two rows, or None if the batch is not taken whole: an unknown kind, a\n"
 "buffer send or a channel consume, a site id from nsites on, a row breaking a\n"
 "per-record rule, seq values that do not follow one another or leave [0, 2**62].\n"
 "ints: int64 columns seq, site, comm, peer, tag, ref, sseq, call, shape (one after the\n"
-"other, rows values each); t: float64; flags: uint8 columns kind, blocking, sync, req.\n"
+"other, rows values each); t: float64; flags: uint8 columns kind, blocking, sync, req;\n"
+"others: how many rows are waits, collectives or states; final: whether one is a final.\n"
 "See compact_columns._expanded, which this is.");
 
 static PyObject *expand(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -591,11 +666,14 @@ static PyObject *expand(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
     Cols c = {(int64_t *)(void *)PyByteArray_AS_STRING(ints),
               (double *)(void *)PyByteArray_AS_STRING(ts),
               (uint8_t *)PyByteArray_AS_STRING(bools), rows, nprocs};
-    int ok = 1;
-    Py_ssize_t r = 0;
+    int ok = 1, has_final = 0;
+    Py_ssize_t r = 0, others = 0;
     for (Py_ssize_t k = 0; k < n && ok; k++) {
         Rec m;
         memcpy(&m, raw + k * (Py_ssize_t)sizeof(Rec), sizeof m);
+        others += m.kind == MVK_WAIT || m.kind == MVK_COLL || m.kind == MVK_COLL_EXIT
+            || m.kind == MVK_STATE;
+        has_final |= m.kind == MVK_FINAL;
         if (m.kind != MVK_RECV_CONSUME) {
             ok = put_row(&c, r++, m.kind, m.flags, m.seq, m.t, m.site, m.call, m.comm, m.a,
                          m.b, m.c, m.d, 0);
@@ -623,7 +701,8 @@ static PyObject *expand(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(bools);
         Py_RETURN_NONE;
     }
-    return Py_BuildValue("nNNN", rows, ints, ts, bools);
+    return Py_BuildValue("nNNNnO", rows, ints, ts, bools, others,
+                         has_final ? Py_True : Py_False);
 fail:
     Py_XDECREF(ints);
     Py_XDECREF(ts);

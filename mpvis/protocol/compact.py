@@ -67,6 +67,8 @@ from __future__ import annotations
 import struct
 from typing import Any, Final
 
+import orjson
+
 from mpvis.protocol.codes import (
     MVC_BLOCKING,
     MVC_BUF,
@@ -160,6 +162,8 @@ class CompactDecoder:
         out of stream order (a rank's spill file); later batches' ``sites`` continue it."""
         self.rank = rank
         self._sites: list[str | None] = [None, *(sites or [])]  # id 0: no site
+        self._json: list[bytes] = []  # the JSON texts of the first sites (site_json)
+        self._json_tuple: tuple[bytes, ...] = ()
 
     @property
     def site_table(self) -> list[str | None]:
@@ -184,6 +188,21 @@ class CompactDecoder:
             return f"site table out of step (ids from {site0}, expected {len(self._sites)})"
         self._sites.extend(sites)
         return None
+
+    def forget_sites(self, known: int) -> None:
+        """Drop the sites from id ``known`` on (a batch taken back before any use)."""
+        del self._sites[known:]
+        del self._json[known:]
+        self._json_tuple = self._json_tuple[:known]
+
+    def site_json(self) -> tuple[bytes, ...]:
+        """The JSON texts (``orjson``'s) of the sites, by id (id 0: ``null``); each made
+        once per rank, the tuple once per growth of the table."""
+        json = self._json
+        if len(json) < len(self._sites):
+            json += map(orjson.dumps, self._sites[len(json):])
+            self._json_tuple = tuple(json)
+        return self._json_tuple
 
     def decode(self, body: dict[str, Any]) -> tuple[list[Record], str | None]:
         """The batch's records, and why it stopped early (``None``: it did not)."""

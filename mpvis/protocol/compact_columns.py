@@ -33,7 +33,9 @@ random batches.
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator, Sequence
+from functools import cached_property
 from typing import Any, Final, overload
 
 import numpy as np
@@ -44,7 +46,6 @@ from mpvis.protocol._cjournal import expand, lines
 from mpvis.protocol.codes import (
     MVK_COLL,
     MVK_COLL_EXIT,
-    MVK_FINAL,
     MVK_RECV_CONSUME,
     MVK_STATE,
     MVK_WAIT,
@@ -64,6 +65,7 @@ RECORD_DTYPE: Final = np.dtype([
 assert RECORD_DTYPE.itemsize == RECORD_SIZE
 
 _NUMPY: Final = orjson.OPT_SERIALIZE_NUMPY
+_FIRST: Final = struct.Struct("<q")
 
 # Row shapes: which keys a row's JSON object has, in ``decode``'s order.  The
 # column named by a str is written there; bytes are written as they are.  The
@@ -106,6 +108,11 @@ _INT_COLUMNS: Final = ("seq", "site", "comm", "peer", "tag", "ref", "sseq", "cal
 _FLAG_COLUMNS: Final = ("kind", "blocking", "sync", "req")
 #: The columns a row's template names, in the order :meth:`CompactColumns.jsonl` passes them.
 _COLUMNS: Final = ("seq", "t", "site", "comm", "peer", "tag", "sync", "ref", "sseq", "call")
+#: Each of them as its row of the int64 columns (``t`` and ``sync`` are not there: ``None``).
+_JSONL_COLUMNS: Final = tuple(_INT_COLUMNS.index(c) if c in _INT_COLUMNS else None
+                              for c in _COLUMNS)
+_SYNC_ROW: Final = _FLAG_COLUMNS.index("sync")
+_T_AT, _SITE_AT, _SYNC_AT = (_COLUMNS.index(c) for c in ("t", "site", "sync"))
 #: Kinds with a variable payload: their rows are expanded and checked one by one.
 _OTHERS: Final = (MVK_WAIT, MVK_COLL, MVK_COLL_EXIT, MVK_STATE)
 _KIND_NAMES: Final = {MVK_WAIT: "wait", MVK_COLL: "coll", MVK_COLL_EXIT: "coll_exit",
@@ -126,42 +133,95 @@ class CompactColumns(Sequence[Record]):
     A ``Sequence`` of the records' dicts, built on first use.
     """
 
-    def __init__(self, cols: dict[str, npt.NDArray[Any]], decoder: CompactDecoder,
-                 body: dict[str, Any], others: dict[int, bytes]) -> None:
-        """``cols``: the columns above and ``shape`` (each row's index of ``_ROWS``);
-        ``decoder`` and ``body``: the rank's decoder and the batch; ``others``: the
-        journal lines of the rows of other kinds (waits, collectives, states), by row."""
+    def __init__(self, expanded: tuple[int, bytearray, bytearray, bytearray],
+                 decoder: CompactDecoder, body: dict[str, Any], others: dict[int, bytes], *,
+                 has_final: bool) -> None:
+        """``expanded``: the columns as :func:`~mpvis.protocol._cjournal.expand` gives
+        them: ``(rows, ints, t, flags)``, ``ints`` the int64 columns :data:`_INT_COLUMNS`
+        one after the other, ``t``, ``flags`` the uint8 columns :data:`_FLAG_COLUMNS`
+        (``rows`` values each); NumPy arrays of them are
+        made when first asked for (the journal writes from the buffers).  ``decoder``
+        and ``body``: the rank's decoder and the batch; ``others``: the journal lines
+        of the rows of other kinds (waits, collectives, states), by row;
+        ``has_final``: whether a row is the rank's ``final``."""
         self.rank = decoder.rank
-        self.kind: npt.NDArray[np.uint8] = cols["kind"]
-        self.seq: npt.NDArray[np.int64] = cols["seq"]
-        self.t: npt.NDArray[np.float64] = cols["t"]
-        self.site: npt.NDArray[np.int64] = cols["site"]
-        self.comm: npt.NDArray[np.int64] = cols["comm"]
-        self.peer: npt.NDArray[np.int64] = cols["peer"]
-        self.tag: npt.NDArray[np.int64] = cols["tag"]
-        self.blocking: npt.NDArray[np.bool_] = cols["blocking"]
-        self.sync: npt.NDArray[np.bool_] = cols["sync"]
-        self.req: npt.NDArray[np.bool_] = cols["req"]
-        self.ref: npt.NDArray[np.int64] = cols["ref"]
-        self.sseq: npt.NDArray[np.int64] = cols["sseq"]
-        self.call: npt.NDArray[np.int64] = cols["call"]
+        self._rows, self._ints, self._t, self._flags = expanded
         #: The decoder's site table (ids from 0; id 0: no site); only grows.
         self.sites: list[str | None] = decoder.site_table
-        self._shape: npt.NDArray[np.intp] = cols["shape"]
         self._decoder = decoder
         self._body = body
         self._others = others
+        #: Whether the batch holds the rank's ``final`` record.
+        self.has_final = has_final
+        #: ``seq`` of the first record (the others follow it one by one).
+        self.first_seq: int = _FIRST.unpack_from(self._ints)[0]
         self._records: list[Record] | None = None
 
-    @property
-    def first_seq(self) -> int:
-        """``seq`` of the first record (the others follow it one by one)."""
-        return int(self.seq[0])
+    def _int(self, name: str) -> npt.NDArray[np.int64]:
+        i = _INT_COLUMNS.index(name)
+        return np.frombuffer(self._ints, np.int64, self._rows, 8 * i * self._rows)
 
-    @property
-    def has_final(self) -> bool:
-        """Whether the batch holds the rank's ``final`` record."""
-        return bool((self.kind == MVK_FINAL).any())
+    def _flag(self, name: str) -> npt.NDArray[Any]:
+        i = _FLAG_COLUMNS.index(name)
+        col = np.frombuffer(self._flags, np.uint8, self._rows, i * self._rows)
+        return col if name == "kind" else col.view(np.bool_)
+
+    @cached_property
+    def seq(self) -> npt.NDArray[np.int64]:
+        return self._int("seq")
+
+    @cached_property
+    def site(self) -> npt.NDArray[np.int64]:
+        return self._int("site")
+
+    @cached_property
+    def comm(self) -> npt.NDArray[np.int64]:
+        return self._int("comm")
+
+    @cached_property
+    def peer(self) -> npt.NDArray[np.int64]:
+        return self._int("peer")
+
+    @cached_property
+    def tag(self) -> npt.NDArray[np.int64]:
+        return self._int("tag")
+
+    @cached_property
+    def ref(self) -> npt.NDArray[np.int64]:
+        return self._int("ref")
+
+    @cached_property
+    def sseq(self) -> npt.NDArray[np.int64]:
+        return self._int("sseq")
+
+    @cached_property
+    def call(self) -> npt.NDArray[np.int64]:
+        return self._int("call")
+
+    @cached_property
+    def _shape(self) -> npt.NDArray[np.int64]:
+        return self._int("shape")
+
+    @cached_property
+    def t(self) -> npt.NDArray[np.float64]:
+        return np.frombuffer(self._t, np.float64)
+
+    @cached_property
+    def kind(self) -> npt.NDArray[np.uint8]:
+        return self._flag("kind")
+
+    @cached_property
+    def blocking(self) -> npt.NDArray[np.bool_]:
+        return self._flag("blocking")
+
+    @cached_property
+    def sync(self) -> npt.NDArray[np.bool_]:
+        return self._flag("sync")
+
+    @cached_property
+    def req(self) -> npt.NDArray[np.bool_]:
+        return self._flag("req")
+
 
     def records(self) -> list[Record]:
         """The records as dicts: :meth:`CompactDecoder.decode`'s expansion of the batch."""
@@ -171,7 +231,7 @@ class CompactColumns(Sequence[Record]):
         return self._records
 
     def __len__(self) -> int:
-        return len(self.seq)
+        return self._rows
 
     @overload
     def __getitem__(self, i: int) -> Record: ...
@@ -190,11 +250,12 @@ class CompactColumns(Sequence[Record]):
         ``sync`` and ``site`` by table, ``t`` as ``orjson`` writes the column (its
         float texts are ``orjson``'s); the rows of other kinds are the lines made
         one by one."""
-        site_texts = tuple(orjson.dumps(s) for s in self.sites[:int(self.site.max()) + 1])
-        columns = (self.seq, orjson.dumps(self.t, option=_NUMPY), (self.site, site_texts),
-                   self.comm, self.peer, self.tag, (self.sync, _TRUE_FALSE),
-                   self.ref, self.sseq, self.call)
-        return lines(b'{"rank":%d,"seq":' % self.rank, _TEMPLATES, self._shape, columns,
+        ints = self._ints
+        columns: list[Any] = [None if i is None else (ints, i, 8) for i in _JSONL_COLUMNS]
+        columns[_T_AT] = orjson.dumps(self.t, option=_NUMPY)
+        columns[_SITE_AT] = (columns[_SITE_AT], self._decoder.site_json())
+        columns[_SYNC_AT] = ((self._flags, _SYNC_ROW, 1), _TRUE_FALSE)
+        return lines(b'{"rank":%d,"seq":' % self.rank, _TEMPLATES, self._shape, tuple(columns),
                      tuple(self._others.values()))
 
 
@@ -233,21 +294,17 @@ def compact_columns(decoder: CompactDecoder, body: dict[str, Any], nprocs: int
     got = expand(recs, nprocs, len(sites))
     if got is None:
         return None
-    rows, ints, t, flags = got
-    cols = dict(zip(_INT_COLUMNS, np.frombuffer(ints, dtype=np.int64).reshape(-1, rows),
-                    strict=True))
-    cols.update(zip(_FLAG_COLUMNS, np.frombuffer(flags, dtype=np.uint8).reshape(-1, rows),
-                    strict=True))
-    for name in _FLAG_COLUMNS[1:]:
-        cols[name] = cols[name].view(np.bool_)
-    cols["t"] = np.frombuffer(t, dtype=np.float64)
+    rows, ints, t, flags, nothers, final = got
     known = len(decoder.site_table)
     decoder.take_sites(body)
-    others = _other_lines(decoder, body, cols["shape"], nprocs)
+    others: dict[int, bytes] | None = {}
+    if nothers:
+        shape = np.frombuffer(ints, np.int64, rows, 8 * _INT_COLUMNS.index("shape") * rows)
+        others = _other_lines(decoder, body, shape, nprocs)
     if others is None:
-        del decoder.site_table[known:]  # nothing changed
+        decoder.forget_sites(known)  # nothing changed
         return None
-    return CompactColumns(cols, decoder, body, others)
+    return CompactColumns((rows, ints, t, flags), decoder, body, others, has_final=final)
 
 
 def _other_lines(decoder: CompactDecoder, body: dict[str, Any], shape: npt.NDArray[np.int64],

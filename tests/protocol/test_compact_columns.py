@@ -141,10 +141,12 @@ def test_columns_hold_exactly_the_records_of_decode(body: dict[str, Any], rank: 
                 and _json(oracle) and _kinds_kept(body, oracle))
     if cols is None:
         assert decoder.site_table == [None]  # nothing changed
+        assert decoder.site_json() == (b"null",)
         assert not takeable
         return
     assert takeable
     assert decoder.site_table == [None, *SITES]
+    assert decoder.site_json() == tuple(map(orjson.dumps, [None, *SITES]))
     assert repr(cols.records()) == repr(oracle)  # repr: NaN times compare equal
     assert len(cols) == len(oracle) and list(cols) == cols.records()
     assert cols[1:] == cols.records()[1:]
