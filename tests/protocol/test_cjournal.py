@@ -97,3 +97,21 @@ def test_ids_may_be_bytes_or_bools() -> None:
     with pytest.raises(ValueError, match="id has no text"):
         lines(b"", ((0, b"\n"),), np.zeros(1, dtype=np.int64),
               ((np.array([2], dtype=np.uint8), texts),), ())
+
+
+def test_a_column_may_be_a_row_of_a_buffer() -> None:
+    """``(buffer, row, size)``: the ``row``-th run of n values of ``size`` bytes."""
+    ints = np.array([[1, 2], [30, -4]], dtype=np.int64).tobytes()
+    flags = bytes([0, 1, 1, 0])
+    tpl = ((0, b" ", 1, b"\n"),)
+    shape = np.zeros(2, dtype=np.int64)
+    assert lines(b"", tpl, shape, ((ints, 1, 8), ((flags, 1, 1), (b"f", b"t"))), ()) == \
+        b"30 t\n-4 f\n"
+    for bad, error, says in [((ints, 2, 8), ValueError, "no row 2"),
+                             ((ints, -1, 8), ValueError, "no row -1"),
+                             ((ints, 0, 4), ValueError, "values of 4 bytes"),
+                             ((ints, 0, 1), ValueError, "values of 1 bytes"),
+                             ((ints, "0", 8), TypeError, "triple"),
+                             ((ints, 0), TypeError, "pair")]:
+        with pytest.raises(error, match=says):
+            lines(b"", ((0, b"\n"),), shape, (bad,), ())
