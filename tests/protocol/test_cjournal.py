@@ -77,7 +77,7 @@ def test_any_bytes_are_columns_or_none(recs: bytes, nprocs: int, nsites: int) ->
     got = expand(recs, nprocs, nsites)
     if got is None:
         return
-    rows, ints, t, flags = got
+    rows, ints, t, flags, others, final = got
     assert len(recs) % RECORD_SIZE == 0 and rows >= len(recs) // RECORD_SIZE
     cols = np.frombuffer(ints, dtype=np.int64).reshape(9, rows)
     assert len(t) == 8 * rows and len(flags) == 4 * rows
@@ -85,6 +85,8 @@ def test_any_bytes_are_columns_or_none(recs: bytes, nprocs: int, nsites: int) ->
     assert seq[0] >= 0 and (np.diff(seq) == 1).all()
     assert ((site >= 0) & (site < nsites)).all()
     kind = np.frombuffer(flags, dtype=np.uint8)[:rows]
+    assert others == np.count_nonzero((kind >= 4) & (kind <= 7)) == np.count_nonzero(cols[8] == -1)
+    assert final == (kind == 8).any()
     p2p = (kind >= 1) & (kind <= 3)
     assert (comm[p2p] >= 0).all() and (peer[p2p] < nprocs).all()
 
