@@ -14,9 +14,10 @@ contract:
 * the events of one rank come in increasing ``seq`` order, with no gaps;
 * a ``consume`` comes after the ``send`` it consumes, and knows it: its
   ``partner`` is that send (linked by the file's ``send`` field or inferred by
-  the non-overtaking rule); only a consume forced at the end of input whose send
-  was never recorded has ``partner`` -1, and :attr:`ReleasedColumns.named` then
-  gives the send its record named, if it named one;
+  the non-overtaking rule).  Only a consume forced at the end of input (a cause
+  that can never come) may come before its send, or have none: a send never
+  recorded leaves ``partner`` -1, and :attr:`ReleasedColumns.named` then gives
+  the send its record named, if it named one;
 * a ``coll_exit`` comes after the ``coll`` records its collective depends on
   (for the spec's happened-before rules: every member's ``coll`` for barrier-like
   operations, the root's for bcast/scatter; reduce/gather exits at the root wait
@@ -27,13 +28,13 @@ Every event is released exactly once.  Analyses must not change the store.
 
 An analyzer takes the batches through ``feed_columns(cols)``
 (:class:`StreamAnalyzer`); no record dict is built for it.  One that needs a
-record looks it up (:meth:`ReleasedColumns.record`: the trace record of one
-released event, normalised as below).  A plain :class:`RecordAnalyzer` (only
-``feed(records)``; none in mpvis itself, tests' recorders use it) gets the same
-batches as normalised record dicts built from the store, and only such an
-analyzer makes causal release build them: ``comm`` always present (default
-``0``), a consume's ``send`` always present but for a forced consume whose send
-was lost and not named.
+record builds it (:meth:`ReleasedColumns.records_at`: the trace records of
+some released events, a batch at a time, normalised as below).  A plain
+:class:`RecordAnalyzer` (only ``feed(records)``; none in mpvis itself, tests'
+recorders use it) gets the same batches as normalised record dicts built from
+the store, and only such an analyzer makes causal release build them:
+``comm`` always present (default ``0``), a consume's ``send`` always present
+but for a forced consume whose send was lost and not named.
 """
 
 from __future__ import annotations
