@@ -139,8 +139,8 @@ class CompactColumns(Sequence[Record]):
         """``expanded``: the columns as :func:`~mpvis.protocol._cjournal.expand` gives
         them: ``(rows, ints, t, flags)``, ``ints`` the int64 columns :data:`_INT_COLUMNS`
         one after the other, ``t``, ``flags`` the uint8 columns :data:`_FLAG_COLUMNS`
-        (``rows`` values each); NumPy arrays of them are
-        made when first asked for (the journal writes from the buffers).  ``decoder``
+        (``rows`` values each); NumPy arrays of them are made when first asked for
+        (the journal writes from the buffers).  ``decoder``
         and ``body``: the rank's decoder and the batch; ``others``: the journal lines
         of the rows of other kinds (waits, collectives, states), by row;
         ``has_final``: whether a row is the rank's ``final``."""
@@ -246,7 +246,7 @@ class CompactColumns(Sequence[Record]):
     def jsonl(self) -> bytes:
         """The records as trace lines (``orjson``'s output for :meth:`records`, one
         line each), written in C (:func:`mpvis.protocol._cjournal.lines`) by each
-        row's template (:func:`_templates`) from the columns: integers in decimal,
+        row's template (:data:`_TEMPLATES`) from the columns: integers in decimal,
         ``sync`` and ``site`` by table, ``t`` as ``orjson`` writes the column (its
         float texts are ``orjson``'s); the rows of other kinds are the lines made
         one by one."""
