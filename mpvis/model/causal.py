@@ -235,6 +235,7 @@ class CausalRelease:
         while True:
             if st < 0:
                 st, s, lo, lam, entered = self._walk(r, s, lo, lam, cause)
+                self.done[r] = s  # what is decided below may read it (own entries)
                 for e in entered:
                     self._entered(r, e)
                 if st == END:
