@@ -64,8 +64,8 @@ from mpvis.protocol.record_types import (
 
 __all__ = ["Deadlock", "DeadlockMonitor", "detect_deadlocks", "to_dot"]
 
-_K_SEND, _K_RECV, _K_CONSUME, _K_STATE = (R.KIND_CODE[k] for k in ("send", "recv", "consume",
-                                                                   "state"))
+_K_SEND, _K_RECV, _K_CONSUME, _K_STATE, _K_EXIT = (
+    R.KIND_CODE[k] for k in ("send", "recv", "consume", "state", "coll_exit"))
 
 
 class DeadlockMonitor:
@@ -119,7 +119,8 @@ class DeadlockMonitor:
         Not looked at are a blocking send and the consume of its message when
         both are in the batch (the message enters the pool and leaves it again;
         a nonblocking send also opens a request, so it is handled as a record),
-        and blocking receives (which change nothing but the rank's state).
+        and blocking receives (which change nothing but the rank's state); a
+        collective exit only counts toward its collective, without a record.
         Every other event goes through its handler in stream order, as in
         :meth:`feed`; then each rank's state is its last relevant record.  The
         pool is the same because a consume removes the very send it names,
@@ -146,10 +147,17 @@ class DeadlockMonitor:
             cons_pos = cons_pos[paired]
             bulk[cons_pos] = True
             bulk[send_pos[paired]] = True
-        handlers = self._handlers
+        handlers, on_exit = self._handlers, self._coll.on_exit
         todo = np.flatnonzero(~bulk)
-        for rec in cols.records_at(todo[np.isin(kind[todo], self._handled)]):
-            handlers[rec["kind"]](rec)
+        todo = todo[np.isin(kind[todo], self._handled)]
+        exits = kind[todo] == _K_EXIT
+        recs = iter(cols.records_at(todo[~exits]))
+        for is_exit, r in zip(exits.tolist(), cols.rank[todo].tolist(), strict=True):
+            if is_exit:
+                on_exit(r)
+            else:
+                rec = next(recs)
+                handlers[rec["kind"]](rec)
         if len(cons_pos):
             cranks = cols.rank[cons_pos]
             refs = cols.column("ref", cons_pos)
@@ -159,9 +167,9 @@ class DeadlockMonitor:
         relevant = np.flatnonzero(kind != _K_STATE)[::-1]
         ranks, first = np.unique(cols.rank[relevant], return_index=True)
         last = relevant[first]
+        unset = bulk[last] | (kind[last] == _K_EXIT)  # no record made its rank's state
         cur = self._cur
-        for r, rec in zip(ranks[bulk[last]].tolist(), cols.records_at(last[bulk[last]]),
-                          strict=True):
+        for r, rec in zip(ranks[unset].tolist(), cols.records_at(last[unset]), strict=True):
             cur[r] = rec
 
     def finish(self) -> None:
