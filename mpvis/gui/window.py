@@ -10,6 +10,7 @@ drains the changes and repaints once (:mod:`mpvis.gui.live` for why).
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Container
@@ -74,6 +75,8 @@ OVERVIEW_MS = 1000
 #: thread: time spent redrawing is not spent loading).
 LOADING_REDRAW_S = 1.0
 LOADING_REDRAW_SHARE = 0.2
+#: ... and its race list (a pass over every race: 2 s at 10M events) at most this often.
+LOADING_LIST_S = 5.0
 #: Races are offered to the notifier for at most this long per drain (ms).
 OFFER_MS = 30
 
@@ -128,6 +131,8 @@ class MainWindow(WindowApi):
         #: ids of races to offer to the notifier (:meth:`_offer_some`)
         self._to_offer: deque[int] = deque()
         self._flagged = 0  # potential races, as last listed
+        self._unlisted = False  # races changed since listed (a trace loading)
+        self._list_next = 0.0  # when a trace loading may list its races again
         self._build()
         self._timer = QtCore.QTimer(self)
         self._timer.setInterval(DRAIN_MS)
@@ -196,11 +201,8 @@ class MainWindow(WindowApi):
         self.notifier.settings_changed.connect(self._settings_changed)
         d = self.diagram
         d.add_event_action("Show details", lambda g: self.docks["details"].raise_())
-        d.add_event_action(
-            "Jump to message partner",
-            self._jump_partner,
-            lambda g: self.model is not None and self.model.event_at(g).partner is not None,
-        )
+        d.add_event_action("Jump to message partner", self._jump_partner, lambda g: (
+            self.model is not None and self.model.event_at(g).partner is not None))
         receive_actions.install(self)
         cones_overlay.install(self)
         flip_action.install(self)
@@ -247,6 +249,7 @@ class MainWindow(WindowApi):
         self.changes.clear()
         self.races.clear()
         self._exact_list = self._races_shown = None
+        self._unlisted, self._list_next = False, 0.0
         self._to_offer.clear()
         header = model.header if model is not None else {}
         self.notifier.reset(RaceSettings.load(header, self.settings_dir))
@@ -264,9 +267,8 @@ class MainWindow(WindowApi):
         if self.loader is not None:
             self.loader.cancel.set()
         self.loader = loader = TraceLoader(path, self)
-        self.progress = dlg = QtWidgets.QProgressDialog(
-            f"Loading {Path(path).name}…", "Cancel", 0, 100, self
-        )
+        self.progress = dlg = QtWidgets.QProgressDialog(f"Loading {Path(path).name}…", "Cancel",
+                                                        0, 100, self)
         dlg.setWindowModality(QtCore.Qt.WindowModality.NonModal)
         dlg.setMinimumDuration(400)
         dlg.canceled.connect(loader.cancel.set)
@@ -311,14 +313,8 @@ class MainWindow(WindowApi):
         self.set_model(analyses.model, str(loader.path), analyses=analyses)
         self._load_drawn = 0.0  # the first events are drawn as soon as they are in
 
-    def _loaded(
-        self,
-        loader: TraceLoader,
-        analyses: Analyses | None,
-        layout: Layout | None,
-        index: FrameIndex | None,
-        error: str | None,
-    ) -> None:
+    def _loaded(self, loader: TraceLoader, analyses: Analyses | None, layout: Layout | None,
+                index: FrameIndex | None, error: str | None) -> None:
         if self.progress is not None:
             self.progress.reset()
             self.progress = None
@@ -339,10 +335,8 @@ class MainWindow(WindowApi):
             if not shown or error is not None:  # else drained with the model's end
                 self._note_deadlocks()
         if error is not None:
-            self.show_message(
-                error if analyses is None else f"{error}\nThe events before the error are shown.",
-                error=True,
-            )
+            self.show_message(error if analyses is None else
+                              f"{error}\nThe events before the error are shown.", error=True)
 
     def _exact_ready(self, loader: TraceLoader) -> None:
         """The exact races of the opened trace are in: list them, mark confirmations."""
@@ -361,12 +355,9 @@ class MainWindow(WindowApi):
     def show_message(self, text: str, error: bool = False) -> None:
         """A non-blocking message box (and the status bar)."""
         self.statusBar().showMessage(text.splitlines()[0], 15000)
-        box = QtWidgets.QMessageBox(
-            QtWidgets.QMessageBox.Icon.Warning if error else QtWidgets.QMessageBox.Icon.Information,
-            "mpvis",
-            text,
-            parent=self,
-        )
+        icon = QtWidgets.QMessageBox.Icon
+        box = QtWidgets.QMessageBox(icon.Warning if error else icon.Information, "mpvis", text,
+                                    parent=self)
         box.setModal(False)
         box.show()
 
@@ -431,8 +422,14 @@ class MainWindow(WindowApi):
             self._note_deadlocks(races=not added)  # else the race list is refreshed below
         if self.model is not None:
             self.diagram.data_changed()
-            if added:  # loading: in a turn of its own, no frame waits for every part
-                self._part(loading, lambda: self._races_changed(added))
+            if added and loading:  # offered at once, listed in a turn of its own now and then
+                self._to_offer.extend(added)
+                self._unlisted = True
+                if time.monotonic() >= self._list_next:
+                    self._list_next = math.inf  # one refresh pending at a time
+                    self._part(True, self._list_while_loading)
+            elif added:
+                self._races_changed(added)
             if self._last_overview.elapsed() > OVERVIEW_MS or self.model.input_ended:
                 self._part(loading, self.overview.refresh)
                 self._last_overview.restart()
@@ -460,15 +457,8 @@ class MainWindow(WindowApi):
     def _check_idle(self) -> None:
         """A live run idle for :data:`IDLE_MS`: ask the deadlock monitor once (``final=False``)."""
         a, m = self.analyses, self.model
-        if (
-            a is None
-            or a.deadlock is None
-            or m is None
-            or m.input_ended
-            or self._idle_checked
-            or self.live_run is None
-            or self._idle.elapsed() < IDLE_MS
-        ):
+        if a is None or a.deadlock is None or m is None or m.input_ended or self._idle_checked \
+                or self.live_run is None or self._idle.elapsed() < IDLE_MS:
             return
         self._idle_checked = True
         a.deadlock.check(final=False)
@@ -520,17 +510,26 @@ class MainWindow(WindowApi):
         assert m is not None
         exact = self._exact_races()
         shown = (id(exact), len(m.races.races))
-        if ids or shown != self._races_shown:  # else the race list is as shown
+        changed = bool(ids) or self._unlisted
+        if changed or shown != self._races_shown:  # else the race list is as shown
             new = self._races_shown is None or shown[0] != self._races_shown[0]
             keys = self._exact_list[3] if self._exact_list is not None else None
             potential = None  # the classifier's races as listed: only the exact ones are new
-            if ids or self._races_shown is None or shown[1] != self._races_shown[1]:
+            if changed or self._races_shown is None or shown[1] != self._races_shown[1]:
                 potential = m.potential_races()
                 self._flagged = len(potential)  # for the title, without asking the model
             self.races.set_lists(potential, exact if new else None, keys)
-            self._races_shown = shown
+            self._races_shown, self._unlisted = shown, False
         self._to_offer.extend(ids)
         self._offer_some()
+
+    def _list_while_loading(self) -> None:
+        """List the races of a trace loading; the next time in :data:`LOADING_LIST_S`
+        or later, so that listing takes at most its share of the time."""
+        began = time.monotonic()
+        self._races_changed([])
+        cost = time.monotonic() - began
+        self._list_next = began + max(LOADING_LIST_S, cost / LOADING_REDRAW_SHARE)
 
     def _race_tags(self, race: Race) -> set[int]:
         """:func:`race_tags` in the model shown (the notifier asks when it needs them)."""

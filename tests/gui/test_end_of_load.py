@@ -178,6 +178,9 @@ def test_the_window_lists_the_exact_races_and_deadlocks_mpvis_check_finds(
     probes: list[object] = [*oracle_keys, *(race_key(r) for r in oracle.model.potential_races())]
     probes += [(0, 1, (2, 3), (4, 5)), (0, 1), "x", None]
     assert all((k in keys) == (k in oracle_keys) for k in probes)
+    # the classifier's races listed while loading (now and then) are all there at the end
+    listed = sorted((r.rank, r.recvs, r.verdict) for r in win.races.all_races())
+    assert listed == sorted((r.rank, r.recvs, r.verdict) for r in oracle.model.potential_races())
 
 
 def test_the_race_list_reuses_its_filtered_classifier_races_only_while_they_are_unchanged(
