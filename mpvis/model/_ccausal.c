@@ -1142,6 +1142,67 @@ done:
     return result;
 }
 
+PyDoc_STRVAR(join_doc,
+"join(rows, ranks, seqs, out) -> None\n\n"
+"out (int32, one per rank) = the componentwise maximum of the clocks of the\n"
+"events (ranks[i], seqs[i]) (see clock_row), zeros when there are none.");
+
+static PyObject *join(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "join() takes 4 arguments");
+        return NULL;
+    }
+    Rows R;
+    Buf ranks = {0}, seqs = {0}, out = {0};
+    int32_t *vec = NULL;
+    PyObject *result = NULL;
+    if (rows_open(&R, args[0]) < 0 || get_buf(&ranks, args[1], "i", 0, "ranks") < 0
+        || get_buf(&seqs, args[2], "i", 0, "seqs") < 0
+        || get_buf(&out, args[3], "i", 1, "out") < 0) {
+        goto done;
+    }
+    Py_ssize_t n = ranks.b.len / 4, np = R.nprocs;
+    if (seqs.b.len != ranks.b.len || out.b.len != np * 4) {
+        PyErr_SetString(PyExc_ValueError, "join(): a seq per rank, out one entry per rank");
+        goto done;
+    }
+    vec = PyMem_Malloc((size_t)np * sizeof(int32_t) + 1);
+    if (vec == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int32_t *o = out.b.buf;
+    memset(o, 0, (size_t)np * sizeof(int32_t));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int32_t q = ((const int32_t *)ranks.b.buf)[i], s = ((const int32_t *)seqs.b.buf)[i];
+        if (q < 0 || q >= np || s < 0) {
+            PyErr_SetString(PyExc_ValueError, "join(): an event out of range");
+            goto done;
+        }
+        if (governing(&R, q, s, vec) < 0) {
+            goto done;
+        }
+        if (vec[q] <= s) {
+            vec[q] = s + 1;
+        }
+        for (Py_ssize_t j = 0; j < np; j++) {
+            if (vec[j] > o[j]) {
+                o[j] = vec[j];
+            }
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyMem_Free(vec);
+    release(&ranks);
+    release(&seqs);
+    release(&out);
+    rows_free(&R);
+    return result;
+}
+
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
 
 static PyMethodDef methods[] = {
@@ -1149,6 +1210,7 @@ static PyMethodDef methods[] = {
     {"clock_row", FASTCALL(clock_row), clock_row_doc},
     {"component", FASTCALL(component), component_doc},
     {"rows", FASTCALL(rows), rows_doc},
+    {"join", FASTCALL(join), join_doc},
     {NULL, NULL, 0, NULL},
 };
 

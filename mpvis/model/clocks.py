@@ -170,12 +170,9 @@ class ClockStore:
         clocks of ``others``, for :func:`joined_cause`: the members of a
         collective share it."""
         self._fit(max((s for _, s in others), default=-1) + 1)
-        acc = np.zeros(self.nprocs, dtype=np.int32)
-        vec = np.empty(self.nprocs, dtype=np.int32)
-        for q, s in others:
-            _ccausal.clock_row(self._rows_ctx, q, s, vec)
-            vec[q] = max(vec[q], s + 1)
-            np.maximum(acc, vec, out=acc)
+        acc = np.empty(self.nprocs, dtype=np.int32)
+        _ccausal.join(self._rows_ctx, array("i", [q for q, _ in others]),
+                      array("i", [s for _, s in others]), acc)
         row, out = self._new_row()
         out[:] = acc
         return row

@@ -103,6 +103,10 @@ def test_queries_on_corrupt_rows_raise() -> None:
         _ccausal.clock_row(cs._rows_ctx, 0, seq, np.empty(3, dtype=np.int32))
     with pytest.raises(TypeError):
         _ccausal.clock_row(cs._rows_ctx, 0, seq, np.empty(2, dtype=np.int64))
+    with pytest.raises(ValueError, match="out of range"):
+        _ccausal.join(cs._rows_ctx, array("i", [0, 9]), array("i", [0, 0]), out)
+    with pytest.raises(ValueError, match="a seq per rank"):
+        _ccausal.join(cs._rows_ctx, array("i", [0, 1]), array("i", [0]), out)
     with pytest.raises(TypeError):
         _ccausal.rows((1, 2, 3), 0, 0, out)  # type: ignore[arg-type]  # deliberately wrong
 
