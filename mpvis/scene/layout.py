@@ -58,6 +58,7 @@ class Layout:
         self.logical_pending = False
         self.rows = np.arange(n, dtype=np.float64)
         self._y_cache: FloatArray | None = None
+        self._y_count = 0  # rows of the first events in _y_cache
         # bounds(logical) of the events laid out so far: a pass over every x, asked
         # for by every paint (the graphics items' bounding rectangles)
         self._bounds: dict[bool, tuple[float, float]] = {}
@@ -89,12 +90,17 @@ class Layout:
     @property
     def y(self) -> FloatArray:
         """Row of every event (-1 when its rank is hidden)."""
-        y = self._y_cache
-        if y is None or len(y) > self.count:
-            y = self._y_cache = self.rows[self.ranks]
-        elif len(y) < self.count:  # rows of the new events only
-            y = self._y_cache = np.concatenate([y, self.rows[self.ranks[len(y):]]])
-        return y
+        y, n = self._y_cache, self._y_count
+        if y is None or n > self.count:
+            y, n = self._y_cache, self._y_count = self.rows[self.ranks], self.count
+        elif n < self.count:  # rows of the new events only, in a buffer grown by doubling
+            if len(y) < self.count:
+                grown = np.empty(max(self.count, 2 * len(y)))
+                grown[:n] = y[:n]
+                y = self._y_cache = grown
+            y[n:self.count] = self.rows[self.ranks[n:]]
+            self._y_count = self.count
+        return y[: self.count]
 
     def set_rows(self, order: list[int], hidden: set[int] | None = None) -> None:
         """Show ranks top to bottom in ``order``; ranks in ``hidden`` or not listed vanish."""
