@@ -177,11 +177,13 @@ def group_table(races: RaceTable, *, event_sites: EventSites | None = None,
             if need.any():
                 ids, table = event_sites(rk[need], q[need])
                 s[need] = names.lut(table)[ids + 1]
+        del r2, q2, s, rk, q, need
     unknown = names.id(UNKNOWN_SITE)
     s1[s1 < 0] = unknown
     s2[s2 < 0] = unknown
     k = len(names.names)
     key = (exact.astype(np.int64) * k + s1) * k + s2
+    del s1, s2  # only the key from here on: a whole column less per site
     has = c["situation"] != NONE
     situation = np.full(len(races), -1, dtype=np.int64)
     sv = np.zeros(0, dtype=np.int64)

@@ -194,10 +194,11 @@ class RaceTable(Sequence[dict[str, Any]]):
         """Rows whose string ``column`` is one of ``names``."""
         return np.isin(self.cols[column], self.ids(*names))
 
-    def key_columns(self, rows: npt.NDArray[np.bool_]) -> list[IntArray]:
-        """The columns of :meth:`keys` at ``rows`` (a mask), without the matrix."""
+    def key_columns(self, rows: npt.NDArray[np.bool_]) -> Iterator[IntArray]:
+        """The columns of :meth:`keys` at ``rows`` (a mask), one at a time (each
+        made when asked for: no matrix, no list of them)."""
         c = self.cols
-        return [c[k][rows] for k in KEY_COLUMNS]
+        return (c[k][rows] for k in KEY_COLUMNS)
 
     def keys(self) -> IntArray:
         """``(rank, recv1, m1r, m1s, m2r, m2s)`` of each row: an exact entry's
@@ -354,15 +355,17 @@ def rows_in(query: IntArray, among: IntArray) -> npt.NDArray[np.bool_]:
     return columns_in(list(np.asarray(query).T), list(np.asarray(among).T))
 
 
-def packed_keys(columns: Sequence[IntArray]) -> list[IntArray]:
-    """The rows of ``columns`` (integer arrays of one length) as few 64-bit keys:
-    adjacent columns are combined into one key while their value ranges allow,
-    so two rows are equal exactly when their keys are (not an order of rows)."""
+def packed_keys(columns: Iterable[IntArray]) -> list[IntArray]:
+    """The rows of ``columns`` (integer arrays of one length, taken one at a time:
+    a generator keeps one in memory) as few 64-bit keys: adjacent columns are
+    combined into one key while their value ranges allow, so two rows are
+    equal exactly when their keys are (not an order of rows)."""
     keys: list[IntArray] = []
     span = 0
     for c in columns:
         if not len(c):
-            return [np.asarray(c, dtype=np.int64) for c in columns]
+            keys.append(np.zeros(0, dtype=np.int64))
+            continue
         lo = int(c.min())
         width = int(c.max()) - lo + 1
         col = c.astype(np.int64)
@@ -376,20 +379,27 @@ def packed_keys(columns: Sequence[IntArray]) -> list[IntArray]:
     return keys
 
 
-def columns_in(query: Sequence[IntArray], among: Sequence[IntArray]) -> npt.NDArray[np.bool_]:
+def columns_in(query: Iterable[IntArray], among: Iterable[IntArray]) -> npt.NDArray[np.bool_]:
     """Whether each row of the columns ``query`` (``k`` arrays of ``n`` integers)
-    is a row of the columns ``among`` (``k`` arrays of ``m``).
+    is a row of the columns ``among`` (``k`` arrays of ``m``), the columns taken
+    a pair at a time (generators: one pair in memory, beside the keys).
 
     The columns are packed into as few 64-bit keys as their value ranges allow
     (the report's race keys, ranks and seqs, fit one on a 1M-event trace), then
     one membership test of the keys (``np.isin``) or, for several, one
     lexicographic sort of both where each run of equal rows is a hit for its
     query rows if it holds a row of ``among``: no ``(n + m, k)`` matrix."""
-    n = len(query[0]) if len(query) else 0
-    m = len(among[0]) if len(among) else 0
+    sizes: list[int] = []
+
+    def pairs() -> Iterator[IntArray]:
+        for q, a in zip(query, among, strict=True):
+            sizes[:] = [len(q), len(a)]
+            yield np.concatenate([q, a])
+
+    keys = packed_keys(pairs())
+    n, m = sizes or (0, 0)
     if n == 0 or m == 0:
         return np.zeros(n, dtype=bool)
-    keys = packed_keys([np.concatenate([q, a]) for q, a in zip(query, among, strict=True)])
     if len(keys) == 1:
         return np.isin(keys[0][:n], keys[0][n:])
     order = np.lexsort(keys[::-1])

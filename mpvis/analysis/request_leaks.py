@@ -20,7 +20,6 @@ Each leaked request is one ``request_leak`` entry of the report's ``errors``
 
 from __future__ import annotations
 
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -70,10 +69,9 @@ def _open_requests(m: ModelManager, ranks: list[int]) -> dict[int, list[dict[str
         mine[ev.starts[r]:ev.starts[r + 1]] = True
     posts = np.flatnonzero(mine & ((codes == _SEND) | (codes == _RECV)) & ~ev.blocking)
     waits = np.flatnonzero(mine & (codes == _WAIT))
-    reqs = [ex["reqs"] for ex in ev.extras(waits)]
-    named = np.fromiter(chain.from_iterable(reqs), dtype=np.int64)
+    lengths, named = ev.requests(waits)
     # (rank, req, position, is a wait) of every posting and every wait naming a request
-    pos = np.concatenate([posts, np.repeat(waits, [len(q) for q in reqs])])
+    pos = np.concatenate([posts, np.repeat(waits, lengths)])
     req = np.concatenate([ev.field("req", posts).astype(np.int64), named])
     is_wait = np.arange(len(pos)) >= len(posts)
     order = np.lexsort((pos, req, ev.rank[pos]))  # positions are rank-major

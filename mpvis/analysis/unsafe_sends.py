@@ -38,11 +38,9 @@ event's requirements are met and sleeps on the first unmet one otherwise.
 
 from __future__ import annotations
 
-from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -154,22 +152,22 @@ class Requirements:
     """
 
     counts: list[int]
-    cp_start: array[int]
-    cp_pos: array[int]
-    row_start: array[int]
-    need_rank: array[int]
-    need_seq: array[int]
-    cause_seq: array[int]
-    kind: array[int]
-    gen: array[int]
-    group: array[int]
+    cp_start: memoryview
+    cp_pos: memoryview
+    row_start: memoryview
+    need_rank: memoryview
+    need_seq: memoryview
+    cause_seq: memoryview
+    kind: memoryview
+    gen: memoryview
+    group: memoryview
     groups: list[_AllEntered]
 
 
-def _arr(code: str, values: npt.NDArray[Any]) -> array[int]:
-    out = array(code)
-    out.frombytes(np.ascontiguousarray(values, dtype=np.dtype(code)).view(np.uint8).data)
-    return out
+def _arr(code: str, values: npt.NDArray[Any]) -> memoryview:
+    """``values`` as machine integers of type ``code`` (``struct`` letters),
+    read one at a time as Python ints (no copy when already of that type)."""
+    return np.ascontiguousarray(values, dtype=np.dtype(code)).data
 
 
 def requirements(m: ModelManager) -> Requirements:
@@ -184,7 +182,7 @@ def requirements(m: ModelManager) -> Requirements:
     return _table(counts, rows, groups, coll_at)  # the run's arrays freed before the sort
 
 
-def _rows(m: ModelManager) -> tuple[list[int], list[tuple[npt.NDArray[Any], ...]],
+def _rows(m: ModelManager) -> tuple[list[int], list[list[npt.NDArray[Any]]],
                                     list[_AllEntered], tuple[list[int], list[int], list[int]]]:
     """The unsorted requirement rows of :func:`requirements`, by kind."""
     ev = run_arrays(m.store)
@@ -194,7 +192,7 @@ def _rows(m: ModelManager) -> tuple[list[int], list[tuple[npt.NDArray[Any], ...]
     blocking = ev.blocking
     buf_rm = np.zeros(len(ev), dtype=bool)
     buf_rm[ev.with_extra("mode", "buffered")] = True  # buffered sends (masked with is_send)
-    rows: list[tuple[npt.NDArray[Any], ...]] = []  # (rank, at, gen, sub, nr, ns, cause, kind)
+    rows: list[list[npt.NDArray[Any]]] = []  # (rank, at, gen, sub, nr, ns, cause, kind)
 
     def posted(sends: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         """For sends (positions), the event their completion needs: the receive
@@ -211,7 +209,7 @@ def _rows(m: ModelManager) -> tuple[list[int], list[tuple[npt.NDArray[Any], ...]
         32-bit but the needed seq (:data:`NEVER`)."""
         arrays = tuple(np.asarray(c, np.int64 if i == _NEED_SEQ else np.int32)
                        for i, c in enumerate(cols))
-        rows.append((*arrays, np.full(len(arrays[0]), kind, np.int8)))
+        rows.append([*arrays, np.full(len(arrays[0]), kind, np.int8)])
 
     is_send = kind_rm == _SEND
     # blocking sends: the rank's next event (after a Sendrecv's consume) waits
@@ -263,9 +261,8 @@ def _waited_sends(ev: RunArrays, nb: npt.NDArray[Any], waits: npt.NDArray[Any]
     closes it and completes that send.  On arrays: the events of one (rank,
     req) in order; a wait completes the send just before it, if any.
     """
-    reqs = [ex["reqs"] for ex in ev.extras(waits)]
-    named = np.fromiter(chain.from_iterable(reqs), dtype=np.int64)
-    pos = np.concatenate([nb, np.repeat(waits, [len(q) for q in reqs])]).astype(np.int64)
+    lengths, named = ev.requests(waits)
+    pos = np.concatenate([nb, np.repeat(waits, lengths)]).astype(np.int64)
     req = np.concatenate([ev.field("req", nb).astype(np.int64), named])
     order = np.lexsort((pos, req, ev.rank[pos]))  # a wait names a req once: no ties
     is_wait = order >= len(nb)
@@ -335,44 +332,44 @@ def _collectives(ev: RunArrays, colls: npt.NDArray[Any],
         add((rr, ss + 1, ss, np.zeros_like(ss), qq, qs, ss), _K_COLL)
 
 
-def _table(counts: list[int], rows: list[tuple[npt.NDArray[Any], ...]],
+def _table(counts: list[int], rows: list[list[npt.NDArray[Any]]],
            groups: list[_AllEntered], coll_at: tuple[list[int], list[int], list[int]]
            ) -> Requirements:
     """Sort the rows by (rank, position, generating record, order in it) and
     index them by checkpoint."""
     n = len(counts)
 
-    def col(i: int) -> npt.NDArray[Any]:
-        """Column ``i`` of every row, in the order of ``rows`` (made when asked,
-        so only one whole column at a time exists beside the rows)."""
-        return np.concatenate([r[i] for r in rows]) if rows else np.zeros(0, np.int64)
+    def take(i: int) -> npt.NDArray[Any]:
+        """Column ``i`` of every row, in the order of ``rows``; the rows' own
+        arrays of it are let go (so each column exists once, whole or in parts)."""
+        out = np.concatenate([r[i] for r in rows]) if rows else np.zeros(0, np.int64)
+        for r in rows:
+            r[i] = np.zeros(0, out.dtype)
+        return out
 
     width = max(counts, default=0) + 2
-    row_key = col(0).astype(np.int64) * width + col(1)  # (rank, at)
-    sub = col(3)
+    row_key = take(0).astype(np.int64) * width + take(1)  # (rank, at)
+    sub, gen = take(3), take(2)
     subs = int(sub.max()) + 1 if len(sub) else 1
     if n * width * width * subs < 1 << 62:  # (rank, at, gen, sub) as one integer
-        o = np.argsort((row_key * width + col(2)) * subs + sub, kind="stable")
+        o = np.argsort((row_key * width + gen) * subs + sub, kind="stable")
     else:
-        o = np.lexsort((sub, col(2), row_key))
+        o = np.lexsort((sub, gen, row_key))
     del sub
     row_key = row_key[o]
     c_rank = np.asarray(coll_at[0], np.int64)
     c_key = c_rank * width + np.asarray(coll_at[1], np.int64)
     cp_key = _sorted_union(row_key, np.sort(c_key))
-    cp_rank = cp_key // width
-    cp_start = np.searchsorted(cp_rank, np.arange(n + 1))
-    row_start = np.searchsorted(row_key, cp_key)
-    row_start = np.append(row_start, len(row_key))
-    del row_key, cp_rank
-    group = np.full(len(cp_key), -1, np.int64)
-    group[np.searchsorted(cp_key, c_key)] = np.asarray(coll_at[2], np.int64)
+    cp_start = np.searchsorted(cp_key // width, np.arange(n + 1))
+    row_start = np.append(np.searchsorted(row_key, cp_key), len(row_key))
+    del row_key
+    group = np.full(len(cp_key), -1, np.int32)
+    group[np.searchsorted(cp_key, c_key)] = np.asarray(coll_at[2], np.int32)
     return Requirements(
         counts=counts, cp_start=_arr("q", cp_start), cp_pos=_arr("q", cp_key % width),
-        row_start=_arr("q", row_start), need_rank=_arr("i", col(4)[o]),
-        need_seq=_arr("q", col(5)[o]), cause_seq=_arr("i", col(6)[o]),
-        kind=_arr("b", col(7)[o]), gen=_arr("i", col(2)[o]),
-        group=_arr("i", group), groups=groups)
+        row_start=_arr("q", row_start), gen=_arr("i", gen[o]), need_rank=_arr("i", take(4)[o]),
+        need_seq=_arr("q", take(5)[o]), cause_seq=_arr("i", take(6)[o]),
+        kind=_arr("b", take(7)[o]), group=_arr("i", group), groups=groups)
 
 
 def _sorted_union(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:

@@ -108,6 +108,37 @@ class EventArrays:
         return self._store.extras.get_many(self.indices[positions].tolist())
 
 
+    def requests(self, positions: Positions) -> tuple[npt.NDArray[np.int64],
+                                                      npt.NDArray[np.int64]]:
+        """The ``reqs`` of the waits at ``positions`` (empty for other events) as
+        arrays: how many each has, and all of them one wait after the other; the
+        waits the store holds as arrays (:mod:`mpvis.model.extras`) are read
+        from them, with no list per wait."""
+        g = self.indices[positions]
+        wg, woff, wreq = self._store.extras.wait_buffers()
+        wgv = np.frombuffer(wg, dtype=np.int64) if len(wg) else np.zeros(0, np.int64)
+        offsets = np.frombuffer(woff, dtype=np.int64)
+        k = np.minimum(np.searchsorted(wgv, g), max(len(wgv) - 1, 0))
+        held = (wgv[k] == g) if len(wgv) else np.zeros(len(g), dtype=bool)
+        lengths = np.zeros(len(g), dtype=np.int64)
+        start = np.zeros(len(g), dtype=np.int64)  # in ``source``
+        lengths[held] = offsets[k[held] + 1] - offsets[k[held]]
+        start[held] = offsets[k[held]]
+        other: list[int] = []
+        for i in np.flatnonzero(~held).tolist():  # waits held as dicts (and other events)
+            extra = self._store.extras.get(int(g[i]))
+            reqs = [] if extra is None else extra.get("reqs", [])
+            start[i] = len(wreq) + len(other)
+            lengths[i] = len(reqs)
+            other.extend(reqs)
+        source = np.concatenate([np.frombuffer(wreq, dtype=np.int64) if len(wreq)
+                                 else np.zeros(0, np.int64), np.asarray(other, np.int64)])
+        total = int(lengths.sum())
+        first = np.cumsum(lengths) - lengths  # where each wait's requests go
+        flat = source[np.repeat(start - first, lengths) + np.arange(total, dtype=np.int64)]
+        return lengths, flat
+
+
 class RunArrays(EventArrays):
     """Every event of a run, rank-major (module docstring).
 

@@ -88,6 +88,11 @@ def _check(m: ModelManager) -> None:
     assert held.tolist() == [i < len(keys) for i in shuffled.tolist()]
     assert some.indices.tolist() == [m.gidx(*keys[i]) for i in shuffled.tolist()
                                      if i < len(keys)]
+    some_events = np.random.default_rng(len(keys) + 1).permutation(len(ev))[:len(ev) // 2 + 1]
+    lengths, flat = ev.requests(some_events)
+    want = [m.record(*keys[p]).get("reqs", []) for p in some_events.tolist()]
+    assert lengths.tolist() == [len(q) for q in want]
+    assert flat.tolist() == [q for reqs in want for q in reqs]
     for kind in ("send", "recv", "consume", "wait", "coll", "state", "final"):
         assert ev.of_kind(kind).tolist() == [p for p, k in enumerate(keys)
                                              if m.record(*k)["kind"] == kind]
