@@ -520,6 +520,7 @@ class MainWindow(WindowApi):
                 self._flagged = len(potential)  # for the title, without asking the model
             self.races.set_lists(potential, exact if new else None, keys)
             self._races_shown, self._unlisted = shown, False
+            self._update_title()
         self._to_offer.extend(ids)
         self._offer_some()
 

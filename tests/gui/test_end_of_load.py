@@ -181,6 +181,7 @@ def test_the_window_lists_the_exact_races_and_deadlocks_mpvis_check_finds(
     # the classifier's races listed while loading (now and then) are all there at the end
     listed = sorted((r.rank, r.recvs, r.verdict) for r in win.races.all_races())
     assert listed == sorted((r.rank, r.recvs, r.verdict) for r in oracle.model.potential_races())
+    assert f"{len(listed)} receive pairs flagged" in win.status_label.text()
 
 
 def test_the_race_list_reuses_its_filtered_classifier_races_only_while_they_are_unchanged(
