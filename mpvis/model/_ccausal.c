@@ -583,6 +583,7 @@ typedef struct {
     int k_consume, k_coll, k_exit;
     PyObject *done;
     Buf events, merge_at, kind, partner, crank, cseq, lamport;
+    Buf pre; /* per rank (exit seq or -1, joined row, Lamport): exits decided ahead */
     int32_t *cur, *tmp; /* rank r's last row (once have_cur); scratch */
     int have_cur;
     int32_t *entered;   /* the walk's collective entries of rank r (their seqs) */
@@ -765,19 +766,25 @@ static int run(Walk *w, int *status)
                 first = (int64_t)lamport[sg] + 1;
             }
         } else {
+            int64_t *pre = (int64_t *)w->pre.b.buf + 3 * w->r;
+            int64_t row = w->cause_x, lmax = w->cause_lam;
             if (cause != C_JOINED) {
-                *status = ST_COLL_EXIT;
-                break;
+                if (pre[0] != s) {
+                    *status = ST_COLL_EXIT;
+                    break;
+                }
+                row = pre[1]; /* its collective's joined row, known before it came */
+                lmax = pre[2];
             }
             if (s + 1 > w->limit) {
                 *status = ST_WIDEN;
                 break;
             }
-            if (w->cause_x <= 0 || w->cause_x >= w->nrows) {
+            if (row <= 0 || row >= w->nrows) {
                 PyErr_SetString(PyExc_ValueError, "a joined row that does not exist");
                 return -1;
             }
-            int m = merge(w, s, (Py_ssize_t)w->cause_x, -1, 0);
+            int m = merge(w, s, (Py_ssize_t)row, -1, 0);
             if (m < 0) {
                 return -1;
             }
@@ -785,8 +792,11 @@ static int run(Walk *w, int *status)
                 *status = ST_FULL;
                 break;
             }
-            if (w->cause_lam >= first) {
-                first = w->cause_lam + 1;
+            if (cause != C_JOINED) {
+                pre[0] = -1;
+            }
+            if (lmax >= first) {
+                first = lmax + 1;
             }
         }
         if (first > INT32_MAX) {
@@ -816,6 +826,7 @@ static void walk_release(Walk *w)
     release(&w->crank);
     release(&w->cseq);
     release(&w->lamport);
+    release(&w->pre);
     rows_release(&w->R);
 }
 
@@ -832,10 +843,12 @@ static int list_item(PyObject *list, Py_ssize_t i, PyObject **out, const char *w
 PyDoc_STRVAR(walk_doc,
 "walk(ctx, r, a, lo, lam, cause, cause_x, cause_lam, nrows, limit)\n"
 "    -> (status, a, lo, lam, nrows, entered)\n\n"
-"ctx = (by_rank, merge_at, kind, partner, rank, seq, lamport, done, rows, k_consume,\n"
-"       k_coll, k_exit): the store's rank event lists and columns, each rank's\n"
-"merge stops, how far each rank is processed, the clock rows' context (see\n"
-"clock_row), the kind codes.\n"
+"ctx = (by_rank, merge_at, kind, partner, rank, seq, lamport, done, pre, rows,\n"
+"       k_consume, k_coll, k_exit): the store's rank event lists and columns, each\n"
+"rank's merge stops, how far each rank is processed, the exits decided ahead\n"
+"(int64, three per rank: the exit's seq or -1, its joined row and Lamport clock;\n"
+"the walk passes such an exit and sets its seq to -1), the clock rows' context\n"
+"(see clock_row), the kind codes.\n"
 "Walk rank r's events from seq a (merge_at[r][lo] its first merge stop at or\n"
 "after a, lam its Lamport clock before jumps), with `cause` (0 walk, 1 none,\n"
 "2 event cause_x, 3 joined row cause_x with Lamport cause_lam) for the event\n"
@@ -844,8 +857,8 @@ PyDoc_STRVAR(walk_doc,
 "be widened, 5 rows must grow), where (seq a, merge stop lo, Lamport lam), the\n"
 "dense row count and the collective entries passed (seqs).");
 
-enum { X_BY_RANK, X_AT, X_KIND, X_PARTNER, X_RANK, X_SEQ, X_LAMPORT, X_DONE, X_ROWS, X_KCONS,
-       X_KCOLL, X_KEXIT, NCTX };
+enum { X_BY_RANK, X_AT, X_KIND, X_PARTNER, X_RANK, X_SEQ, X_LAMPORT, X_DONE, X_PRE, X_ROWS,
+       X_KCONS, X_KCOLL, X_KEXIT, NCTX };
 enum { A_CTX, A_R, A_A, A_LO, A_LAM, A_CAUSE, A_CX, A_CLAM, A_NROWS, A_LIMIT, NARGS };
 
 static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
@@ -917,7 +930,12 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
         || get_buf(&w.partner, PyTuple_GET_ITEM(ctx, X_PARTNER), "q", 0, "partners") < 0
         || get_buf(&w.crank, PyTuple_GET_ITEM(ctx, X_RANK), "i", 0, "ranks") < 0
         || get_buf(&w.cseq, PyTuple_GET_ITEM(ctx, X_SEQ), "i", 0, "seqs") < 0
-        || get_buf(&w.lamport, PyTuple_GET_ITEM(ctx, X_LAMPORT), "i", 1, "Lamport clocks") < 0) {
+        || get_buf(&w.lamport, PyTuple_GET_ITEM(ctx, X_LAMPORT), "i", 1, "Lamport clocks") < 0
+        || get_buf(&w.pre, PyTuple_GET_ITEM(ctx, X_PRE), "q", 1, "exits decided ahead") < 0) {
+        goto done;
+    }
+    if (w.pre.b.len != 3 * 8 * nprocs) {
+        PyErr_SetString(PyExc_ValueError, "walk(): three entries per rank of exits decided ahead");
         goto done;
     }
     w.cur = PyMem_Malloc((size_t)nprocs * sizeof(int32_t) + 1);

@@ -10,11 +10,11 @@ import numpy.typing as npt
 RowsContext = tuple[
     list[npt.NDArray[Any]], int, list[array[int]], list[array[int]], array[int], int, int,
 ]
-#: (by_rank, merge_at, kind, partner, rank, seq, lamport, done, rows, k_consume,
-#: k_coll, k_exit)
+#: (by_rank, merge_at, kind, partner, rank, seq, lamport, done, ahead, rows,
+#: k_consume, k_coll, k_exit)
 WalkContext = tuple[
     list[array[int]], list[array[int]], array[int], array[int], array[int], array[int],
-    array[int], list[int], RowsContext, int, int, int,
+    array[int], list[int], array[int], RowsContext, int, int, int,
 ]
 
 def walk(

@@ -85,7 +85,13 @@ class CausalRelease:
         self._lam_last = [-1] * n  # Lamport clock of each rank's last processed event
         #: seqs of each rank's consumes, collective entries and exits (clock merges)
         self._merge_at: list[array[int]] = [array("i") for _ in range(n)]
-        self._walk = self.clocks.walker(store, self._merge_at, self.done)
+        #: per rank, a collective exit whose joined row is known before the walk
+        #: reaches it: (seq or -1, joined row, largest Lamport clock joined)
+        self._ahead = array("q", [-1, 0, 0] * n)
+        #: (comm, instance) -> rank -> seq of its exit, for all-members
+        #: collectives whose joined row is not known yet
+        self._exits: dict[tuple[int, int], dict[int, int]] = {}
+        self._walk = self.clocks.walker(store, self._merge_at, self.done, self._ahead)
         #: rank -> seq -> the ranks waiting for that event to be processed
         self._done_waiters: list[dict[int, set[int]]] = [{} for _ in range(n)]
         self._entry_of: dict[Key, int] = {}  # coll -> instance, until processed
@@ -115,6 +121,11 @@ class CausalRelease:
         for r, cut in enumerate(kept):
             at = self._merge_at[r]
             del at[bisect_left(at, cut):]
+            if self._ahead[3 * r] >= cut:
+                self._ahead[3 * r] = -1
+        for exits in self._exits.values():
+            for r in [r for r, s in exits.items() if s >= kept[r]]:
+                del exits[r]
 
     def message_linked(self, rank: int, consume_seq: int) -> None:
         """The consume ``(rank, consume_seq)`` now knows its send."""
@@ -135,6 +146,22 @@ class CausalRelease:
     def coll_exited(self, rank: int, seq: int, instance: int, op: str) -> None:
         """``coll_exit`` ``(rank, seq)`` leaves ``comm``'s collective ``instance`` (``op``)."""
         self._exit_of[(rank, seq)] = (instance, op)
+        if op in ALL_TO_ALL:  # every member's exit merges one joined row
+            comm = self.store.c_comm.data[self.store.by_rank[rank][seq]]
+            cached = self._coll_cache.get(comm)
+            if cached is not None and cached[0] == instance:
+                self._decide_exit(rank, seq, cached[1], cached[2])
+            else:
+                self._exits.setdefault((comm, instance), {})[rank] = seq
+
+    def _decide_exit(self, rank: int, seq: int, row: int, lmax: int) -> None:
+        """The walk of ``rank`` passes its exit ``seq`` with the joined ``row``
+        (Lamport ``lmax``) without stopping (:meth:`ClockStore.walker`), unless
+        an earlier exit of it is decided and not passed yet (a join forced at
+        the end of input may skip an entry): then the exit stops as usual."""
+        if self._ahead[3 * rank] < 0:
+            del self._exit_of[(rank, seq)]
+            self._ahead[3 * rank:3 * rank + 3] = array("q", (seq, row, lmax))
 
     def clock_ready(self, key: Key) -> bool:
         """Is the vector clock of event ``key`` known (causally processed)?"""
@@ -230,7 +257,7 @@ class CausalRelease:
         forced = at[lo] if final and lo < len(at) else -1  # only the first stop is forced
         s, lam, cause = a, self._lam_last[r] + 1, WALK
         # woken at a collective exit (the usual wake-up): nothing to walk before it
-        st = COLL_EXIT if (lo < len(at) and at[lo] == a
+        st = COLL_EXIT if (lo < len(at) and at[lo] == a and self._ahead[3 * r] != a
                            and store.c_kind.data[events[a]] == K_COLL_EXIT) else -1
         while True:
             if st < 0:
@@ -313,9 +340,12 @@ class CausalRelease:
         vec = self.clocks.join(ready)
         lam = self.store.c_lamport.data
         lmax = max((lam[self.store.by_rank[q][qs]] for q, qs in ready), default=-1)
+        del self._exit_of[(r, s)]
         if shared:
             self._coll_cache[comm] = (n_inst, vec, lmax)
-        del self._exit_of[(r, s)]
+            for q, sq in self._exits.pop((comm, n_inst), {}).items():
+                if q != r:
+                    self._decide_exit(q, sq, vec, lmax)
         return vec, lmax
 
     def _wait_on(self, key: Any, r: int) -> None:

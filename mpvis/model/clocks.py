@@ -177,7 +177,8 @@ class ClockStore:
         out[:] = acc
         return row
 
-    def walker(self, store: EventStore, merge_at: list[array[int]], done: list[int]) -> Walker:
+    def walker(self, store: EventStore, merge_at: list[array[int]], done: list[int],
+               ahead: array[int]) -> Walker:
         """The walk of one rank in causal order over ``store``, in C
         (:mod:`mpvis.model._ccausal`, the one implementation): a function
         ``walk(rank, a, lo, lam, cause)`` that processes events of ``rank``
@@ -188,14 +189,17 @@ class ClockStore:
         (the store's ``c_lamport``), until an event needs the caller; for the
         event at ``a``, ``cause`` is what the caller decided (:data:`WALK`:
         nothing, look for yourself).  ``done[q]`` says how far rank ``q`` is
-        processed.  Widening the rows and new chunks of rows happen here, so
-        the walk stops only where the caller has something to decide
-        (:class:`Walked`).
+        processed.  ``ahead`` (``int64``, three per rank) holds a collective
+        exit decided ahead: ``ahead[3 * q]`` its seq (-1: none), then its
+        joined row (:meth:`join`) and the largest Lamport clock joined; the
+        walk passes that exit without stopping and sets its seq to -1.
+        Widening the rows and new chunks of rows happen here, so the walk
+        stops only where the caller has something to decide (:class:`Walked`).
 
-        ``store``'s columns, ``merge_at`` and ``done`` are held, not copied:
-        they must be the objects the caller keeps growing."""
+        ``store``'s columns, ``merge_at``, ``done`` and ``ahead`` are held, not
+        copied: they must be the objects the caller keeps growing."""
         ctx = (store.by_rank, merge_at, store.c_kind.data, store.c_partner.data,
-               store.c_rank.data, store.c_seq.data, store.c_lamport.data, done,
+               store.c_rank.data, store.c_seq.data, store.c_lamport.data, done, ahead,
                self._rows_ctx, *_MERGE_KINDS)
         c_walk = _ccausal.walk
 

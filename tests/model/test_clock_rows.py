@@ -125,10 +125,11 @@ def test_walk_on_inconsistent_columns_raises() -> None:
     store, cs = m.store, m.clocks
     kinds = tuple(clocks._MERGE_KINDS)
 
-    def ctx(by_rank: list[array[int]], merge_at: list[array[int]],
-            partner: array[int]) -> _ccausal.WalkContext:
+    def ctx(by_rank: list[array[int]], merge_at: list[array[int]], partner: array[int],
+            ahead: array[int] | None = None) -> _ccausal.WalkContext:
         return (by_rank, merge_at, store.c_kind.data, partner, store.c_rank.data,
-                store.c_seq.data, array("i", [-1] * 3), [1, 0], cs._rows_ctx,
+                store.c_seq.data, array("i", [-1] * 3), [1, 0],
+                array("q", [-1, 0, 0] * 2) if ahead is None else ahead, cs._rows_ctx,
                 *kinds)
 
     good_at = [array("i"), array("i", [1])]
@@ -146,6 +147,9 @@ def test_walk_on_inconsistent_columns_raises() -> None:
         walk(ctx(store.by_rank, good_at, store.c_partner.data), 7, 0, 0, 0, 0, 0, 0, 1, 65535)
     with pytest.raises(ValueError, match="cause"):  # a joined row for a consume
         walk(ctx(store.by_rank, good_at, store.c_partner.data), 1, 1, 0, 1, 3, 0, 0, 1, 65535)
+    with pytest.raises(ValueError, match="three entries per rank"):
+        walk(ctx(store.by_rank, good_at, store.c_partner.data, array("q", [-1])),
+             1, 0, 0, 0, 0, 0, 0, 1, 65535)
     with pytest.raises(TypeError):
         walk((), 1, 0, 0, 0, 0, 0, 0, 1, 65535)  # type: ignore[arg-type]  # deliberately wrong
     # the model is untouched by the failed walks' arguments and still answers
