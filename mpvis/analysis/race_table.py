@@ -32,7 +32,8 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
-from mpvis.model.races import Race
+from mpvis.model.classifier import VERDICTS
+from mpvis.model.races import Race, RaceColumns
 
 __all__ = ["COLUMNS", "KEY_COLUMNS", "NONE", "STRING_COLUMNS", "RaceTable", "column_dtype",
            "columns_in", "packed_keys", "rows_in"]
@@ -93,6 +94,16 @@ class _Strings:
             self.id(v)
         return np.fromiter(map(self.ids.__getitem__, vals), dtype=np.int32, count=len(vals))
 
+    def coded(self, codes: npt.NDArray[Any], names: Sequence[str | None]) -> npt.NDArray[np.int32]:
+        """:meth:`column` of ``names[c]`` for each code ``c`` (-1: ``None``), with
+        the same ids, without a string per value."""
+        uniq, first = np.unique(codes, return_index=True)
+        uniq = uniq[np.argsort(first)]  # in order of first appearance, as column's
+        ids = np.array([self.id(None if c < 0 else names[c]) for c in uniq.tolist()],
+                       dtype=np.int32)
+        order = np.argsort(uniq)
+        return ids[order][np.searchsorted(uniq[order], codes)]
+
 
 class RaceTable(Sequence[dict[str, Any]]):
     """Race entries as columns (module docstring); ``strings`` names the string ids."""
@@ -131,6 +142,29 @@ class RaceTable(Sequence[dict[str, Any]]):
         for k, c in enumerate(("rank", "recv1", "recv2", "situation", "m1r", "m1s", "m2r",
                                "m2s", "comm")):
             cols[c] = ints[:, k]
+        return cls(cols, s.names)
+
+    @classmethod
+    def from_race_columns(cls, races: RaceColumns, rows: npt.NDArray[Any]) -> RaceTable:
+        """:meth:`from_classifier` of the races ``rows`` of ``races``, from its
+        columns (:meth:`RaceColumns.report_columns`): no :class:`Race` per row."""
+        c = races.report_columns(rows)
+        n = len(rows)
+        s = _Strings()
+        cols: dict[str, npt.NDArray[Any]] = {
+            "exact": np.zeros(n, np.int8), "confirmed": np.full(n, -1, np.int8),
+            "suppressed": np.zeros(n, np.int8), "group": np.full(n, -1, np.int32),
+            "scope": s.coded(np.zeros(n, np.int64), [races.scope]),
+            "verdict": s.coded(c["verdict"], VERDICTS),
+            "consumption": s.coded(2 * (c["cons1"] >= 0) + (c["cons2"] >= 0),
+                                   ["R-R-", "R-RC", "RCR-", "RCRC"]),
+        }
+        names = races.facts.store.sites
+        cols["site1"], cols["site2"] = s.coded(c["site1"], names), s.coded(c["site2"], names)
+        for k in ("rank", "recv1", "recv2", "situation", "comm"):
+            cols[k] = c[k]
+        for k in ("m1r", "m1s", "m2r", "m2s"):
+            cols[k] = np.where(c[k[:2] + "r"] >= 0, c[k], NONE)
         return cls(cols, s.names)
 
     @classmethod

@@ -37,11 +37,13 @@ SHOWN_VERDICTS = ("legitimate", "unverified")
 def classifier_table(m: ModelManager, *, nonadjacent: bool = False) -> RaceTable:
     """The classifier's races (adjacent pairs, plus non-adjacent ones on request)
     as a table, sorted by rank, receives, adjacent before non-adjacent (stable)."""
-    races = list(m.potential_races())
     if nonadjacent:
+        races = list(m.potential_races())
         for recv in m.find(R.RECV, peer=-1, tag=-1):
             races.extend(m.nonadjacent_races(*recv.key))
-    t = RaceTable.from_classifier(races)
+        t = RaceTable.from_classifier(races)
+    else:  # from the tracker's columns
+        t = RaceTable.from_race_columns(m.races.races, m.races.potential_rows())
     c = t.cols
     return t.take(np.lexsort((~t.has("scope", "adjacent"), c["recv2"], c["recv1"], c["rank"])))
 
