@@ -38,6 +38,7 @@ from itertools import pairwise
 from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 
 from mpvis.analysis.deadlock_collectives import CollectiveTracker
 from mpvis.analysis.deadlock_locks import LockTracker
@@ -64,8 +65,8 @@ from mpvis.protocol.record_types import (
 
 __all__ = ["Deadlock", "DeadlockMonitor", "detect_deadlocks", "to_dot"]
 
-_K_SEND, _K_RECV, _K_CONSUME, _K_STATE, _K_EXIT = (
-    R.KIND_CODE[k] for k in ("send", "recv", "consume", "state", "coll_exit"))
+_K_SEND, _K_RECV, _K_CONSUME, _K_WAIT, _K_STATE, _K_EXIT = (
+    R.KIND_CODE[k] for k in ("send", "recv", "consume", "wait", "state", "coll_exit"))
 
 
 class DeadlockMonitor:
@@ -139,11 +140,13 @@ class DeadlockMonitor:
         blocking = (cols.flags & F_BLOCKING) != 0
         bulk = (kind == _K_RECV) & blocking
         if len(cons_pos):
+            closed = _closed_in_batch(cols, blocking)
             order = np.argsort(cols.gidx, kind="stable")
             at = np.minimum(np.searchsorted(cols.gidx, sends_of, sorter=order), n - 1)
             send_pos = order[at]
             paired = ((cols.gidx[send_pos] == sends_of) & (kind[send_pos] == _K_SEND)
-                      & blocking[send_pos] & (send_pos < cons_pos))
+                      & (blocking[send_pos] | closed[send_pos]) & (send_pos < cons_pos))
+            bulk[closed & (kind == _K_RECV) & _consumed_in_batch(cols, cons_pos)] = True
             cons_pos = cons_pos[paired]
             bulk[cons_pos] = True
             bulk[send_pos[paired]] = True
@@ -344,6 +347,65 @@ class DeadlockMonitor:
         if len(clause.targets) == 1:
             return f"waits in {clause.op}{site} for rank {names}"
         return f"waits in {clause.op}{site} for any of ranks {names}, none of which can act"
+
+
+_REQ_SPAN = 2**32  # a request of the int32 column, shifted to [0, 2**32), per rank
+
+
+def _closed_in_batch(cols: ReleasedColumns, blocking: npt.NDArray[np.bool_]
+                     ) -> npt.NDArray[np.bool_]:
+    """For each entry: a nonblocking send or receive whose request a later wait
+    of its rank in the batch names (the request opens and closes inside the
+    batch).  Waits whose requests are held as dicts (odd values) close nothing
+    here: their requests stay handled record by record."""
+    kind = cols.kind
+    out = np.zeros(len(kind), dtype=bool)
+    ops = np.flatnonzero(((kind == _K_SEND) | (kind == _K_RECV)) & ~blocking)
+    wait_pos = np.flatnonzero(kind == _K_WAIT)
+    if not len(ops) or not len(wait_pos):
+        return out
+    wg, woff, wreq = cols.store.extras.wait_buffers()
+    if not wg:
+        return out
+    wgv, offv = np.frombuffer(wg, dtype=np.int64), np.frombuffer(woff, dtype=np.int64)
+    g = cols.gidx[wait_pos]
+    row = np.minimum(np.searchsorted(wgv, g), len(wgv) - 1)
+    held = wgv[row] == g
+    wait_pos, row = wait_pos[held], row[held]
+    counts = offv[row + 1] - offv[row]
+    total = int(counts.sum())
+    if not total:
+        return out
+    at = np.repeat(wait_pos, counts)
+    first = np.repeat(offv[row] - (np.cumsum(counts) - counts), counts)
+    reqs = np.frombuffer(wreq, dtype=np.int64)[first + np.arange(total)]
+    fits = (reqs >= -(2**31)) & (reqs < 2**31)
+    at, reqs = at[fits], reqs[fits]
+    wkey = cols.rank[at].astype(np.int64) * _REQ_SPAN + (reqs + 2**31)
+    order = np.lexsort((at, wkey))
+    wkey, at = wkey[order], at[order]
+    last = np.flatnonzero(np.append(wkey[1:] != wkey[:-1], True))  # latest wait per key
+    keys, latest = wkey[last], at[last]
+    okey = (cols.rank[ops].astype(np.int64) * _REQ_SPAN
+            + (cols.column("req", ops).astype(np.int64) + 2**31))
+    k = np.minimum(np.searchsorted(keys, okey), len(keys) - 1)
+    out[ops] = (keys[k] == okey) & (latest[k] > ops)
+    return out
+
+
+def _consumed_in_batch(cols: ReleasedColumns, cons_pos: npt.NDArray[np.intp]
+                       ) -> npt.NDArray[np.bool_]:
+    """For each entry: a receive whose consume is among the batch's consumes ``cons_pos``."""
+    out = np.zeros(len(cols.kind), dtype=bool)
+    recv_pos = np.flatnonzero(cols.kind == _K_RECV)
+    if not len(recv_pos) or not len(cons_pos):
+        return out
+    ckey = np.sort(cols.rank[cons_pos].astype(np.int64) * _REQ_SPAN
+                   + cols.column("ref", cons_pos).astype(np.int64))
+    rkey = cols.rank[recv_pos].astype(np.int64) * _REQ_SPAN + cols.seq[recv_pos]
+    k = np.minimum(np.searchsorted(ckey, rkey), len(ckey) - 1)
+    out[recv_pos] = ckey[k] == rkey
+    return out
 
 
 def _merge_collective(clauses: list[Clause]) -> list[Clause]:
