@@ -118,10 +118,13 @@ class DeadlockMonitor:
         at one by one, and for each rank's last relevant event.
 
         Not looked at are a blocking send and the consume of its message when
-        both are in the batch (the message enters the pool and leaves it again;
-        a nonblocking send also opens a request, so it is handled as a record),
-        and blocking receives (which change nothing but the rank's state); a
-        collective exit only counts toward its collective, without a record.
+        both are in the batch (the message enters the pool and leaves it
+        again), a nonblocking send likewise when a later wait of its rank in
+        the batch names its request (the request opens and closes: the wait's
+        handler then pops an absent request), a nonblocking receive whose
+        consume and closing wait are in the batch, and blocking receives (which
+        change nothing but the rank's state); a collective exit only counts
+        toward its collective, without a record.
         Every other event goes through its handler in stream order, as in
         :meth:`feed`; then each rank's state is its last relevant record.  The
         pool is the same because a consume removes the very send it names,
