@@ -307,15 +307,16 @@ def _ranks_text(ranks: Sequence[int]) -> str:
     return f"{len(ranks)} ranks ({ranks[0]}..{ranks[-1]})"
 
 
-def format_groups(groups: Sequence[Group], entries: Iterable[dict[str, Any]] | RaceTable
-                  ) -> list[str]:
+def format_groups(groups: Sequence[Group], entries: Iterable[dict[str, Any]] | RaceTable,
+                  rows: npt.NDArray[np.bool_] | None = None) -> list[str]:
     """Lines for a person, one per group, counting only ``entries`` (races of the
     report annotated by :func:`group_races`, e.g. those shown, or a table's rows
-    with their ``group``); groups left with none give no line."""
+    with their ``group``, only those of the mask ``rows`` when given); groups
+    left with none give no line."""
     counts: dict[int, Counter[str]] = {}
     if isinstance(entries, RaceTable):
         cols = entries.cols
-        rows = cols["group"] >= 0
+        rows = cols["group"] >= 0 if rows is None else rows & (cols["group"] >= 0)
         width = len(entries.strings) + 1
         pairs, _, _, n = _unique(cols["group"][rows].astype(np.int64) * width
                                  + cols["verdict"][rows])

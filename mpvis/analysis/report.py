@@ -200,9 +200,10 @@ _CONFIRMS = ("", "\n      exact test: does not confirm it",
              "\n      exact test: confirms this race")
 
 
-def _race_text(races: RaceTable) -> Iterator[str]:
-    """The lines of the races in the text report, :data:`CHUNK` races at a time
-    (each piece their lines joined by newlines): per race its rank, receives
+def _race_text(races: RaceTable, rows: Any) -> Iterator[str]:
+    """The lines of the races ``rows`` (indices) in the text report, :data:`CHUNK`
+    races at a time, read from the columns a chunk at a time (no copy of the
+    table); each piece is their lines joined by newlines.  Per race its rank, receives
     with their sites, situation, consumption and scope (or ``exact``), both
     messages (``nothing consumed`` when a receive consumed none) and the
     verdict, then whether the exact test confirms it (when decided).  One
@@ -210,8 +211,9 @@ def _race_text(races: RaceTable) -> Iterator[str]:
     text = [None, *races.strings]  # string id + 1 -> its value
     site = ["", *(f" ({s})" if s else "" for s in races.strings)]
     upper = ["NONE", *(s.upper() for s in races.strings)]
-    for lo in range(0, len(races), CHUNK):
-        part = [races.cols[c][lo:lo + CHUNK].tolist() for c in COLUMNS[:16]]
+    for lo in range(0, len(rows), CHUNK):
+        chunk = rows[lo:lo + CHUNK]
+        part = [races.cols[c][chunk].tolist() for c in COLUMNS[:16]]
         out = []
         for (exact, scope, rank, r1, r2, situation, m1r, m1s, m2r, m2s, verdict, _comm,
              consumption, site1, site2, confirmed) in zip(*part, strict=True):
@@ -238,12 +240,13 @@ def _unseen_exact(races: RaceTable, found: Any) -> Any:
     return out
 
 
-def _format_groups(report: Report, counted: RaceTable) -> list[str]:
-    """The ``groups`` block: shown races by site pair (see :mod:`race_groups`)."""
+def _format_groups(report: Report, races: RaceTable, counted: Any) -> list[str]:
+    """The ``groups`` block: the races of the mask ``counted`` (those shown) by
+    site pair (see :mod:`race_groups`)."""
     groups = report.get("groups")
-    if not groups or not len(counted):
+    if not groups or not counted.any():
         return []
-    lines = format_groups(groups, counted)
+    lines = format_groups(groups, races, counted)
     return [f"Races by site pair: {len(lines)} group{'s' * (len(lines) != 1)}", *lines]
 
 
@@ -276,8 +279,8 @@ def report_lines(report: Report, *, source: str | None = None, summary: bool = F
                           (nx_, unseen_rows, "Exact races the classifier does not show")):
         if n and not summary:
             yield f"{what}: {n}"
-            yield from _race_text(races.take(rows))
-    yield from _format_groups(report, races.take(shown_rows | unseen_rows))
+            yield from _race_text(races, np.flatnonzero(rows))
+    yield from _format_groups(report, races, shown_rows | unseen_rows)
     if nr and hidden:
         yield (f"({hidden} more pairs judged spurious or false are not shown; "
                "use --json to see them)")
