@@ -185,12 +185,13 @@ def exit_code(report: Report) -> int:
 def legend_examples(report: Report) -> list[dict[str, Any]]:
     """One found race per (situation, consumption, verdict) that occurs: what
     :func:`mpvis.scene.vocabulary.legend_lines` needs to explain the terms."""
-    found = _table(found_races(report))
-    c = found.cols
-    keys = packed_keys([c["situation"], c["consumption"], c["verdict"]])
+    races = _table(report["races"])
+    found = np.flatnonzero(_found_mask(races))  # their rows: no copy of the table
+    c = races.cols
+    keys = packed_keys(c[k][found] for k in ("situation", "consumption", "verdict"))
     _, first = (np.unique(keys[0], return_index=True) if len(keys) == 1 else
                 np.unique(np.stack(keys, axis=1), axis=0, return_index=True))
-    return found.take(np.sort(first)).entries()
+    return races.take(found[np.sort(first)]).entries()
 
 
 _HEAD_EXACT = "  rank %d: recv %d:%d — exact\n      %s; %s → %s%s"
