@@ -24,12 +24,20 @@ soon as the records proving it have arrived.  Membership: comm 0 is every rank;
 another comm is its ``group`` (world ranks) when a ``coll`` record carries one,
 else the ranks seen calling collectives on it.  Signatures of the n-th
 collective are kept only until every member has reached it.
+
+A call is held as a *handle*: its record (:meth:`CollectiveTracker.on_coll`)
+or any other value the caller can turn into its record later
+(:meth:`CollectiveTracker.on_entry` with the tracker's ``record_of``: the
+deadlock monitor's column path passes global event indices), with its
+arguments as a mapping.  Records are needed only for what is reported: a
+mismatch's or a finished member's description, a wait-for clause.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from mpvis.analysis.deadlock_report import COLLECTIVE, Deadlock, describe_site
 from mpvis.analysis.waitfor import Clause
@@ -39,6 +47,9 @@ from mpvis.protocol.records import COLL_ARGS
 __all__ = ["CollectiveTracker", "describe_coll", "signature_differences"]
 
 Signature = tuple[object, ...]
+#: A collective call as the tracker holds it: its record, or a caller's handle
+#: that the tracker's ``record_of`` turns into the record (module docstring).
+CollRef = object
 
 #: The arguments a ``coll`` may carry and the report shows (``bytes``: see the module docstring).
 SHOWN_ARGS = (*COLL_ARGS, "bytes")
@@ -91,23 +102,27 @@ def _nth(n: int) -> str:
 class _Instance:
     """The n-th collective of one communicator: who reached it, with what."""
 
-    first: CollRecord
+    first: CollRef
+    args: Mapping[str, Any]  # the first call's arguments (its record, or its extras)
     reached: int = 1
-    arrivals: list[CollRecord] = field(default_factory=list)  # every later rank's record
+    arrivals: list[CollRef] = field(default_factory=list)  # every later rank's call
     report: int | None = None  # index of its mismatch Deadlock in the found list
 
 
 class CollectiveTracker:
     """Collective calls per communicator; appends mismatches to ``found``."""
 
-    def __init__(self, nprocs: int, found: list[Deadlock]) -> None:
+    def __init__(self, nprocs: int, found: list[Deadlock],
+                 record_of: Callable[[CollRef], CollRecord] | None = None) -> None:
         self.nprocs = nprocs
         self._found = found
+        #: A call's record from its handle (records are their own handles).
+        self.record_of: Callable[[CollRef], CollRecord] = record_of or _as_record
         self._entered: dict[int, dict[int, int]] = {}
         self._instances: dict[int, dict[int, _Instance]] = {}
         self._groups: dict[int, frozenset[int]] = {}
         self._finished: set[int] = set()
-        self._blocked: dict[int, tuple[int, int, CollRecord]] = {}  # rank -> (comm, n, coll)
+        self._blocked: dict[int, tuple[int, int, CollRef]] = {}  # rank -> (comm, n, coll)
         self._finished_reports: dict[tuple[int, int], int] = {}  # (comm, rank) -> found index
 
     # -- membership ------------------------------------------------------------------
@@ -133,33 +148,44 @@ class CollectiveTracker:
 
     def blocked_in(self, rank: int) -> tuple[int, int, CollRecord] | None:
         """``(comm, n, coll record)`` if ``rank`` is inside its n-th collective (0-based)."""
-        return self._blocked.get(rank)
+        where = self._blocked.get(rank)
+        if where is None:
+            return None
+        comm, n, coll = where
+        return comm, n, self.record_of(coll)
 
     # -- updates ---------------------------------------------------------------------
 
     def on_coll(self, rec: CollRecord) -> Sequence[int]:
         """A rank enters a collective; returns the comm's group if the record carries one."""
-        rank, comm = rec["rank"], rec.get("comm", 0)
-        group = rec.get("group")
+        return self.on_entry(rec["rank"], rec.get("comm", 0), rec, rec)
+
+    def on_entry(self, rank: int, comm: int, args: Mapping[str, Any], ev: CollRef
+                 ) -> Sequence[int]:
+        """:meth:`on_coll` of a call given as its rank, communicator, arguments
+        (``op``, ``root``... and ``group``: its record, or the store's extras
+        of the event) and handle ``ev``; returns the comm's group if ``args``
+        carries one."""
+        group: Sequence[int] | None = args.get("group")
         if group is not None and comm:
             self._groups[comm] = frozenset(group)
         counts = self._entered.setdefault(comm, {})
         n = counts.get(rank, 0)
         counts[rank] = n + 1
-        self._blocked[rank] = (comm, n, rec)
+        self._blocked[rank] = (comm, n, ev)
         insts = self._instances.setdefault(comm, {})
         inst = insts.get(n)
         if inst is None:
-            insts[n] = inst = _Instance(rec)
+            insts[n] = inst = _Instance(ev, args)
         else:
             inst.reached += 1
-            inst.arrivals.append(rec)
-            if inst.report is not None or _differs(inst.first, rec):
+            inst.arrivals.append(ev)
+            if inst.report is not None or (inst.args is not args and _differs(inst.args, args)):
                 self._report_mismatch(comm, n, inst)
         if inst.reached >= self._size(comm):
             del insts[n]
         if self._finished:
-            self._check_finished_members(comm, n, rec)
+            self._check_finished_members(comm, n, ev)
         return group or ()
 
     def on_exit(self, rank: int) -> None:
@@ -185,8 +211,9 @@ class CollectiveTracker:
         where = self._blocked.get(rank)
         if where is None:
             return None
-        comm, n, coll = where
+        comm, n, ev = where
         counts = self._entered.get(comm, {})
+        coll = self.record_of(ev)
         op = describe_coll(coll) + f" (its {_nth(n + 1)} collective on comm {comm})"
         return [
             Clause((m,), COLLECTIVE, (rank, coll["seq"]), op, coll.get("site"))
@@ -196,18 +223,18 @@ class CollectiveTracker:
 
     # -- reports ---------------------------------------------------------------------
 
-    def _check_finished_members(self, comm: int, n: int, rec: CollRecord) -> None:
+    def _check_finished_members(self, comm: int, n: int, ev: CollRef) -> None:
         counts = self._entered.get(comm, {})
         for f in self._finished:
             if f in self.members(comm) and counts.get(f, 0) <= n:
-                self._report_finished(comm, f, counts.get(f, 0), rec, n)
+                self._report_finished(comm, f, counts.get(f, 0), ev, n)
 
     def _report_mismatch(self, comm: int, n: int, inst: _Instance) -> None:
-        recs = [inst.first, *inst.arrivals]
+        recs = [self.record_of(ev) for ev in (inst.first, *inst.arrivals)]
         calls: dict[str, list[int]] = {}
         fields: set[str] = set()
         for rec in recs:
-            fields.update(_differs(inst.first, rec))
+            fields.update(_differs(recs[0], rec))
             call = describe_coll(rec) + describe_site(rec.get("site"))
             calls.setdefault(call, []).append(rec["rank"])
         parts = [
@@ -237,8 +264,9 @@ class CollectiveTracker:
         else:
             self._found[inst.report] = dl
 
-    def _report_finished(self, comm: int, done: int, k: int, coll: CollRecord, n: int) -> None:
+    def _report_finished(self, comm: int, done: int, k: int, ev: CollRef, n: int) -> None:
         key = (comm, done)
+        coll = self.record_of(ev)
         idx = self._finished_reports.get(key)
         waiter = coll["rank"]
         line = (
@@ -272,3 +300,9 @@ class CollectiveTracker:
                 },
             )
         )
+
+
+def _as_record(ev: CollRef) -> CollRecord:
+    """The handle of a call fed as a record is that record."""
+    assert isinstance(ev, dict), "a handle other than a record needs the tracker's record_of"
+    return cast("CollRecord", ev)

@@ -52,6 +52,8 @@ from mpvis.analysis.deadlock_report import (
     to_dot,
 )
 from mpvis.analysis.waitfor import Clause, WaitEdge, find_cycle, reduce_graph, weak_components
+from mpvis.model.event_arrays import EventArrays
+from mpvis.model.store import EventStore
 from mpvis.model.stream import ReleasedColumns
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING
@@ -65,8 +67,8 @@ from mpvis.protocol.record_types import (
 
 __all__ = ["Deadlock", "DeadlockMonitor", "detect_deadlocks", "to_dot"]
 
-_K_SEND, _K_RECV, _K_CONSUME, _K_WAIT, _K_STATE, _K_EXIT = (
-    R.KIND_CODE[k] for k in ("send", "recv", "consume", "wait", "state", "coll_exit"))
+_K_SEND, _K_RECV, _K_CONSUME, _K_WAIT, _K_STATE, _K_COLL, _K_EXIT = (
+    R.KIND_CODE[k] for k in ("send", "recv", "consume", "wait", "state", "coll", "coll_exit"))
 
 
 class DeadlockMonitor:
@@ -81,7 +83,8 @@ class DeadlockMonitor:
         self._record_by_record = False  # feed_columns falls back to feed (see there)
         self._graph: list[Deadlock] = []
         self._p2p = P2PState(nprocs)
-        self._coll = CollectiveTracker(nprocs, self._found)
+        self._coll = CollectiveTracker(nprocs, self._found, self._record_of)
+        self._store: EventStore | None = None  # the column path's, for _record_of
         self._locks = LockTracker(nprocs, self._found)
         # kind -> its handler, which takes that kind's records (its parameter's type)
         self._handlers: dict[str, Callable[[Any], None]] = {
@@ -153,17 +156,10 @@ class DeadlockMonitor:
             cons_pos = cons_pos[paired]
             bulk[cons_pos] = True
             bulk[send_pos[paired]] = True
-        handlers, on_exit = self._handlers, self._coll.on_exit
+        self._store = cols.store
         todo = np.flatnonzero(~bulk)
         todo = todo[np.isin(kind[todo], self._handled)]
-        exits = kind[todo] == _K_EXIT
-        recs = iter(cols.records_at(todo[~exits]))
-        for is_exit, r in zip(exits.tolist(), cols.rank[todo].tolist(), strict=True):
-            if is_exit:
-                on_exit(r)
-            else:
-                rec = next(recs)
-                handlers[rec["kind"]](rec)
+        recorded = self._handle(cols, todo)
         if len(cons_pos):
             cranks = cols.rank[cons_pos]
             refs = cols.column("ref", cons_pos)
@@ -173,10 +169,64 @@ class DeadlockMonitor:
         relevant = np.flatnonzero(kind != _K_STATE)[::-1]
         ranks, first = np.unique(cols.rank[relevant], return_index=True)
         last = relevant[first]
-        unset = bulk[last] | (kind[last] == _K_EXIT)  # no record made its rank's state
+        unset = ~recorded[last]  # no record made its rank's state
         cur = self._cur
         for r, rec in zip(ranks[unset].tolist(), cols.records_at(last[unset]), strict=True):
             cur[r] = rec
+
+    def _handle(self, cols: ReleasedColumns, todo: npt.NDArray[np.intp]
+                ) -> npt.NDArray[np.bool_]:
+        """Feed batch entries ``todo`` to their updates in stream order: waits
+        whose requests the store holds as arrays close them by value
+        (:meth:`P2PState.close_requests`), collective entries and exits go to
+        the tracker as ranks, communicators, the store's extras and global
+        indices (:meth:`CollectiveTracker.on_entry`, ``on_exit``); the other
+        entries through their records' handlers.  Returns which batch entries
+        were fed as records."""
+        kind = cols.kind[todo]
+        how = np.zeros(len(todo), dtype=np.int8)  # 0: a record
+        how[kind == _K_EXIT] = 1
+        wait_at, counts, reqs = _wait_requests(cols, todo[kind == _K_WAIT])
+        how[np.isin(todo, wait_at)] = 2
+        colls = todo[kind == _K_COLL]
+        how[kind == _K_COLL] = 3
+        rec_pos = todo[how == 0]
+        recorded = np.zeros(len(cols.kind), dtype=bool)
+        recorded[rec_pos] = True
+        recs = iter(cols.records_at(rec_pos))
+        flat = reqs.tolist()
+        ends = iter(np.cumsum(counts).tolist())
+        args = iter(EventArrays(cols.store, cols.gidx).extras(colls))
+        comms = iter(cols.column("comm", colls).tolist())
+        evs = iter(cols.gidx[colls].tolist())
+        handlers, on_exit, close = self._handlers, self._coll.on_exit, self._p2p.close_requests
+        on_entry, set_group = self._coll.on_entry, self._p2p.set_group
+        start = 0
+        for h, r in zip(how.tolist(), cols.rank[todo].tolist(), strict=True):
+            if h == 0:
+                rec = next(recs)
+                handlers[rec["kind"]](rec)
+            elif h == 1:
+                on_exit(r)
+            elif h == 2:
+                end = next(ends)
+                close(r, flat[start:end])
+                start = end
+            else:
+                comm = next(comms)
+                group = on_entry(r, comm, next(args), next(evs))
+                if group:
+                    set_group(comm, group)
+        return recorded
+
+    def _record_of(self, ev: object) -> CollRecord:
+        """A collective call's record from the tracker's handle: the record
+        itself (record path) or its global index in the store (column path)."""
+        if isinstance(ev, dict):
+            return cast("CollRecord", ev)
+        assert isinstance(ev, int) and self._store is not None
+        g = np.array([ev], dtype=np.int64)
+        return cast("CollRecord", ReleasedColumns.of(self._store, g).records()[0])
 
     def finish(self) -> None:
         """The input has ended: decide which blocked ranks are deadlocked (``final=True``)."""
@@ -367,21 +417,10 @@ def _closed_in_batch(cols: ReleasedColumns, blocking: npt.NDArray[np.bool_]
     wait_pos = np.flatnonzero(kind == _K_WAIT)
     if not len(ops) or not len(wait_pos):
         return out
-    wg, woff, wreq = cols.store.extras.wait_buffers()
-    if not wg:
-        return out
-    wgv, offv = np.frombuffer(wg, dtype=np.int64), np.frombuffer(woff, dtype=np.int64)
-    g = cols.gidx[wait_pos]
-    row = np.minimum(np.searchsorted(wgv, g), len(wgv) - 1)
-    held = wgv[row] == g
-    wait_pos, row = wait_pos[held], row[held]
-    counts = offv[row + 1] - offv[row]
-    total = int(counts.sum())
-    if not total:
+    wait_pos, counts, reqs = _wait_requests(cols, wait_pos)
+    if not len(reqs):
         return out
     at = np.repeat(wait_pos, counts)
-    first = np.repeat(offv[row] - (np.cumsum(counts) - counts), counts)
-    reqs = np.frombuffer(wreq, dtype=np.int64)[first + np.arange(total)]
     fits = (reqs >= -(2**31)) & (reqs < 2**31)
     at, reqs = at[fits], reqs[fits]
     wkey = cols.rank[at].astype(np.int64) * _REQ_SPAN + (reqs + 2**31)
@@ -394,6 +433,28 @@ def _closed_in_batch(cols: ReleasedColumns, blocking: npt.NDArray[np.bool_]
     k = np.minimum(np.searchsorted(keys, okey), len(keys) - 1)
     out[ops] = (keys[k] == okey) & (latest[k] > ops)
     return out
+
+
+def _wait_requests(cols: ReleasedColumns, wait_pos: npt.NDArray[np.intp]
+                   ) -> tuple[npt.NDArray[np.intp], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The waits among batch entries ``wait_pos`` whose requests the store holds
+    as arrays (:meth:`Extras.wait_buffers <mpvis.model.extras.Extras.wait_buffers>`:
+    plain ints), in the same order, how many requests each has, and all their
+    requests one wait after the other."""
+    none = (wait_pos[:0], np.zeros(0, np.int64), np.zeros(0, np.int64))
+    wg, woff, wreq = cols.store.extras.wait_buffers()
+    if not wg or not len(wait_pos):
+        return none
+    wgv, offv = np.frombuffer(wg, dtype=np.int64), np.frombuffer(woff, dtype=np.int64)
+    g = cols.gidx[wait_pos]
+    row = np.minimum(np.searchsorted(wgv, g), len(wgv) - 1)
+    held = wgv[row] == g
+    wait_pos, row = wait_pos[held], row[held]
+    counts = offv[row + 1] - offv[row]
+    total = int(counts.sum())
+    first = np.repeat(offv[row] - (np.cumsum(counts) - counts), counts)
+    reqs = np.frombuffer(wreq, dtype=np.int64)[first + np.arange(total)] if total else none[2]
+    return wait_pos, counts, reqs
 
 
 def _consumed_in_batch(cols: ReleasedColumns, cons_pos: npt.NDArray[np.intp]

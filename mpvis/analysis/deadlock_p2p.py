@@ -160,9 +160,14 @@ class P2PState:
 
     def on_wait(self, rec: WaitRecord) -> None:
         """Requests completed: they are closed."""
-        opened = self._open[rec["rank"]]
-        for req in rec["reqs"]:
-            opened.pop(req, None)
+        self.close_requests(rec["rank"], rec["reqs"])
+
+    def close_requests(self, rank: int, reqs: Iterable[int]) -> None:
+        """A wait of ``rank`` completed requests ``reqs``: :meth:`on_wait` by value."""
+        opened = self._open[rank]
+        if opened:
+            for req in reqs:
+                opened.pop(req, None)
 
     def set_group(self, comm: int, group: Sequence[int]) -> None:
         """The world ranks of communicator ``comm`` (from a collective's ``group``)."""
