@@ -27,6 +27,7 @@ from mpvis.analysis.race_suppress import (
     settings_path,
 )
 from mpvis.analysis.report import exit_code, iter_report_json, legend_examples, report_lines
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.errors import UserError
 from mpvis.scene.vocabulary import legend_lines
 from mpvis.tracefile import check_cache
@@ -35,7 +36,7 @@ from mpvis.tracefile.reader import TraceFileError, iter_records, load_trace, rea
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
-        "check", help="report the races and deadlocks of a saved trace",
+        "check", help=COMMANDS["check"],
         description="Check a saved trace for message races and deadlocks.")
     p.add_argument("trace", help="trace file (.jsonl, .jsonl.gz or .jsonl.zst)")
     p.add_argument("--json", action="store_true", help="print the JSON report of the spec")

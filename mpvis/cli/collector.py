@@ -19,6 +19,7 @@ import os
 import sys
 from typing import Any
 
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.errors import UserError
 from mpvis.cli.token_args import add_token_options, token_from
 from mpvis.collector.auth import format_address, parse_address
@@ -28,7 +29,7 @@ from mpvis.collector.collector import Collector
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "collector",
-        help="run this machine's collector for a run across machines",
+        help=COMMANDS["collector"],
         description="Forward the records of this machine's ranks to a central process.",
     )
     p.add_argument(

@@ -15,6 +15,7 @@ import sys
 from typing import Any
 
 from mpvis.analysis.cones import Cone, cone_of
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.errors import UserError
 from mpvis.model.manager import ModelManager
 from mpvis.tracefile.reader import TraceFileError, load_trace
@@ -23,7 +24,7 @@ from mpvis.tracefile.reader import TraceFileError, load_trace
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "cone",
-        help="show the causality cone of an event",
+        help=COMMANDS["cone"],
         description="Show the causality cone (causal history) of an event, its frontier, "
         "and the events it happened before.",
     )

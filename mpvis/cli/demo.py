@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.display import require_display
 from mpvis.cli.errors import UserError
 from mpvis.collector.auth import format_address
@@ -42,7 +43,7 @@ DRAIN_WAIT = 30.0
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "demo",
-        help="watch a built-in simulated program (no MPI needed)",
+        help=COMMANDS["demo"],
         description="Simulate a message-passing program and stream it like a real run: "
         "into the window (--gui, or one already running), else record it and print the "
         "report. 'mpvis demo --list' lists the scenarios.",

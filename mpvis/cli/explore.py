@@ -46,6 +46,7 @@ from mpvis.analysis.delivery_orders import (
     delivery_groups,
 )
 from mpvis.analysis.run_outcome import Outcome, differences
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.errors import UserError
 from mpvis.cli.explore_runs import RunResult, record_run, replay_run
 from mpvis.cli.program_args import after_dashdash, take_program
@@ -64,7 +65,7 @@ MIN_TIMEOUT = 15.0
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "explore",
-        help="replay a program's other message delivery orders and report those that change it",
+        help=COMMANDS["explore"],
         description="Record a run, then replay the alternative delivery orders of its racing "
         "receives, subgroup by subgroup (Schaeli et al.), and report every order that changes "
         "the outcome (output, exit status, messages, final state).",

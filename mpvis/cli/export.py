@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.errors import UserError
 from mpvis.tracefile.export import FORMATS, export_trace
 from mpvis.tracefile.otf2_export import Otf2ExportError
@@ -23,7 +24,7 @@ from mpvis.tracefile.reader import TraceFileError
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
-        "export", help="write a trace as OTF2, Perfetto JSON or CSV",
+        "export", help=COMMANDS["export"],
         description="Export a trace for other tools. Formats: "
                     + "; ".join(f"{k}: {v}" for k, v in FORMATS.items()) + ".")
     p.add_argument("trace", type=Path, help="trace file (.jsonl[.gz|.zst]) or OTF2 anchor (.otf2)")

@@ -13,6 +13,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.display import require_display
 from mpvis.cli.errors import UserError
 
@@ -20,7 +21,7 @@ from mpvis.cli.errors import UserError
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "open",
-        help="browse a saved trace in the window",
+        help=COMMANDS["open"],
         description="Open the window on a trace file (.jsonl, .jsonl.gz, .jsonl.zst).",
     )
     p.add_argument("trace", type=Path, nargs="?", help="trace file (none: an empty window)")

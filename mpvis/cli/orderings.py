@@ -22,6 +22,7 @@ from typing import Any
 from mpvis.analysis.linext import DEFAULT_STATE_LIMIT, CountLimitError, approx
 from mpvis.analysis.poeg import PoegError, poeg_of
 from mpvis.analysis.poeg_decompose import Decomposition, decompose
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.cone import load
 from mpvis.cli.errors import UserError
 
@@ -32,7 +33,7 @@ SHOWN_SUBGROUPS = 12
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "orderings",
-        help="count a run's message orderings before and after POEG decomposition",
+        help=COMMANDS["orderings"],
         description="Count the orderings of the run's events that its POEG admits "
         "(Schaeli et al.), per rank and per subgroup after decomposition.",
     )

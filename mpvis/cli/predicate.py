@@ -38,6 +38,7 @@ from mpvis.analysis.predicates import (
     detect_disjunctive,
     parse_definition,
 )
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.cone import load
 from mpvis.cli.errors import UserError
 from mpvis.model.manager import ModelManager
@@ -46,7 +47,7 @@ from mpvis.model.manager import ModelManager
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "predicate",
-        help="find where a conjunctive or disjunctive predicate first holds",
+        help=COMMANDS["predicate"],
         description="Find the first consistent cut of a saved run where a conjunction "
         "(or disjunction) of local predicates holds.",
         epilog="Example: mpvis predicate run.jsonl --define a=0:'x > 3' "

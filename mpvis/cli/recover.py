@@ -14,6 +14,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.errors import UserError
 from mpvis.collector.symbolize import SiteSymbolizer
 from mpvis.tracefile.reader import TraceFileError, read_header
@@ -24,7 +25,7 @@ _SUFFIXES = (".jsonl", ".jsonl.gz", ".jsonl.zst")
 
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
-        "recover", help="merge the ranks' spill files of a run into its trace",
+        "recover", help=COMMANDS["recover"],
         description="Merge the spill files that ranks write when their collector or "
                     "central process dies into the run's trace.")
     p.add_argument("path", type=Path, help="the trace, or a directory of traces")

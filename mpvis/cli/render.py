@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.display import require_qt
 from mpvis.cli.errors import UserError
 
@@ -27,7 +28,7 @@ def _size(text: str) -> tuple[int, int]:
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "render",
-        help="draw a trace's space-time diagram into an image file",
+        help=COMMANDS["render"],
         description="Render the space-time diagram of a trace to PNG (or SVG) without a window.",
     )
     p.add_argument("trace", type=Path, help="trace file")

@@ -32,6 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.errors import UserError
 from mpvis.cli.native import is_native_program
 from mpvis.cli.program_args import after_dashdash, take_program
@@ -46,7 +47,7 @@ __all__ = ["rank_output_options", "register", "replay", "summarize"]
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "replay",
-        help="re-execute a recorded run with the same message deliveries",
+        help=COMMANDS["replay"],
         description="Replay a run recorded with 'mpvis run --record DIR': the racing "
         "deliveries are forced, so the run consumes the same messages in the same order.",
         usage="mpvis replay RECORD [--flip RANK:SEQ | --order ORDER] [-n N] [--no-stream] "

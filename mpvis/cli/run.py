@@ -36,6 +36,7 @@ from typing import Any
 
 from mpvis.analysis.coll_mismatch import MISMATCH_CHECKS
 from mpvis.cli import native, record_options
+from mpvis.cli.commands import COMMANDS
 from mpvis.cli.errors import UserError
 from mpvis.cli.preflight import (
     EXIT_PROGRAM_FAILED,
@@ -96,7 +97,7 @@ STUCK_AFTER = 5.0
 def register(sub: Any) -> None:
     p: argparse.ArgumentParser = sub.add_parser(
         "run",
-        help="run an MPI program under mpvis and watch it",
+        help=COMMANDS["run"],
         description="Run an unmodified mpi4py program or compiled (C, C++) MPI program with "
         "mpiexec, every rank traced. "
         "Options that mpvis does not know are passed to mpiexec; put them before '--'.",
