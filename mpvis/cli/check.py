@@ -15,11 +15,8 @@ import argparse
 import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mpvis.analysis.exact_offline import all_conflicts
-from mpvis.analysis.pipeline import Analyses
-from mpvis.analysis.race_groups import group_table, model_event_sites, program_dir
 from mpvis.analysis.race_suppress import (
     SuppressFileError,
     load_intended,
@@ -32,6 +29,9 @@ from mpvis.cli.errors import UserError
 from mpvis.scene.vocabulary import legend_lines
 from mpvis.tracefile import check_cache
 from mpvis.tracefile.reader import TraceFileError, iter_records, load_trace, read_header
+
+if TYPE_CHECKING:
+    from mpvis.analysis.pipeline import Analyses
 
 
 def register(sub: Any) -> None:
@@ -84,7 +84,12 @@ def run(args: argparse.Namespace) -> int:
 def _analyse(args: argparse.Namespace) -> check_cache.Cached:
     """The report of the trace before suppression marks (its races a table, with
     each row's site-pair group) and the groups (unmarked:
-    :func:`check_cache.apply_marks` counts the marks)."""
+    :func:`check_cache.apply_marks` counts the marks).  The analyses are
+    imported here: a check served by the cache runs none (issue 16)."""
+    from mpvis.analysis.exact_offline import all_conflicts
+    from mpvis.analysis.pipeline import Analyses
+    from mpvis.analysis.race_groups import group_table, model_event_sites, program_dir
+
     analyses: Analyses | None = None
     try:
         analyses = Analyses.for_header(read_header(args.trace))
