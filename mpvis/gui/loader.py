@@ -13,12 +13,12 @@ as it does with a live run's records: the model is only ever touched by one
 thread while it grows, the analyses get its causally ordered stream as it
 grows, and the diagram redraws what is in after each slice.  Once every batch
 is in and the model finished, the worker lists the exact races (a quarter of
-a million objects for 1M events: :attr:`TraceLoader.exact_races`, built off
-the GUI thread) and emits ``loaded(analyses, None, None)``,
-``logical_ready`` (the Lamport clocks come with the model) and
-``exact_ready``: the window then shows deadlocks and exact races.  (Until
-issue 16's second round the analyses ran after the load, over records rebuilt
-from the model: 10 s more on 1M events.)
+a million for 1M events: :attr:`TraceLoader.exact_races`, the detector's
+conflict array taken off the GUI thread; a row is made when shown) and
+emits ``loaded(analyses, None, None)``, ``logical_ready`` (the Lamport
+clocks come with the model) and ``exact_ready``: the window then shows
+deadlocks and exact races.  (Until issue 16's second round the analyses ran
+after the load, over records rebuilt from the model: 10 s more on 1M events.)
 
 An OTF2 archive is loaded whole in the worker thread instead, with its
 real-time :class:`~mpvis.scene.layout.Layout` and frame index
@@ -43,9 +43,9 @@ from pathlib import Path
 
 from PySide6 import QtCore
 
-from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.pipeline import Analyses
 from mpvis.gui.race_panel import DetectorKeys, ExactKey
+from mpvis.gui.race_rows import ExactRows
 from mpvis.scene.frame import FrameIndex
 from mpvis.scene.layout import Layout
 from mpvis.scene.messages import message_index
@@ -130,7 +130,7 @@ class TraceLoader(QtCore.QThread):
         self._analyses: Analyses | None = None
         #: the exact races, built on this thread once the exact pass is done
         #: (before ``exact_ready``), so that the GUI thread only lists them
-        self.exact_races: list[ExactRace] | None = None
+        self.exact_races: ExactRows | None = None
         self.exact_keys: Container[ExactKey] | None = None  # their keys (the race panel's ✓)
         self._seen = 0
         self._parts: deque[ParsedBatch] = deque()  # pieces of the batch being added
@@ -255,9 +255,9 @@ class TraceLoader(QtCore.QThread):
 
     def _list_exact(self, analyses: Analyses) -> None:
         """Worker thread: :attr:`exact_races` and :attr:`exact_keys` (a quarter of a
-        million objects for 1M events: the GUI thread only shows them)."""
+        million for 1M events, one array: the GUI thread only shows them)."""
         if analyses.exact is not None:
-            self.exact_races = analyses.exact.races
+            self.exact_races = ExactRows(analyses.exact.conflict_array())
             self.exact_keys = DetectorKeys(analyses.exact)  # it is fed no more
 
     def stop(self) -> None:

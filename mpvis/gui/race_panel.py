@@ -13,15 +13,17 @@ window then highlights it.
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Container, Sequence
 from typing import Any
 
+import numpy as np
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.analysis.exact_events import ExactRace
 from mpvis.analysis.exact_races import ExactRaceDetector
 from mpvis.analysis.race_groups import SiteOf, relative_site
 from mpvis.gui.race_group_view import GroupTableModel, group_rows
+from mpvis.gui.race_rows import ExactRows, RaceRows, ShownRows
 from mpvis.gui.table_model import ColumnsTableModel
 from mpvis.model.races import Race
 from mpvis.scene.vocabulary import (
@@ -114,10 +116,10 @@ class RaceTableModel(ColumnsTableModel):
         super().__init__()
         #: the program's directory: sites are shown relative to it
         self.base: str | None = None
-        self.races: list[Row] = []
+        self.races: Sequence[Row] = []
         self.confirmed: Container[ExactKey] = set()
 
-    def set_races(self, races: list[Row]) -> None:
+    def set_races(self, races: Sequence[Row]) -> None:
         self.beginResetModel()
         self.races = races
         self.endResetModel()
@@ -192,12 +194,12 @@ class RacePanel(QtWidgets.QWidget):
 
     def __init__(self, parent: QtWidgets.QWidget | None = None) -> None:
         super().__init__(parent)
-        self._all: list[Race] = []
+        self._all = RaceRows(None, np.zeros(0, dtype=np.int64))  # the classifier's
         self._extra: list[Race] = []
         self._gen = 0  # bumped when the classifier's races change (not the exact ones)
         #: the classifier's races the filters let through, and (generation, filters) then
-        self._passed: tuple[tuple[object, ...], list[Row]] = ((), [])
-        self._exact: list[ExactRace] = []
+        self._passed: tuple[tuple[object, ...], RaceRows] = ((), self._all)
+        self._exact = ExactRows(np.zeros((0, 6), dtype=np.int64))
         self.method = QtWidgets.QComboBox()
         self.method.addItems(list(METHOD_FILTERS))
         self.verdict = QtWidgets.QComboBox()
@@ -267,43 +269,48 @@ class RacePanel(QtWidgets.QWidget):
         self.rank.textChanged.connect(self.refilter)
         self.refilter()
 
-    def set_races(self, races: list[Race]) -> None:
+    def set_races(self, races: Sequence[Race] | RaceRows) -> None:
         """The model's adjacent races (the panel keeps non-adjacent ones it was given)."""
-        self._all = list(races)
+        self._all = RaceRows.of(races)
         self._gen += 1
         self.refilter()
 
-    def set_exact(self, exact: list[ExactRace]) -> None:
+    def set_exact(self, exact: Sequence[ExactRace]) -> None:
         """The exact detector's races; classifier races they confirm get a ✓."""
         self._take_exact(exact)
         self.refilter()
 
-    def set_lists(self, races: list[Race] | None, exact: list[ExactRace] | None,
+    def set_lists(self, races: Sequence[Race] | RaceRows | None,
+                  exact: Sequence[ExactRace] | None,
                   confirmed: Container[ExactKey] | None = None) -> None:
         """:meth:`set_races` (unless ``races`` is ``None``: the classifier's races as
         they are) and (unless ``exact`` is ``None``) :meth:`set_exact` with one pass
         of the filters (a pass over a 1M-event trace's races is long: none over the
         classifier's races when only the exact ones changed);
-        ``confirmed``: :func:`exact_keys` of ``exact`` (or :class:`DetectorKeys`), if known."""
+        ``confirmed``: :func:`exact_keys` of ``exact`` (or :class:`DetectorKeys`), if known.
+        The races may come as arrays (:class:`~mpvis.gui.race_rows.RaceRows`,
+        :class:`~mpvis.gui.race_rows.ExactRows`): rows are made as they are shown."""
         if races is not None:
-            self._all = list(races)
+            self._all = RaceRows.of(races)
             self._gen += 1
         if exact is not None:
             self._take_exact(exact, confirmed)
         self.refilter()
 
-    def _take_exact(self, exact: list[ExactRace],
+    def _take_exact(self, exact: Sequence[ExactRace],
                     confirmed: Container[ExactKey] | None = None) -> None:
         if exact is not self._exact:
-            self._exact = list(exact)
-        self.model.confirmed = exact_keys(exact) if confirmed is None else confirmed
+            self._exact = exact if isinstance(exact, ExactRows) else ExactRows(np.array(
+                [(e.rank, e.recv, *e.s1, *e.s2) for e in exact], dtype=np.int64))
+        self.model.confirmed = exact_keys(list(exact)) if confirmed is None else confirmed
 
     def is_confirmed(self, race: Race) -> bool:
         key = race_key(race)
         return key is not None and key in self.model.confirmed
 
     def clear(self) -> None:
-        self._all, self._extra, self._exact = [], [], []
+        self._all, self._extra = RaceRows(None, np.zeros(0, dtype=np.int64)), []
+        self._exact = ExactRows(np.zeros((0, 6), dtype=np.int64))
         self._gen += 1
         self.focus = None
         self.focus_label.hide()
@@ -323,7 +330,7 @@ class RacePanel(QtWidgets.QWidget):
 
     def all_races(self) -> list[Race]:
         """The classifier's races (adjacent, then the non-adjacent ones asked for)."""
-        return self._all + self._extra
+        return self._all.views() + self._extra
 
     def exact_races(self) -> list[ExactRace]:
         return list(self._exact)
@@ -335,37 +342,36 @@ class RacePanel(QtWidgets.QWidget):
         rank = int(rank_text) if rank_text.isdigit() else None
         sit = self.situation.currentText()
         scope = self.scope.currentText()
-        key = (self._gen, method, self.verdict.currentText(), rank, sit, scope)
+        key = (self._gen, method, self.verdict.currentText(), rank, sit, scope, self.focus)
+        wanted_scope = None if scope.startswith("adjacent +") else scope
+        situation = int(sit) if sit.isdigit() else None
         if key != self._passed[0]:  # else the classifier's races passed as before
-            self._passed = key, [
-                r
-                for r in (self.all_races() if method != "exact" else [])
-                if r.verdict in verdicts
-                and (rank is None or r.rank == rank)
-                and (not sit.isdigit() or r.situation == int(sit))
-                and (scope.startswith("adjacent +") or r.scope == scope)
-            ]
-        shown: list[Row] = list(self._passed[1])
-        if self.focus is not None:
-            fr, fs = self.focus
-            shown = [r for r in shown if isinstance(r, Race) and r.rank == fr and fs in r.recvs]
+            none = RaceRows(None, np.zeros(0, dtype=np.int64))
+            self._passed = key, (none if method == "exact" else self._all.where(
+                verdicts, rank, situation, wanted_scope, self.focus))
+        extra = [] if method == "exact" else [
+            r for r in self._extra
+            if r.verdict in verdicts
+            and (rank is None or r.rank == rank)
+            and (situation is None or r.situation == situation)
+            and (wanted_scope is None or r.scope == wanted_scope)
+            and (self.focus is None or (r.rank == self.focus[0] and self.focus[1] in r.recvs))]
+        exact = ExactRows(np.zeros((0, 6), dtype=np.int64))
         if (
             method != "classifier"
             and "legitimate" in verdicts
-            and not sit.isdigit()
+            and situation is None
             and (not scope.startswith("nonadjacent"))
-        ):
-            if rank is None and self.focus is None:  # all of them (millions on 10M events)
-                shown += self._exact
-            else:
-                shown += [r for r in self._exact if (rank is None or r.rank == rank)
-                          and (self.focus is None or (r.rank, r.recv) == self.focus)]
+        ):  # all of them when no rank or receive is chosen (millions on 10M events)
+            exact = self._exact if rank is None and self.focus is None else \
+                self._exact.where(rank, self.focus)
+        shown = ShownRows(self._passed[1], extra, exact)
         self.model.set_races(shown)
-        total = len(self.all_races()) + len(self._exact)
+        total = len(self._all) + len(self._extra) + len(self._exact)
         grouped = self.grouped.isChecked()
         self.table.setVisible(not grouped)
         self.group_table.setVisible(grouped)
-        self.groups.set_rows(group_rows(shown, self.site_of) if grouped else [])
+        self.groups.set_rows(group_rows(list(shown), self.site_of) if grouped else [])
         groups = f" in {len(self.groups.rows)} groups" if grouped else ""
         self.count.setText(f"{len(shown)} of {total}{groups}")
 
@@ -398,11 +404,12 @@ class RacePanel(QtWidgets.QWidget):
 
     def select_race(self, race: Row) -> bool:
         """Select ``race`` in the table if the filters show it."""
-        for i, r in enumerate(self.model.races):
-            if r is race:
-                self.table.selectRow(i)
-                return True
-        return False
+        rows = self.model.races
+        i = rows.position(race) if isinstance(rows, ShownRows) else -1
+        if i < 0:
+            return False
+        self.table.selectRow(i)
+        return True
 
     def _row_clicked(self, index: QtCore.QModelIndex) -> None:
         """A click (not a programmatic selection) on a row: its receive's races."""

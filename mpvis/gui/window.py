@@ -43,6 +43,7 @@ from mpvis.gui.overview import Overview
 from mpvis.gui.panels import DOCK_AREAS, Area, registered_panels
 from mpvis.gui.race_panel import ExactKey, RacePanel
 from mpvis.gui.race_popup import RaceNotifier
+from mpvis.gui.race_rows import ExactRows, RaceRows
 from mpvis.gui.race_settings import RaceSettings
 from mpvis.gui.rank_folding import FOLD_MIN_RANKS, RankFolder
 from mpvis.gui.window_api import WindowApi
@@ -124,7 +125,7 @@ class MainWindow(WindowApi):
         self._last_overview.start()
         #: the exact races listed: (detector, how many it had found, the list, their
         #: keys for the race panel's ✓ if known)
-        self._exact_list: tuple[object, int, list[ExactRace], Container[ExactKey] | None] \
+        self._exact_list: tuple[object, int, ExactRows, Container[ExactKey] | None] \
             | None = None
         #: (id of that list, classifier race count) the race panel shows
         self._races_shown: tuple[int, int] | None = None
@@ -482,10 +483,11 @@ class MainWindow(WindowApi):
             return {}
         return {r: s for d in a.deadlock.deadlocks for r, s in d.events}
 
-    def _exact_races(self) -> list[ExactRace] | None:
+    def _exact_races(self) -> ExactRows | None:
         """The exact detector's races, built once per number found (a 1M-event trace
         has a quarter of a million: building them took a second of the GUI thread,
-        and every deadlock or race noted asked again)."""
+        and every deadlock or race noted asked again); rows of the detector's
+        conflict array, an object made per row shown."""
         a = self.analyses
         if a is None or a.exact is None:
             return None
@@ -494,7 +496,7 @@ class MainWindow(WindowApi):
         if got is None or got[0] is not a.exact or got[1] != n:
             if self.loader is not None:  # a trace loading: listed by the loader at its end
                 return got[2] if got is not None and got[0] is a.exact else None
-            got = self._exact_list = (a.exact, n, a.exact.races, None)
+            got = self._exact_list = (a.exact, n, ExactRows(a.exact.conflict_array()), None)
         return got[2]
 
     def _take_exact_list(self, loader: TraceLoader) -> None:
@@ -516,7 +518,7 @@ class MainWindow(WindowApi):
             keys = self._exact_list[3] if self._exact_list is not None else None
             potential = None  # the classifier's races as listed: only the exact ones are new
             if changed or self._races_shown is None or shown[1] != self._races_shown[1]:
-                potential = m.potential_races()
+                potential = RaceRows(m.races.races, m.races.potential_rows())  # no objects
                 self._flagged = len(potential)  # for the title, without asking the model
             self.races.set_lists(potential, exact if new else None, keys)
             self._races_shown, self._unlisted = shown, False
