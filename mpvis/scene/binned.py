@@ -82,26 +82,38 @@ class BinnedItems:
         cls: npt.NDArray[np.integer],
     ) -> None:
         point = x_hi is x  # items without extent (events): one array serves both
+        # (copies kept few and small: the index of 1M events is rebuilt while the
+        # previous one serves frames, and their sum was the window's peak)
         ok = ~np.isnan(x) if point else ~(np.isnan(x) | np.isnan(x_hi))
-        ids, x = ids[ok], x[ok]
-        x_hi = x if point else x_hi[ok]
-        group, cls = group[ok].astype(np.int64), cls[ok].astype(np.int64)
+        if not ok.all():
+            ids, x, group, cls = ids[ok], x[ok], group[ok], cls[ok]
+            x_hi = x if point else x_hi[ok]
+        del ok
         order = np.argsort(x)
         ids, x, group, cls = ids[order], x[order], group[order], cls[order]
         x_hi = x if point else x_hi[order]
-        ext = x_hi - x
-        cut = float(np.percentile(ext, 99)) if len(ext) > 100 else np.inf
-        is_long = ext > cut
+        del order
+        if point:  # no extents: none is long
+            is_long = np.zeros(len(x), dtype=bool)
+        else:
+            ext = x_hi - x
+            cut = float(np.percentile(ext, 99)) if len(ext) > 100 else np.inf
+            is_long = ext > cut
+            del ext
         self.n = len(ids)
         self.lo = float(x[0]) if len(x) else 0.0
         self.hi = float(x[-1]) if len(x) else 1.0
         span = max(self.hi - self.lo, 1e-300)
-        short = ~is_long
-        sx, sg, sc, sids = x[short], group[short], cls[short], ids[short]
-        shi = sx if point else x_hi[short]
+        if is_long.any():
+            short = ~is_long
+            sx, sg, sc, sids = x[short], group[short], cls[short], ids[short]
+            shi = sx if point else x_hi[short]
+        else:
+            sx, sg, sc, sids, shi = x, group, cls, ids, x_hi
         self.full = _sorted(sids, sx, shi)
         lx = x[is_long]
         self.long = _sorted(ids[is_long], lx, lx if point else x_hi[is_long])
+        del x, x_hi, ids, group, cls, is_long
         # levels, finest first: (buckets over the span, sorted representatives)
         self.levels: list[tuple[int, _Sorted]] = []
         n_groups = int(sg.max()) + 1 if len(sg) else 0
@@ -114,7 +126,7 @@ class BinnedItems:
         prev = len(sx)
         while nb >= MIN_LEVEL_BUCKETS and len(keep):
             b = np.minimum(((sx[keep] - self.lo) / span * nb).astype(np.int64), nb - 1)
-            key = sg[keep] * nb + b
+            key = sg[keep].astype(np.int64) * nb + b
             heads = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
             run = np.repeat(np.arange(len(heads)), np.diff(np.r_[heads, len(key)]))
             best = np.maximum.reduceat(sc[keep], heads)[run] == sc[keep]

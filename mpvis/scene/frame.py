@@ -127,14 +127,15 @@ class FrameIndex:
         self.events = BinnedItems(ids, x, x, ranks, data.cls)
         xs, xc = x[msgs.send], x[msgs.consume]
         self.msg_x = np.column_stack([xs, xc]) if len(xs) else np.zeros((0, 2))
-        self.msg_src = ranks[msgs.send].astype(np.int64)
-        self.msg_dst = ranks[msgs.consume].astype(np.int64)
+        self.msg_src = ranks[msgs.send]  # ranks: row lookups only (int32 like the model's)
+        self.msg_dst = ranks[msgs.consume]
+        del xs, xc  # the line ends are in msg_x
         self.messages = BinnedItems(
-            np.arange(len(xs), dtype=np.int64),
-            np.fmin(xs, xc),
-            np.fmax(xs, xc),
-            self.msg_src * layout.nprocs + self.msg_dst,
-            np.zeros(len(xs), dtype=np.int8),
+            np.arange(len(self.msg_src), dtype=np.int64),
+            np.fmin(self.msg_x[:, 0], self.msg_x[:, 1]),
+            np.fmax(self.msg_x[:, 0], self.msg_x[:, 1]),
+            self.msg_src.astype(np.int64) * layout.nprocs + self.msg_dst,
+            np.zeros(len(self.msg_src), dtype=np.int8),
         )
 
     def valid_for(self, layout: Layout, msgs: MessageIndex, logical: bool) -> bool:
