@@ -33,7 +33,7 @@ ends with requests still open is blocked in a wait on all of them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import pairwise
 from typing import Any, cast
 
@@ -56,7 +56,7 @@ from mpvis.model.event_arrays import EventArrays
 from mpvis.model.store import EventStore
 from mpvis.model.stream import ReleasedColumns
 from mpvis.protocol import records as R
-from mpvis.protocol.codes import F_BLOCKING
+from mpvis.protocol.codes import F_BLOCKING, F_SYNC
 from mpvis.protocol.record_types import (
     CollExitRecord,
     CollRecord,
@@ -76,15 +76,18 @@ class DeadlockMonitor:
 
     def __init__(self, nprocs: int) -> None:
         self.nprocs = nprocs
-        self._cur: list[EventRecord | None] = [None] * nprocs
+        #: Each rank's last relevant event: its record, or its global index in
+        #: the store (column path), turned into its record by a check.
+        self._cur: list[EventRecord | int | None] = [None] * nprocs
         self._finished = [False] * nprocs
         self._dead: dict[int, str] = {}
         self._found: list[Deadlock] = []
         self._record_by_record = False  # feed_columns falls back to feed (see there)
         self._graph: list[Deadlock] = []
-        self._p2p = P2PState(nprocs)
-        self._coll = CollectiveTracker(nprocs, self._found, self._record_of)
+        self._p2p = P2PState(nprocs, self._record_of)
+        self._coll = CollectiveTracker(nprocs, self._found, self._coll_record_of)
         self._store: EventStore | None = None  # the column path's, for _record_of
+        self._curs: list[EventRecord | None] = []  # _cur resolved, during a check
         self._locks = LockTracker(nprocs, self._found)
         # kind -> its handler, which takes that kind's records (its parameter's type)
         self._handlers: dict[str, Callable[[Any], None]] = {
@@ -171,36 +174,39 @@ class DeadlockMonitor:
         last = relevant[first]
         unset = ~recorded[last]  # no record made its rank's state
         cur = self._cur
-        for r, rec in zip(ranks[unset].tolist(), cols.records_at(last[unset]), strict=True):
-            cur[r] = rec
+        for r, g in zip(ranks[unset].tolist(), cols.gidx[last[unset]].tolist(), strict=True):
+            cur[r] = g
 
     def _handle(self, cols: ReleasedColumns, todo: npt.NDArray[np.intp]
                 ) -> npt.NDArray[np.bool_]:
-        """Feed batch entries ``todo`` to their updates in stream order: waits
-        whose requests the store holds as arrays close them by value
-        (:meth:`P2PState.close_requests`), collective entries and exits go to
-        the tracker as ranks, communicators, the store's extras and global
-        indices (:meth:`CollectiveTracker.on_entry`, ``on_exit``); the other
-        entries through their records' handlers.  Returns which batch entries
-        were fed as records."""
+        """Feed batch entries ``todo`` to their updates in stream order, by
+        value, the operations held by their global indices: sends, nonblocking
+        receives and consumes (:meth:`P2PState.send_by_value`,
+        ``irecv_by_value``, ``consume_by_value``), waits whose requests the
+        store holds as arrays (:meth:`P2PState.close_requests`), collective
+        entries and exits (:meth:`CollectiveTracker.on_entry`, ``on_exit``:
+        the call's arguments are the store's extras); the other entries
+        (locks, ``final``, ``waiting``, waits held as dicts) through their
+        records' handlers.  Returns which batch entries were fed as records."""
         kind = cols.kind[todo]
         how = np.zeros(len(todo), dtype=np.int8)  # 0: a record
         how[kind == _K_EXIT] = 1
         wait_at, counts, reqs = _wait_requests(cols, todo[kind == _K_WAIT])
         how[np.isin(todo, wait_at)] = 2
-        colls = todo[kind == _K_COLL]
-        how[kind == _K_COLL] = 3
+        for code, k in enumerate((_K_COLL, _K_SEND, _K_RECV, _K_CONSUME), 3):
+            how[kind == k] = code
         rec_pos = todo[how == 0]
         recorded = np.zeros(len(cols.kind), dtype=bool)
         recorded[rec_pos] = True
         recs = iter(cols.records_at(rec_pos))
         flat = reqs.tolist()
         ends = iter(np.cumsum(counts).tolist())
-        args = iter(EventArrays(cols.store, cols.gidx).extras(colls))
-        comms = iter(cols.column("comm", colls).tolist())
-        evs = iter(cols.gidx[colls].tolist())
+        colls = iter(_colls(cols, todo[kind == _K_COLL]))
+        sends = iter(_sends(cols, todo[kind == _K_SEND]))
+        recvs = iter(_irecvs(cols, todo[kind == _K_RECV]))
+        consumes = iter(_consumes(cols, todo[kind == _K_CONSUME]))
         handlers, on_exit, close = self._handlers, self._coll.on_exit, self._p2p.close_requests
-        on_entry, set_group = self._coll.on_entry, self._p2p.set_group
+        on_entry, set_group, p2p = self._coll.on_entry, self._p2p.set_group, self._p2p
         start = 0
         for h, r in zip(how.tolist(), cols.rank[todo].tolist(), strict=True):
             if h == 0:
@@ -212,21 +218,42 @@ class DeadlockMonitor:
                 end = next(ends)
                 close(r, flat[start:end])
                 start = end
-            else:
-                comm = next(comms)
-                group = on_entry(r, comm, next(args), next(evs))
+            elif h == 3:
+                comm, args, g = next(colls)
+                group = on_entry(r, comm, args, g)
                 if group:
                     set_group(comm, group)
+            elif h == 4:
+                seq, dest, comm, tag, req, sync, buffered, g = next(sends)
+                p2p.send_by_value(r, seq, dest, comm, tag, req=req, sync=sync,
+                                  buffered=buffered, ev=g)
+            elif h == 5:
+                seq, req, g = next(recvs)
+                p2p.irecv_by_value(r, seq, req, g)
+            else:
+                recv, src, comm, tag, send_seq = next(consumes)
+                p2p.consume_by_value(r, recv, src, comm, tag, send_seq=send_seq)
         return recorded
 
-    def _record_of(self, ev: object) -> CollRecord:
-        """A collective call's record from the tracker's handle: the record
-        itself (record path) or its global index in the store (column path)."""
-        if isinstance(ev, dict):
-            return cast("CollRecord", ev)
-        assert isinstance(ev, int) and self._store is not None
-        g = np.array([ev], dtype=np.int64)
-        return cast("CollRecord", ReleasedColumns.of(self._store, g).records()[0])
+    def _records_of(self, evs: list[object]) -> list[EventRecord]:
+        """Events' records from the handles the state holds: a record itself
+        (record path) or a global index in the store (column path), the
+        latter built a batch at a time."""
+        out = cast("list[EventRecord]", list(evs))
+        at = [i for i, ev in enumerate(evs) if not isinstance(ev, dict)]
+        if at:
+            assert self._store is not None, "global indices come with the column path"
+            g = np.array([evs[i] for i in at], dtype=np.int64)
+            recs = ReleasedColumns.of(self._store, g).records_at(np.arange(len(g)))
+            for i, rec in zip(at, recs, strict=True):
+                out[i] = rec
+        return out
+
+    def _record_of(self, ev: object) -> EventRecord:
+        return self._records_of([ev])[0]
+
+    def _coll_record_of(self, ev: object) -> CollRecord:
+        return cast("CollRecord", self._record_of(ev))
 
     def finish(self) -> None:
         """The input has ended: decide which blocked ranks are deadlocked (``final=True``)."""
@@ -278,14 +305,22 @@ class DeadlockMonitor:
             return self._coll.blocking_clauses(rank)
         if cur["kind"] == "lock":
             return self._locks.blocking_clauses(rank, cur)
-        return self._p2p.blocking_clauses(rank, cur, final, self._cur)
+        return self._p2p.blocking_clauses(rank, cur, final, self._curs)
+
+    def _current(self) -> list[EventRecord | None]:
+        """Each rank's last relevant record (:attr:`_cur` with its handles resolved)."""
+        held = [(r, c) for r, c in enumerate(self._cur) if c is not None]
+        out: list[EventRecord | None] = [None] * self.nprocs
+        for (r, _), rec in zip(held, self._records_of([c for _, c in held]), strict=True):
+            out[r] = rec
+        return out
 
     def _known_stuck(self) -> dict[int, Deadlock]:
         """Ranks whose current blocking event is part of a deadlock found while feeding."""
         known: dict[int, Deadlock] = {}
         for d in self._found:
             for rank, seq in d.events:
-                cur = self._cur[rank]
+                cur = self._curs[rank]
                 if cur is not None and cur["seq"] == seq and not self._finished[rank]:
                     known.setdefault(rank, d)
         return known
@@ -297,11 +332,12 @@ class DeadlockMonitor:
         blocking operation are running.  ``final=True``: the input has ended;
         ranks with open requests and no ``final`` are blocked in a wait on them.
         """
+        self._curs = self._current()
         known = self._known_stuck()
         blocked: dict[int, list[Clause]] = {}
         free: list[int] = []
         for rank in range(self.nprocs):
-            cur = self._cur[rank]
+            cur = self._curs[rank]
             if self._finished[rank] or rank in known or rank in self._dead:
                 continue
             clauses = None if cur is None else self._clauses(rank, cur, final)
@@ -455,6 +491,48 @@ def _wait_requests(cols: ReleasedColumns, wait_pos: npt.NDArray[np.intp]
     first = np.repeat(offv[row] - (np.cumsum(counts) - counts), counts)
     reqs = np.frombuffer(wreq, dtype=np.int64)[first + np.arange(total)] if total else none[2]
     return wait_pos, counts, reqs
+
+
+def _colls(cols: ReleasedColumns, pos: npt.NDArray[np.intp]
+           ) -> Iterable[tuple[int, Mapping[str, Any], int]]:
+    """Of each collective entry at ``pos``: comm, arguments (the store's extras), global index."""
+    return zip(cols.column("comm", pos).tolist(),
+               EventArrays(cols.store, cols.gidx).extras(pos), cols.gidx[pos].tolist(), strict=True)
+
+
+def _sends(cols: ReleasedColumns, pos: npt.NDArray[np.intp]
+           ) -> Iterable[tuple[int, int, int, int, int | None, bool, bool, int]]:
+    """Of each send at ``pos``: seq, dest, comm, tag, request (``None`` when
+    blocking), synchronous, buffered (``mode``), global index."""
+    flags = cols.flags[pos]
+    reqs: list[int | None] = cols.column("req", pos).tolist()
+    for i in np.flatnonzero(flags & F_BLOCKING).tolist():
+        reqs[i] = None
+    buffered = [x.get("mode") == "buffered"
+                for x in EventArrays(cols.store, cols.gidx).extras(pos)]
+    return zip(cols.seq[pos].tolist(), cols.column("peer", pos).tolist(),
+               cols.column("comm", pos).tolist(), cols.column("tag", pos).tolist(), reqs,
+               ((flags & F_SYNC) != 0).tolist(), buffered, cols.gidx[pos].tolist(),
+               strict=True)
+
+
+def _irecvs(cols: ReleasedColumns, pos: npt.NDArray[np.intp]
+            ) -> Iterable[tuple[int, int, int]]:
+    """Of each (nonblocking: the blocking ones are skipped) receive at ``pos``:
+    seq, request, global index."""
+    assert not (cols.flags[pos] & F_BLOCKING).any(), "blocking receives change no p2p state"
+    return zip(cols.seq[pos].tolist(), cols.column("req", pos).tolist(),
+               cols.gidx[pos].tolist(), strict=True)
+
+
+def _consumes(cols: ReleasedColumns, pos: npt.NDArray[np.intp]
+              ) -> Iterable[tuple[int, int, int, int, int]]:
+    """Of each consume at ``pos``: its receive's seq, src, comm, tag and its
+    send's seq (every consume has its send here: see ``feed_columns``)."""
+    send_seq = EventArrays(cols.store, cols.partner[pos].astype(np.int64)).field("seq")
+    return zip(cols.column("ref", pos).tolist(), cols.column("peer", pos).tolist(),
+               cols.column("comm", pos).tolist(), cols.column("tag", pos).tolist(),
+               send_seq.tolist(), strict=True)
 
 
 def _consumed_in_batch(cols: ReleasedColumns, cons_pos: npt.NDArray[np.intp]

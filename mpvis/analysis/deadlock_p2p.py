@@ -29,13 +29,19 @@ also works live; see docs/deadlocks.md.  With a field ``"probe": {"src", "tag"}`
 as a receive with those arguments would.
 
 Only live state is kept: unconsumed messages per destination and channel, and
-open requests per rank; both shrink as consumes and waits arrive.
+open requests per rank; both shrink as consumes and waits arrive.  A send or
+receive is held as a *handle*: its record (the ``on_*`` updates), or any other
+value the caller's ``record_of`` turns into its record later (the ``*_by_value``
+updates take the fields as plain values: the deadlock monitor's column path
+passes global event indices).  Records are needed only for the wait-for
+clauses (:meth:`P2PState.blocking_clauses`).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import cast
 
 from mpvis.analysis.deadlock_report import P2P
 from mpvis.analysis.waitfor import Clause
@@ -57,6 +63,11 @@ WAITING = "waiting"
 Channel = tuple[int, int, int]  # (src, comm, tag) of messages to one destination
 #: A request a rank posted: its nonblocking send or receive.
 Posted = SendRecord | RecvRecord
+#: A send or receive as the state holds it: its record, or a caller's handle
+#: that ``record_of`` turns into the record (module docstring).
+Ref = object
+#: A message in the pool: its send's seq, whether it is synchronous, the send.
+Message = tuple[int, bool, Ref]
 
 
 def _arg(v: int) -> str:
@@ -88,11 +99,14 @@ def may_block(send: RecordView) -> bool:
 class P2PState:
     """Messages sent and not consumed, and open requests, of every rank."""
 
-    def __init__(self, nprocs: int) -> None:
+    def __init__(self, nprocs: int, record_of: Callable[[Ref], EventRecord] | None = None
+                 ) -> None:
         self.nprocs = nprocs
-        self._pool: list[dict[Channel, deque[SendRecord]]] = [{} for _ in range(nprocs)]
-        self._open: list[dict[int, Posted]] = [{} for _ in range(nprocs)]
-        self._open_recv: list[dict[int, RecvRecord]] = [{} for _ in range(nprocs)]
+        #: A send's or receive's record from its handle (records are their own handles).
+        self.record_of: Callable[[Ref], EventRecord] = record_of or _as_record
+        self._pool: list[dict[Channel, deque[Message]]] = [{} for _ in range(nprocs)]
+        self._open: list[dict[int, Ref]] = [{} for _ in range(nprocs)]  # by request
+        self._open_recv: list[dict[int, Ref]] = [{} for _ in range(nprocs)]  # by seq
         self._sync_pending: set[tuple[int, int]] = set()
         self._std_pending: set[tuple[int, int]] = set()  # blocking standard sends
         self._groups: dict[int, tuple[int, ...]] = {}
@@ -101,52 +115,68 @@ class P2PState:
 
     def on_send(self, rec: SendRecord) -> None:
         """A send: its message is available to the destination until consumed."""
-        rank = rec["rank"]
-        key = (rank, rec.get("comm", 0), rec["tag"])
-        pool = self._pool[rec["dest"]]
+        blocking = rec["blocking"]
+        self.send_by_value(rec["rank"], rec["seq"], rec["dest"], rec.get("comm", 0), rec["tag"],
+                           req=None if blocking else rec["req"], sync=rec["sync"],
+                           buffered=rec.get("mode") == "buffered", ev=rec)
+
+    def send_by_value(self, rank: int, seq: int, dest: int, comm: int, tag: int,
+                      *, req: int | None, sync: bool, buffered: bool, ev: Ref) -> None:
+        """:meth:`on_send` of send ``ev`` given by its fields (``req`` ``None``:
+        a blocking send; ``buffered``: its ``mode`` is ``"buffered"``)."""
+        key = (rank, comm, tag)
+        pool = self._pool[dest]
         q = pool.get(key)
         if q is None:
             pool[key] = q = deque()
-        q.append(rec)
-        if not rec["blocking"]:
-            self._open[rank][rec["req"]] = rec
-        if rec["sync"]:
-            self._sync_pending.add((rank, rec["seq"]))
-        elif rec["blocking"] and rec.get("mode") != "buffered":
-            self._std_pending.add((rank, rec["seq"]))
+        q.append((seq, sync, ev))
+        if req is not None:
+            self._open[rank][req] = ev
+        if sync:
+            self._sync_pending.add((rank, seq))
+        elif req is None and not buffered:
+            self._std_pending.add((rank, seq))
 
     def on_recv(self, rec: RecvRecord) -> None:
         """A receive; a nonblocking one opens a request."""
         if not rec["blocking"]:
-            rank = rec["rank"]
-            self._open[rank][rec["req"]] = rec
-            self._open_recv[rank][rec["seq"]] = rec
+            self.irecv_by_value(rec["rank"], rec["seq"], rec["req"], rec)
+
+    def irecv_by_value(self, rank: int, seq: int, req: int, ev: Ref) -> None:
+        """:meth:`on_recv` of nonblocking receive ``ev`` given by its fields."""
+        self._open[rank][req] = ev
+        self._open_recv[rank][seq] = ev
 
     def on_consume(self, rec: ConsumeRecord) -> None:
         """A message is consumed: it leaves the pool; its receive is no longer pending."""
-        rank = rec["rank"]
-        self._open_recv[rank].pop(rec["recv"], None)
-        src, tag = rec["src"], rec["tag"]
         sent = rec.get("send")
+        self.consume_by_value(rec["rank"], rec["recv"], rec["src"], rec.get("comm", 0),
+                              rec["tag"], send_seq=None if sent is None else sent[1])
+
+    def consume_by_value(self, rank: int, recv: int, src: int, comm: int, tag: int,
+                         *, send_seq: int | None) -> None:
+        """:meth:`on_consume` given by the fields: ``recv`` the receive's seq,
+        ``send_seq`` the consumed send's (``None``: not known)."""
+        self._open_recv[rank].pop(recv, None)
         pool = self._pool[rank]
-        key = (src, rec.get("comm", 0), tag)
+        key = (src, comm, tag)
         q = pool.get(key)
         if q is None:  # a consume whose comm was not normalised: find the channel
             key = next((k for k in pool if k[0] == src and k[2] == tag), key)
             q = pool.get(key)
         if not q:
             return
-        if sent is None or q[0]["seq"] == sent[1]:
+        if send_seq is None or q[0][0] == send_seq:
             msg = q.popleft()
         else:
-            msg = next((m for m in q if m["seq"] == sent[1]), q[0])
+            msg = next((m for m in q if m[0] == send_seq), q[0])
             q.remove(msg)
         if not q:
             del pool[key]
-        if msg["sync"]:
-            self._sync_pending.discard((src, msg["seq"]))
+        if msg[1]:
+            self._sync_pending.discard((src, msg[0]))
         else:
-            self._std_pending.discard((src, msg["seq"]))
+            self._std_pending.discard((src, msg[0]))
 
     def receives_consumed(self, rank: int, recv_seqs: Iterable[int]) -> None:
         """Receives of ``rank`` (seqs) were consumed by messages that never
@@ -177,7 +207,10 @@ class P2PState:
 
     def open_requests(self, rank: int) -> dict[int, Posted]:
         """The rank's requests not yet completed by a ``wait``, by request id."""
-        return self._open[rank]
+        return {q: self._posted(ev) for q, ev in self._open[rank].items()}
+
+    def _posted(self, ev: Ref) -> Posted:
+        return cast("Posted", self.record_of(ev))
 
     def in_flight(self) -> int:
         """How many messages are sent and not yet consumed."""
@@ -205,12 +238,13 @@ class P2PState:
                 "comm": cur.get("comm", 0), "site": cur.get("site")}
             return self._recv_clauses(rank, [pseudo], cur, " in MPI_Probe")
         if cur["kind"] == "waiting":
-            reqs = [self._open[rank][q] for q in cur["reqs"] if q in self._open[rank]]
+            opened = self._open[rank]
+            reqs = [self._posted(opened[q]) for q in cur["reqs"] if q in opened]
             return self._wait_clauses(
                 rank, reqs, cur, curs, any_mode=cur.get("mode") == "any", note=""
             )
         if final and self._open[rank]:
-            reqs = sorted(self._open[rank].values(), key=lambda r: r["seq"])
+            reqs = sorted(map(self._posted, self._open[rank].values()), key=lambda r: r["seq"])
             note = " in a wait (inferred: the trace ends with the request open)"
             clauses = self._wait_clauses(rank, reqs, None, curs, any_mode=False, note=note)
             return clauses or None
@@ -222,6 +256,9 @@ class P2PState:
         group = self._groups.get(comm) if comm else None
         ranks = group if group is not None else range(self.nprocs)
         return tuple(r for r in ranks if r != rank)
+
+    def _recv(self, ev: Ref) -> RecvRecord:
+        return cast("RecvRecord", self.record_of(ev))
 
     def _take(self, rank: int, recv: RecvRecord, taken: dict[Channel, int]) -> bool:
         src, tag, comm = recv["src"], recv["tag"], recv.get("comm", 0)
@@ -246,7 +283,8 @@ class P2PState:
     ) -> list[Clause]:
         """Clauses of the ``waited`` receives that no available message satisfies."""
         pending = sorted(
-            [*self._open_recv[rank].values(), *(r for r in waited if r["blocking"])],
+            [*map(self._recv, self._open_recv[rank].values()),
+             *(r for r in waited if r["blocking"])],
             key=lambda r: r["seq"],
         )
         waited_seqs = {r["seq"] for r in waited}
@@ -275,7 +313,7 @@ class P2PState:
         if key not in self._sync_pending and key not in self._std_pending:
             return None
         comm, tag = send.get("comm", 0), send["tag"]
-        posted = [*self._open_recv[dest].values()]
+        posted = [*map(self._recv, self._open_recv[dest].values())]
         dcur = curs[dest]
         if dcur is not None and dcur["kind"] == "recv" and dcur["blocking"]:
             posted.append(dcur)
@@ -311,3 +349,9 @@ class P2PState:
         ops = "waitany over " + ", ".join(c.op for c in clauses)
         ev = (rank, at["seq"]) if at is not None else clauses[0].event
         return [Clause(targets, P2P, ev, ops, at.get("site") if at else None)]
+
+
+def _as_record(ev: Ref) -> EventRecord:
+    """The handle of an operation fed as a record is that record."""
+    assert isinstance(ev, dict), "a handle other than a record needs the state's record_of"
+    return cast("EventRecord", ev)
