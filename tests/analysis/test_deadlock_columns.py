@@ -113,3 +113,45 @@ def test_batch_path_equals_record_path_on_interleavings(seed: int, nprocs: int,
     if kill:
         records = _killed(records, rng)
     _compare(header, records, rng)
+
+
+def _collectives(seed: int) -> tuple[Record, list[Record]]:
+    """Ranks entering collectives with arguments that sometimes differ (order
+    and argument mismatches), some ranks finishing after fewer collectives
+    than others (case 3 of Roy et al., Sec. III), some blocked in their last
+    one; on comm 0 or on a comm whose records carry its group.  A rank
+    returns from the n-th collective only when every member entered it."""
+    rng = random.Random(seed)
+    nprocs = rng.randint(2, 4)
+    base = rng.randint(0, 3)
+    comm = rng.choice([0, 7])
+    recs: list[Record] = []
+    for rank in range(nprocs):
+        seq = 0
+        count = base + rng.randint(0, 1)
+        for n in range(count):
+            fields: dict[str, Any] = {"op": rng.choice(["allreduce", "allreduce", "barrier"]),
+                                      "comm": comm, "site": f"c.py:{n}"}
+            if fields["op"] == "allreduce":
+                fields.update(count=rng.choice([1, 1, 2]), dtype=rng.choice(["int", "int", "float"]),
+                              root=rng.choice([0, 0, 1]))
+            if comm:
+                fields["group"] = list(range(nprocs))
+            recs.append({"rank": rank, "seq": seq, "kind": "coll", **fields})
+            seq += 1
+            if n < base:
+                recs.append({"rank": rank, "seq": seq, "kind": "coll_exit", "op": fields["op"],
+                             "comm": comm})
+                seq += 1
+        if count == base and rng.random() < 0.6:
+            recs.append({"rank": rank, "seq": seq, "kind": "final"})
+    header: Record = {"kind": "header", "format": "mpvis-trace", "version": 1, "nprocs": nprocs}
+    return header, recs
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 10**9))
+def test_batch_path_equals_record_path_on_collectives(seed: int) -> None:
+    rng = random.Random(seed)
+    header, records = _collectives(seed)
+    _compare(header, interleave(records, rng), rng)
