@@ -5,8 +5,9 @@
 detector (``mpvis/analysis/_cexact.c``), ``mpvis.model._ccausal`` the model's
 walk in causal order (``mpvis/model/_ccausal.c``: clock merges, Lamport
 clocks), ``mpvis.protocol._cjournal`` the central process's columns and journal
-lines of a rank's compact batch (``mpvis/protocol/_cjournal.c``); ``pip
-install -e .`` builds them in place.
+lines of a rank's compact batch (``mpvis/protocol/_cjournal.c``),
+``mpvis.analysis._cjson`` the JSON text of the report's race entries
+(``mpvis/analysis/_cjson.c``); ``pip install -e .`` builds them in place.
 """
 
 from setuptools import Extension, setup
@@ -29,6 +30,11 @@ setup(
             ["mpvis/protocol/_cjournal.c"],
             depends=["mpvis/instrument/pmpi/mvcodes.h"],  # mpvis/protocol/codes.py
             extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
+        ),
+        Extension(
+            "mpvis.analysis._cjson",
+            ["mpvis/analysis/_cjson.c"],
+            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
         ),
         Extension(
             "mpvis.model._ccausal",

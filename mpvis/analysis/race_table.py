@@ -32,6 +32,7 @@ import numpy as np
 import numpy.typing as npt
 import orjson
 
+from mpvis.analysis import _cjson
 from mpvis.model.classifier import VERDICTS
 from mpvis.model.races import Race, RaceColumns
 
@@ -60,11 +61,8 @@ _EXACT_KEYS = ("method", "rank", "recvs", "messages", "verdict")
 _OPTIONAL = ("confirmed", "suppressed", "group")
 #: Entries built at a time: a chunk's dicts live only while it is used.
 CHUNK = 1 << 14
-_EXACT_JSON = b'{"method":"exact","rank":%d,"recvs":[%d],"messages":[[%d,%d],[%d,%d]],"verdict":%s'
-_CLASSIFIER_JSON = (b'{"method":"classifier","scope":%s,"rank":%d,"recvs":[%d,%d],"situation":%s,'
-                    b'"messages":[%s,%s],"verdict":%s,"comm":%s,"consumption":%s,"sites":[%s,%s]'
-                    b"%s%s")
-_CONFIRMED = {-1: b"", 0: b',"confirmed":false', 1: b',"confirmed":true'}
+#: Entries written as JSON at a time (about 150 bytes each).
+JSON_CHUNK = 1 << 14
 
 
 def column_dtype(c: str) -> type[np.signedinteger[Any]]:
@@ -273,31 +271,16 @@ class RaceTable(Sequence[dict[str, Any]]):
             yield from zip(*part, strict=True)
 
     def json_chunks(self) -> Iterator[bytes]:
-        """The entries as JSON, :data:`CHUNK` at a time: each piece is
+        """The entries as JSON, :data:`JSON_CHUNK` at a time: each piece is
         ``orjson.dumps(chunk)`` without its brackets (so the pieces joined by
         commas, in brackets, are the bytes of ``orjson.dumps(list(self))``),
-        written from the columns by templates, with no dict per entry."""
+        written from the columns in C (``_cjson.race_rows``: the shapes and key
+        orders of the module docstring), with no dict or bytes per entry."""
         text = [b"null", *map(orjson.dumps, self.strings)]  # string id + 1 -> its JSON
-        for lo in range(0, len(self), CHUNK):
-            yield b",".join(self._json_rows(lo, lo + CHUNK, text))
-
-    def _json_rows(self, lo: int, hi: int, text: list[bytes]) -> Iterator[bytes]:
-        part = [self.cols[c][lo:hi].tolist() for c in COLUMNS]
-        for (exact, scope, rank, r1, r2, situation, m1r, m1s, m2r, m2s, verdict, comm,
-             consumption, site1, site2, confirmed, suppressed, group) in zip(*part, strict=True):
-            tail = ((b',"suppressed":true' if suppressed else b"")
-                    + (b',"group":%d' % group if group >= 0 else b"") + b"}")
-            if exact:
-                yield (_EXACT_JSON % (rank, r1, m1r, m1s, m2r, m2s, text[verdict + 1])) + tail
-                continue
-            yield _CLASSIFIER_JSON % (
-                text[scope + 1], rank, r1, r2,
-                b"null" if situation == NONE else b"%d" % situation,
-                b"null" if m1r == NONE else b"[%d,%d]" % (m1r, m1s),
-                b"null" if m2r == NONE else b"[%d,%d]" % (m2r, m2s),
-                text[verdict + 1], b"null" if comm == NONE else b"%d" % comm,
-                text[consumption + 1], text[site1 + 1], text[site2 + 1],
-                _CONFIRMED[confirmed], tail)
+        cols = [self.cols[c] for c in COLUMNS]
+        n = len(self)
+        for lo in range(0, n, JSON_CHUNK):
+            yield _cjson.race_rows(cols, text, lo, min(lo + JSON_CHUNK, n))
 
     def entries(self, lo: int = 0, hi: int | None = None) -> list[dict[str, Any]]:
         """Entries ``lo:hi`` as report dicts (module docstring's key order)."""
