@@ -67,8 +67,9 @@ from mpvis.protocol.record_types import (
 
 __all__ = ["Deadlock", "DeadlockMonitor", "detect_deadlocks", "to_dot"]
 
-_K_SEND, _K_RECV, _K_CONSUME, _K_WAIT, _K_STATE, _K_COLL, _K_EXIT = (
-    R.KIND_CODE[k] for k in ("send", "recv", "consume", "wait", "state", "coll", "coll_exit"))
+_K_SEND, _K_RECV, _K_CONSUME, _K_WAIT, _K_STATE, _K_COLL, _K_EXIT, _K_FINAL = (
+    R.KIND_CODE[k]
+    for k in ("send", "recv", "consume", "wait", "state", "coll", "coll_exit", "final"))
 
 
 class DeadlockMonitor:
@@ -163,15 +164,20 @@ class DeadlockMonitor:
         todo = np.flatnonzero(~bulk)
         todo = todo[np.isin(kind[todo], self._handled)]
         recorded = self._handle(cols, todo)
-        if len(cons_pos):
+        receivers = self._p2p.receivers() if len(cons_pos) else []
+        if receivers:  # only ranks with nonblocking receives pending are changed
             cranks = cols.rank[cons_pos]
             refs = cols.column("ref", cons_pos)
-            for r in np.unique(cranks).tolist():
-                self._p2p.receives_consumed(r, refs[cranks == r].tolist())
-        # each rank's state: its last relevant record (kinds without a handler: state)
-        relevant = np.flatnonzero(kind != _K_STATE)[::-1]
-        ranks, first = np.unique(cols.rank[relevant], return_index=True)
-        last = relevant[first]
+            for r in receivers:
+                mine = cranks == r
+                if mine.any():
+                    self._p2p.receives_consumed(r, refs[mine].tolist())
+        # each rank's state: its last relevant event (kinds without a handler: state)
+        relevant = np.flatnonzero(kind != _K_STATE)
+        latest = np.full(self.nprocs, -1, dtype=np.int64)
+        np.maximum.at(latest, cols.rank[relevant], relevant)
+        ranks = np.flatnonzero(latest >= 0)
+        last = latest[ranks]
         unset = ~recorded[last]  # no record made its rank's state
         cur = self._cur
         for r, g in zip(ranks[unset].tolist(), cols.gidx[last[unset]].tolist(), strict=True):
@@ -187,12 +193,29 @@ class DeadlockMonitor:
         entries and exits (:meth:`CollectiveTracker.on_entry`, ``on_exit``:
         the call's arguments are the store's extras); the other entries
         (locks, ``final``, ``waiting``, waits held as dicts) through their
-        records' handlers.  Returns which batch entries were fed as records."""
+        records' handlers.  Returns which batch entries were fed as records.
+
+        Two kinds are left out of the loop when they cannot change what it
+        reads: a wait none of whose requests is open (held from an earlier
+        batch, or opened by an operation of this one), and, when no ``final``
+        is in the batch (the only update that reads which ranks are inside a
+        collective), the collective exits, passed after the loop for each
+        rank whose last collective event in the batch is an exit."""
         kind = cols.kind[todo]
+        wait_at, counts, reqs = _wait_requests(cols, todo[kind == _K_WAIT])
+        keep = self._may_close(cols, todo[(kind == _K_SEND) | (kind == _K_RECV)],
+                               wait_at, counts, reqs)
+        reqs, counts = reqs[np.repeat(keep, counts)], counts[keep]
+        skip = wait_at[~keep]
+        exits = todo[kind == _K_EXIT]
+        if not (kind == _K_FINAL).any():
+            skip = np.concatenate([skip, exits])
+        if len(skip):
+            todo = todo[~np.isin(todo, skip)]
+            kind = cols.kind[todo]
         how = np.zeros(len(todo), dtype=np.int8)  # 0: a record
         how[kind == _K_EXIT] = 1
-        wait_at, counts, reqs = _wait_requests(cols, todo[kind == _K_WAIT])
-        how[np.isin(todo, wait_at)] = 2
+        how[np.isin(todo, wait_at[keep])] = 2
         for code, k in enumerate((_K_COLL, _K_SEND, _K_RECV, _K_CONSUME), 3):
             how[kind == k] = code
         rec_pos = todo[how == 0]
@@ -233,7 +256,36 @@ class DeadlockMonitor:
             else:
                 recv, src, comm, tag, send_seq = next(consumes)
                 p2p.consume_by_value(r, recv, src, comm, tag, send_seq=send_seq)
+        if len(exits) and not (kind == _K_EXIT).any():  # the exits left out of the loop
+            entered = np.flatnonzero((cols.kind == _K_COLL) | (cols.kind == _K_EXIT))
+            latest = np.full(self.nprocs, -1, dtype=np.int64)
+            np.maximum.at(latest, cols.rank[entered], entered)
+            ranks = np.flatnonzero(latest >= 0)
+            for r in ranks[cols.kind[latest[ranks]] == _K_EXIT].tolist():
+                on_exit(r)
         return recorded
+
+    def _may_close(self, cols: ReleasedColumns, ops: npt.NDArray[np.intp],
+                   wait_at: npt.NDArray[np.intp], counts: npt.NDArray[np.int64],
+                   reqs: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """For each wait ``wait_at`` (its ``counts`` requests ``reqs``): whether
+        one of its requests is open now (:meth:`P2PState.open_keys`) or is
+        one of the nonblocking operations ``ops`` of the batch (a request is an
+        int32, as the store's column holds it: a wider one is never open)."""
+        held = self._p2p.open_keys()
+        if not len(wait_at) or (not held and not len(ops)):
+            return np.zeros(len(wait_at), dtype=bool)
+        flags = cols.flags[ops]
+        ops = ops[(flags & F_BLOCKING) == 0]
+        opened = np.concatenate([
+            np.array([r * _REQ_SPAN + q + 2**31 for r, q in held], dtype=np.int64),
+            cols.rank[ops].astype(np.int64) * _REQ_SPAN
+            + (cols.column("req", ops).astype(np.int64) + 2**31)])
+        fits = (reqs >= -(2**31)) & (reqs < 2**31)
+        owner = np.repeat(np.arange(len(wait_at)), counts)
+        wkey = cols.rank[wait_at[owner]].astype(np.int64) * _REQ_SPAN + (reqs + 2**31)
+        hit = fits & np.isin(wkey, opened)
+        return np.bincount(owner[hit], minlength=len(wait_at)) > 0
 
     def _records_of(self, evs: list[object]) -> list[EventRecord]:
         """Events' records from the handles the state holds: a record itself

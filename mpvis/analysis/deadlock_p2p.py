@@ -188,6 +188,14 @@ class P2PState:
             for seq in recv_seqs:
                 opened.pop(seq, None)
 
+    def open_keys(self) -> list[tuple[int, int]]:
+        """``(rank, request)`` of every open request."""
+        return [(r, q) for r, opened in enumerate(self._open) for q in opened]
+
+    def receivers(self) -> list[int]:
+        """The ranks with nonblocking receives not yet consumed."""
+        return [r for r, opened in enumerate(self._open_recv) if opened]
+
     def on_wait(self, rec: WaitRecord) -> None:
         """Requests completed: they are closed."""
         self.close_requests(rec["rank"], rec["reqs"])
