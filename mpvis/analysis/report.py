@@ -135,7 +135,9 @@ def iter_report_json(report: Report) -> Iterator[bytes]:
         yield b"["
         first = True
         for chunk in races.json_chunks():
-            yield chunk if first else b"," + chunk
+            if not first:
+                yield b","  # not b"," + chunk: a copy of each chunk (2.5 MB)
+            yield chunk
             first = False
         yield b"]"
     yield b"}\n"
