@@ -1,4 +1,4 @@
-/* mpvis.model._ccausal: the walk of one rank in causal order, and the
+/* mpvis.model._ccausal: the walk of the ranks in causal order, and the
  * compact vector clock rows it writes, in C.
  *
  * CausalRelease (mpvis/model/causal.py) processes each rank's events in seq
@@ -15,13 +15,18 @@
  *     clock one more than the larger of its predecessor's and the send's;
  *   - a collective entry merges nothing; its seq is handed back, for the
  *     collective book-keeping CausalRelease does;
+ *   - a consume whose send is not processed yet: the rank waits for the
+ *     send's rank in the waiter table and is walked again, in the same call
+ *     (advance(), "the work list" below), once that rank is processed past
+ *     the send;
  *   - everything else is decided by CausalRelease: the walk stops there and
- *     says why (a consume whose send is unknown or not processed yet, a
- *     collective exit, rows that must be widened or a new chunk of rows).
- *     Python then resumes the walk with the cause it chose for that event:
- *     none (forced at the end of input), an event (a lost send's rank's last
- *     event) or a joined row (ClockStore.join, with the largest Lamport clock
- *     of the collective's entries).
+ *     hands it back (a consume whose send is unknown, a collective exit, the
+ *     stop forced at the end of input); rows that must be widened or a new
+ *     chunk of rows are asked of ClockStore during the call.  Python then
+ *     resumes the walk with the cause it chose for that event: none (forced
+ *     at the end of input), an event (a lost send's rank's last event) or a
+ *     joined row (ClockStore.join, with the largest Lamport clock of the
+ *     collective's entries).
  *
  * and of how the rows are stored and read back (clock_row, component, rows;
  * see "clock rows" below).  Dense rows are uint16 (format "H") until a count
@@ -812,6 +817,7 @@ static int run(Walk *w, int *status)
     w->a = s;
     w->lo = lo;
     w->lam = lam;
+    w->cause = cause; /* still the caller's when the walk stopped at its event */
     return 0;
 }
 
@@ -840,41 +846,294 @@ static int list_item(PyObject *list, Py_ssize_t i, PyObject **out, const char *w
     return 0;
 }
 
-PyDoc_STRVAR(walk_doc,
-"walk(ctx, r, a, lo, lam, cause, cause_x, cause_lam, nrows, limit)\n"
-"    -> (status, a, lo, lam, nrows, entered)\n\n"
-"ctx = (by_rank, merge_at, kind, partner, rank, seq, lamport, done, pre, rows,\n"
-"       k_consume, k_coll, k_exit): the store's rank event lists and columns, each\n"
-"rank's merge stops, how far each rank is processed, the exits decided ahead\n"
-"(int64, three per rank: the exit's seq or -1, its joined row and Lamport clock;\n"
-"the walk passes such an exit and sets its seq to -1), the clock rows' context\n"
-"(see clock_row), the kind codes.\n"
-"Walk rank r's events from seq a (merge_at[r][lo] its first merge stop at or\n"
-"after a, lam its Lamport clock before jumps), with `cause` (0 walk, 1 none,\n"
-"2 event cause_x, 3 joined row cause_x with Lamport cause_lam) for the event\n"
-"at a.  Returns why it stopped (0 end of the rank's events, 1 a consume without\n"
-"send, 2 a consume whose send is not processed, 3 a collective exit, 4 rows must\n"
-"be widened, 5 rows must grow), where (seq a, merge stop lo, Lamport lam), the\n"
-"dense row count and the collective entries passed (seqs).");
-
 enum { X_BY_RANK, X_AT, X_KIND, X_PARTNER, X_RANK, X_SEQ, X_LAMPORT, X_DONE, X_PRE, X_ROWS,
        X_KCONS, X_KCOLL, X_KEXIT, NCTX };
-enum { A_CTX, A_R, A_A, A_LO, A_LAM, A_CAUSE, A_CX, A_CLAM, A_NROWS, A_LIMIT, NARGS };
 
-static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+/* ------------------------------------------------------------ the work list
+ *
+ * advance() walks ranks until none can go further without Python: a rank
+ * whose walk stops at a consume whose send is not processed yet waits in the
+ * waiter table (one wait per rank: the event it stopped at waits on one
+ * send) and is walked again, in the same call, once the send's rank is
+ * processed past it.  Python gets back only what it decides: collective
+ * exits, consumes without a send, the stop forced at the end of input, and
+ * the collective entries passed. */
+
+/* waits (int64, three per rank): [0, n) the rank a rank waits on (-1: none),
+ * [n, 2n) the seq it waits for, [2n, 3n) how many ranks wait on a rank. */
+static int link_wait(int64_t *waits, Py_ssize_t n, Py_ssize_t r, int64_t q, int64_t s)
+{
+    if (r < 0 || r >= n || q < 0 || q >= n || s < 0) {
+        PyErr_SetString(PyExc_ValueError, "a wait out of range");
+        return -1;
+    }
+    int64_t old = waits[r];
+    if (old >= 0 && old < n && waits[2 * n + old] > 0) {
+        waits[2 * n + old]--;
+    }
+    waits[r] = q;
+    waits[n + r] = s;
+    waits[2 * n + q]++;
+    return 0;
+}
+
+typedef struct {
+    Walk w;
+    PyObject *ctx, *by_rank, *at_lists, *grow_cb, *out;
+    Buf lam_last, waits;
+    int32_t *stack;     /* ranks to walk */
+    char *queued;       /* per rank: on the stack */
+    Py_ssize_t nstack;
+    int64_t *released;  /* global indices released, in order */
+    Py_ssize_t nreleased, cap_released;
+    PyObject *stops, *entered;
+} Drive;
+
+static int set_done(PyObject *done, Py_ssize_t r, int64_t s)
+{
+    PyObject *v = PyLong_FromLongLong((long long)s);
+    if (v == NULL) {
+        return -1;
+    }
+    PyObject *old = PyList_GET_ITEM(done, r);
+    PyList_SET_ITEM(done, r, v);
+    Py_DECREF(old);
+    return 0;
+}
+
+static int push(Drive *d, Py_ssize_t r)
+{
+    if (!d->queued[r]) {
+        d->queued[r] = 1;
+        d->stack[d->nstack++] = (int32_t)r;
+    }
+    return 0;
+}
+
+/* The walk stopped for a bigger row store: ask ClockStore, then read its
+ * chunks again (no buffer of them may be held meanwhile). */
+static int grow_rows(Drive *d, int status)
+{
+    Walk *w = &d->w;
+    rows_release(&w->R);
+    PyObject *res = PyObject_CallFunction(d->grow_cb, "i", status);
+    if (res == NULL) {
+        return -1;
+    }
+    int64_t limit;
+    int rc = int_arg(res, &limit);
+    Py_DECREF(res);
+    if (rc < 0) {
+        return -1;
+    }
+    w->R.nchunks = PyList_GET_SIZE(w->R.chunks);
+    w->R.cap = w->R.nchunks << w->R.shift;
+    w->R.wide = rows_wide(PyList_GET_ITEM(w->R.chunks, 0));
+    if (w->R.wide < 0 || limit < 0 || limit > (w->R.wide ? INT32_MAX : UINT16_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "advance(): the rows did not grow as asked");
+        return -1;
+    }
+    w->limit = (Py_ssize_t)limit;
+    return get_buf(&w->R.deltas, PyTuple_GET_ITEM(PyTuple_GET_ITEM(d->ctx, X_ROWS), 4), "i", 0,
+                   "deltas");
+}
+
+/* Walk rank r from where it is processed, `cause` for its first event;
+ * `forced`: its first merge stop is the one forced at the end of input. */
+static int visit(Drive *d, Py_ssize_t r, int cause, int64_t cx, int64_t clam, int forced)
+{
+    Walk *w = &d->w;
+    int64_t *lam_last = d->lam_last.b.buf, *waits = d->waits.b.buf;
+    Py_ssize_t nprocs = w->R.nprocs;
+    int64_t a = done_of(w, r);
+    if (a < 0) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    PyObject *events, *at;
+    if (list_item(d->by_rank, r, &events, "by_rank") < 0
+        || list_item(d->at_lists, r, &at, "merge_at") < 0
+        || get_buf(&w->events, events, "q", 0, "rank events") < 0
+        || get_buf(&w->merge_at, at, "i", 0, "merge stops") < 0) {
+        return -1;
+    }
+    const int64_t *ev = w->events.b.buf;
+    const int32_t *stops = w->merge_at.b.buf;
+    Py_ssize_t n = w->events.b.len / 8, nat = w->merge_at.b.len / 4;
+    if (a >= n) {
+        release(&w->events);
+        release(&w->merge_at);
+        return 0;
+    }
+    Py_ssize_t lo = 0, hi = nat; /* first merge stop at or after a */
+    while (lo < hi) {
+        Py_ssize_t mid = lo + (hi - lo) / 2;
+        if (stops[mid] < a) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    int64_t forced_seq = forced && lo < nat ? stops[lo] : -1;
+    if (lam_last[r] < -1 || lam_last[r] >= INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "advance(): a Lamport clock out of range");
+        return -1;
+    }
+    w->r = r;
+    w->a = (Py_ssize_t)a;
+    w->lo = lo;
+    w->lam = lam_last[r] + 1;
+    w->cause = cause;
+    w->cause_x = cx;
+    w->cause_lam = clam;
+    int status;
+    const int64_t *pre = w->pre.b.buf;
+    int64_t g0 = ev[a];
+    if (cause == C_WALK && lo < nat && stops[lo] == a && pre[3 * r] != a && g0 >= 0
+        && g0 < w->kind.b.len && ((const int8_t *)w->kind.b.buf)[g0] == w->k_exit) {
+        status = ST_COLL_EXIT; /* woken at a collective exit: nothing to walk before it */
+    } else {
+        /* rank r's rows: its last row is read when the walk first merges */
+        View own;
+        if (view_of(&w->R, r, &own) < 0) {
+            return -1;
+        }
+        w->R.own = r;
+        w->R.own_n = own.n;
+        w->R.nnew = 0;
+        w->R.ndelta = 0;
+        w->R.delta_base = w->R.deltas.b.len / 4;
+        w->have_cur = 0;
+        if (own.n > 0) {
+            Py_ssize_t f = dense_before(&w->R, &own, own.n - 1);
+            if (f < 0) {
+                return -1;
+            }
+            w->R.own_since = own.n - 1 - f;
+        } else {
+            memset(w->cur, 0, (size_t)nprocs * sizeof(int32_t));
+            w->have_cur = 1;
+            w->R.own_since = w->R.every; /* the first merge keeps a dense row */
+        }
+        while (1) {
+            if (run(w, &status) < 0) {
+                return -1;
+            }
+            if (status < ST_WIDEN) {
+                break;
+            }
+            if (grow_rows(d, status) < 0) {
+                return -1;
+            }
+        }
+        if (w->R.nnew > 0) { /* the merge lists and deltas grow: hold no buffer of them */
+            rows_release(&w->R);
+            if (rows_commit(&w->R, PyTuple_GET_ITEM(PyTuple_GET_ITEM(d->ctx, X_ROWS), 4)) < 0
+                || get_buf(&w->R.deltas, PyTuple_GET_ITEM(PyTuple_GET_ITEM(d->ctx, X_ROWS), 4),
+                           "i", 0, "deltas") < 0) {
+                return -1;
+            }
+        }
+        w->R.own = -1;
+        w->R.nnew = 0;
+        w->R.ndelta = 0;
+    }
+    Py_ssize_t s = w->a;
+    for (Py_ssize_t i = 0; i < w->nentered; i++) {
+        PyObject *e = Py_BuildValue("(ni)", r, w->entered[i]);
+        if (e == NULL || PyList_Append(d->entered, e) < 0) {
+            Py_XDECREF(e);
+            return -1;
+        }
+        Py_DECREF(e);
+    }
+    w->nentered = 0;
+    if (s > a) {
+        if (set_done(w->done, r, s) < 0) {
+            return -1;
+        }
+        lam_last[r] = w->lam - 1;
+        if (d->out != Py_None) {
+            while (d->nreleased + (s - a) > d->cap_released) {
+                Py_ssize_t cap2 = d->cap_released ? 2 * d->cap_released : 1024;
+                int64_t *p = PyMem_Realloc(d->released, (size_t)cap2 * sizeof(int64_t));
+                if (p == NULL) {
+                    PyErr_NoMemory();
+                    return -1;
+                }
+                d->released = p;
+                d->cap_released = cap2;
+            }
+            memcpy(d->released + d->nreleased, ev + a, (size_t)(s - a) * sizeof(int64_t));
+            d->nreleased += s - a;
+        }
+        if (waits[2 * nprocs + r] > 0) { /* wake who waits for an event processed now */
+            for (Py_ssize_t x = 0; x < nprocs; x++) {
+                if (waits[x] == r && waits[nprocs + x] < s) {
+                    waits[x] = -1;
+                    waits[2 * nprocs + r]--;
+                    push(d, x);
+                }
+            }
+        }
+    }
+    if (status == ST_SEND_LATE && s != forced_seq) {
+        int64_t sg = ((const int64_t *)w->partner.b.buf)[ev[s]]; /* checked by the walk */
+        if (link_wait(waits, nprocs, r, ((const int32_t *)w->crank.b.buf)[sg],
+                      ((const int32_t *)w->cseq.b.buf)[sg]) < 0) {
+            return -1;
+        }
+    } else if (status != ST_END) {
+        PyObject *st = Py_BuildValue("(ninN)", r, status, s, PyBool_FromLong(s == forced_seq));
+        if (st == NULL || PyList_Append(d->stops, st) < 0) {
+            Py_XDECREF(st);
+            return -1;
+        }
+        Py_DECREF(st);
+    }
+    release(&w->events);
+    release(&w->merge_at);
+    return 0;
+}
+
+PyDoc_STRVAR(advance_doc,
+"advance(ctx, work, r0, cause, cause_x, cause_lam, force, nrows, limit)\n"
+"    -> (nrows, stops, entered)\n\n"
+"ctx = (by_rank, merge_at, kind, partner, rank, seq, lamport, done, pre, rows,\n"
+"       k_consume, k_coll, k_exit, lam_last, waits, out, grow): the store's rank\n"
+"event lists and columns, each rank's merge stops, how far each rank is\n"
+"processed (done, a list), the exits decided ahead (int64, three per rank: the\n"
+"exit's seq or -1, its joined row and Lamport clock; the walk passes such an\n"
+"exit and sets its seq to -1), the clock rows' context (see clock_row), the kind\n"
+"codes, each rank's last Lamport clock (int64), the waiter table (int64, see\n"
+"wait()), the array (int64) the released global indices are appended to (or\n"
+"None), and grow(status) -> limit, called when the rows must be widened (4) or\n"
+"need a new chunk (5).\n"
+"Walks rank r0 first (if >= 0) with `cause` (0 walk, 1 none, 2 event cause_x,\n"
+"3 joined row cause_x with Lamport cause_lam) for its next event, then the\n"
+"ranks of `work` and every rank woken meanwhile.  The first merge stop of rank\n"
+"`force` (if >= 0) is handed back (forced at the end of input).  Returns the\n"
+"dense row count, the stops Python decides: (rank, why, seq, forced) with why\n"
+"1 a consume without send, 2 a consume whose send is not processed (forced\n"
+"only), 3 a collective exit; and the collective entries passed (rank, seq).");
+
+enum { X_LAMLAST = NCTX, X_WAITS, X_OUT, X_GROW, NCTX2 };
+
+static PyObject *advance(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != NARGS) {
-        PyErr_Format(PyExc_TypeError, "walk() takes %d arguments (%zd given)", NARGS, nargs);
+    enum { B_CTX, B_WORK, B_R0, B_CAUSE, B_CX, B_CLAM, B_FORCE, B_NROWS, B_LIMIT, NB };
+    if (nargs != NB) {
+        PyErr_Format(PyExc_TypeError, "advance() takes %d arguments (%zd given)", NB, nargs);
         return NULL;
     }
-    PyObject *ctx = args[A_CTX];
-    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != NCTX) {
-        PyErr_Format(PyExc_TypeError, "walk(): ctx must be a tuple of %d items", NCTX);
+    PyObject *ctx = args[B_CTX], *work = args[B_WORK];
+    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != NCTX2 || !PyList_Check(work)) {
+        PyErr_Format(PyExc_TypeError, "advance(): ctx must be a tuple of %d items, work a list",
+                     NCTX2);
         return NULL;
     }
-    int64_t v[NARGS], x[NCTX];
-    static const int ints[] = {A_R, A_A, A_LO, A_LAM, A_CAUSE, A_CX, A_CLAM, A_NROWS, A_LIMIT};
+    int64_t v[NB], x[NCTX];
+    static const int ints[] = {B_R0, B_CAUSE, B_CX, B_CLAM, B_FORCE, B_NROWS, B_LIMIT};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         if (int_arg(args[ints[i]], &v[ints[i]]) < 0) {
             return NULL;
@@ -886,110 +1145,165 @@ static PyObject *walk(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
             return NULL;
         }
     }
-    Walk w;
-    memset(&w, 0, sizeof w);
+    Drive d;
+    memset(&d, 0, sizeof d);
+    Walk *w = &d.w;
     PyObject *result = NULL;
-    if (rows_open(&w.R, PyTuple_GET_ITEM(ctx, X_ROWS)) < 0) {
+    d.ctx = ctx;
+    d.by_rank = PyTuple_GET_ITEM(ctx, X_BY_RANK);
+    d.at_lists = PyTuple_GET_ITEM(ctx, X_AT);
+    d.out = PyTuple_GET_ITEM(ctx, X_OUT);
+    d.grow_cb = PyTuple_GET_ITEM(ctx, X_GROW);
+    if (rows_open(&w->R, PyTuple_GET_ITEM(ctx, X_ROWS)) < 0) {
         goto done;
     }
-    Py_ssize_t nprocs = w.R.nprocs;
-    w.done = PyTuple_GET_ITEM(ctx, X_DONE);
-    w.r = (Py_ssize_t)v[A_R];
-    w.a = (Py_ssize_t)v[A_A];
-    w.lo = (Py_ssize_t)v[A_LO];
-    w.lam = v[A_LAM];
-    w.cause = (int)v[A_CAUSE];
-    w.cause_x = v[A_CX];
-    w.cause_lam = v[A_CLAM];
-    w.nrows = (Py_ssize_t)v[A_NROWS];
-    w.limit = (Py_ssize_t)v[A_LIMIT];
-    w.k_consume = (int)x[X_KCONS];
-    w.k_coll = (int)x[X_KCOLL];
-    w.k_exit = (int)x[X_KEXIT];
-    if (!PyList_Check(w.done) || PyList_GET_SIZE(w.done) != nprocs) {
-        PyErr_SetString(PyExc_TypeError, "walk(): done must be a list with an entry per rank");
+    Py_ssize_t nprocs = w->R.nprocs;
+    w->done = PyTuple_GET_ITEM(ctx, X_DONE);
+    w->nrows = (Py_ssize_t)v[B_NROWS];
+    w->limit = (Py_ssize_t)v[B_LIMIT];
+    w->k_consume = (int)x[X_KCONS];
+    w->k_coll = (int)x[X_KCOLL];
+    w->k_exit = (int)x[X_KEXIT];
+    if (!PyList_Check(w->done) || PyList_GET_SIZE(w->done) != nprocs
+        || !PyList_Check(d.by_rank) || PyList_GET_SIZE(d.by_rank) != nprocs
+        || !PyList_Check(d.at_lists) || PyList_GET_SIZE(d.at_lists) != nprocs
+        || !PyCallable_Check(d.grow_cb)) {
+        PyErr_SetString(PyExc_TypeError,
+                        "advance(): done, by_rank and merge_at must be lists with an entry per "
+                        "rank, grow a callable");
         goto done;
     }
-    if (w.r < 0 || w.r >= nprocs || w.a < 0 || w.lo < 0 || w.lam < 0 || w.cause < C_WALK
-        || w.cause > C_JOINED || w.nrows < 1 || w.nrows > w.R.cap || w.limit < 0) {
-        PyErr_SetString(PyExc_ValueError, "walk(): arguments out of range");
+    if (v[B_R0] < -1 || v[B_R0] >= nprocs || v[B_FORCE] < -1 || v[B_FORCE] >= nprocs
+        || v[B_CAUSE] < C_WALK || v[B_CAUSE] > C_JOINED || w->nrows < 1 || w->nrows > w->R.cap
+        || w->limit < 0) {
+        PyErr_SetString(PyExc_ValueError, "advance(): arguments out of range");
         goto done;
     }
-    if (w.limit > (w.R.wide ? INT32_MAX : UINT16_MAX)) {
-        PyErr_SetString(PyExc_ValueError, "walk(): limit larger than the rows can hold");
+    if (w->limit > (w->R.wide ? INT32_MAX : UINT16_MAX)) {
+        PyErr_SetString(PyExc_ValueError, "advance(): limit larger than the rows can hold");
         goto done;
     }
-    PyObject *events, *at;
-    if (list_item(PyTuple_GET_ITEM(ctx, X_BY_RANK), w.r, &events, "by_rank") < 0
-        || list_item(PyTuple_GET_ITEM(ctx, X_AT), w.r, &at, "merge_at") < 0) {
+    if (get_buf(&w->kind, PyTuple_GET_ITEM(ctx, X_KIND), "b", 0, "kinds") < 0
+        || get_buf(&w->partner, PyTuple_GET_ITEM(ctx, X_PARTNER), "q", 0, "partners") < 0
+        || get_buf(&w->crank, PyTuple_GET_ITEM(ctx, X_RANK), "i", 0, "ranks") < 0
+        || get_buf(&w->cseq, PyTuple_GET_ITEM(ctx, X_SEQ), "i", 0, "seqs") < 0
+        || get_buf(&w->lamport, PyTuple_GET_ITEM(ctx, X_LAMPORT), "i", 1, "Lamport clocks") < 0
+        || get_buf(&w->pre, PyTuple_GET_ITEM(ctx, X_PRE), "q", 1, "exits decided ahead") < 0
+        || get_buf(&d.lam_last, PyTuple_GET_ITEM(ctx, X_LAMLAST), "q", 1, "Lamport clocks") < 0
+        || get_buf(&d.waits, PyTuple_GET_ITEM(ctx, X_WAITS), "q", 1, "waits") < 0) {
         goto done;
     }
-    if (get_buf(&w.events, events, "q", 0, "rank events") < 0
-        || get_buf(&w.merge_at, at, "i", 0, "merge stops") < 0
-        || get_buf(&w.kind, PyTuple_GET_ITEM(ctx, X_KIND), "b", 0, "kinds") < 0
-        || get_buf(&w.partner, PyTuple_GET_ITEM(ctx, X_PARTNER), "q", 0, "partners") < 0
-        || get_buf(&w.crank, PyTuple_GET_ITEM(ctx, X_RANK), "i", 0, "ranks") < 0
-        || get_buf(&w.cseq, PyTuple_GET_ITEM(ctx, X_SEQ), "i", 0, "seqs") < 0
-        || get_buf(&w.lamport, PyTuple_GET_ITEM(ctx, X_LAMPORT), "i", 1, "Lamport clocks") < 0
-        || get_buf(&w.pre, PyTuple_GET_ITEM(ctx, X_PRE), "q", 1, "exits decided ahead") < 0) {
+    if (w->pre.b.len != 3 * 8 * nprocs) {
+        PyErr_SetString(PyExc_ValueError,
+                        "advance(): three entries per rank of exits decided ahead");
         goto done;
     }
-    if (w.pre.b.len != 3 * 8 * nprocs) {
-        PyErr_SetString(PyExc_ValueError, "walk(): three entries per rank of exits decided ahead");
+    if (d.lam_last.b.len != 8 * nprocs || d.waits.b.len != 3 * 8 * nprocs) {
+        PyErr_SetString(PyExc_ValueError,
+                        "advance(): a Lamport clock and three wait entries per rank");
         goto done;
     }
-    w.cur = PyMem_Malloc((size_t)nprocs * sizeof(int32_t) + 1);
-    w.tmp = PyMem_Malloc((size_t)nprocs * sizeof(int32_t) + 1);
-    if (w.cur == NULL || w.tmp == NULL) {
+    w->cur = PyMem_Malloc((size_t)nprocs * sizeof(int32_t) + 1);
+    w->tmp = PyMem_Malloc((size_t)nprocs * sizeof(int32_t) + 1);
+    d.stack = PyMem_Malloc((size_t)nprocs * sizeof(int32_t) + 1);
+    d.queued = PyMem_Calloc((size_t)nprocs + 1, 1);
+    d.stops = PyList_New(0);
+    d.entered = PyList_New(0);
+    if (w->cur == NULL || w->tmp == NULL || d.stack == NULL || d.queued == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    /* rank r's last row */
-    View own;
-    if (view_of(&w.R, w.r, &own) < 0) {
+    if (d.stops == NULL || d.entered == NULL) {
         goto done;
     }
-    w.R.own = w.r;
-    w.R.own_n = own.n;
-    if (own.n > 0) { /* its row is read when the walk first merges */
-        Py_ssize_t f = dense_before(&w.R, &own, own.n - 1);
-        if (f < 0) {
+    for (Py_ssize_t i = PyList_GET_SIZE(work) - 1; i >= 0; i--) {
+        int64_t q;
+        if (int_arg(PyList_GET_ITEM(work, i), &q) < 0) {
             goto done;
         }
-        w.R.own_since = own.n - 1 - f;
-    } else {
-        memset(w.cur, 0, (size_t)nprocs * sizeof(int32_t));
-        w.have_cur = 1;
-        w.R.own_since = w.R.every; /* the first merge keeps a dense row */
-    }
-    int status = ST_END;
-    if (run(&w, &status) < 0) {
-        goto done;
-    }
-    walk_release(&w); /* the merge lists and deltas may now be resized */
-    if (rows_commit(&w.R, PyTuple_GET_ITEM(PyTuple_GET_ITEM(ctx, X_ROWS), 4)) < 0) {
-        goto done;
-    }
-    PyObject *entered = PyList_New(w.nentered);
-    if (entered == NULL) {
-        goto done;
-    }
-    for (Py_ssize_t i = 0; i < w.nentered; i++) {
-        PyObject *e = PyLong_FromLong(w.entered[i]);
-        if (e == NULL) {
-            Py_DECREF(entered);
+        if (q < 0 || q >= nprocs) {
+            PyErr_SetString(PyExc_ValueError, "advance(): a rank out of range");
             goto done;
         }
-        PyList_SET_ITEM(entered, i, e);
+        push(&d, (Py_ssize_t)q);
     }
-    result = Py_BuildValue("(innLnN)", status, w.a, w.lo, (long long)w.lam, w.nrows, entered);
+    Py_ssize_t force = (Py_ssize_t)v[B_FORCE];
+    if (v[B_R0] >= 0) {
+        Py_ssize_t r0 = (Py_ssize_t)v[B_R0];
+        if (visit(&d, r0, (int)v[B_CAUSE], v[B_CX], v[B_CLAM], r0 == force) < 0) {
+            goto done;
+        }
+        if (r0 == force) {
+            force = -1;
+        }
+    }
+    while (d.nstack > 0) {
+        Py_ssize_t r = d.stack[--d.nstack];
+        d.queued[r] = 0;
+        if (visit(&d, r, C_WALK, 0, 0, r == force) < 0) {
+            goto done;
+        }
+        if (r == force) {
+            force = -1;
+        }
+    }
+    walk_release(w); /* the released indices' array grows */
+    if (d.nreleased > 0) {
+        PyObject *bytes = PyBytes_FromStringAndSize((const char *)d.released,
+                                                    d.nreleased * (Py_ssize_t)sizeof(int64_t));
+        if (bytes == NULL) {
+            goto done;
+        }
+        PyObject *res = PyObject_CallMethod(d.out, "frombytes", "O", bytes);
+        Py_DECREF(bytes);
+        if (res == NULL) {
+            goto done;
+        }
+        Py_DECREF(res);
+    }
+    result = Py_BuildValue("(nOO)", w->nrows, d.stops, d.entered);
 done:
-    walk_release(&w);
-    rows_free(&w.R);
-    PyMem_Free(w.cur);
-    PyMem_Free(w.tmp);
-    PyMem_Free(w.entered);
+    walk_release(w);
+    release(&d.lam_last);
+    release(&d.waits);
+    rows_free(&w->R);
+    PyMem_Free(w->cur);
+    PyMem_Free(w->tmp);
+    PyMem_Free(w->entered);
+    PyMem_Free(d.stack);
+    PyMem_Free(d.queued);
+    PyMem_Free(d.released);
+    Py_XDECREF(d.stops);
+    Py_XDECREF(d.entered);
     return result;
+}
+
+PyDoc_STRVAR(wait_doc,
+"wait(waits, r, q, s) -> None\n\n"
+"Rank r waits until rank q is processed past seq s (advance() wakes it); it\n"
+"waits on nothing else in the table.  waits: int64, three entries per rank\n"
+"(the rank waited on or -1, the seq, how many wait on the rank).");
+
+static PyObject *wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "wait() takes 4 arguments");
+        return NULL;
+    }
+    int64_t r, q, s;
+    Buf waits = {0};
+    if (int_arg(args[1], &r) < 0 || int_arg(args[2], &q) < 0 || int_arg(args[3], &s) < 0
+        || get_buf(&waits, args[0], "q", 1, "waits") < 0) {
+        return NULL;
+    }
+    Py_ssize_t n = waits.b.len / 24;
+    int rc = waits.b.len % 24 == 0 ? link_wait(waits.b.buf, n, (Py_ssize_t)r, q, s) : -1;
+    if (waits.b.len % 24 != 0) {
+        PyErr_SetString(PyExc_ValueError, "wait(): three entries per rank");
+    }
+    release(&waits);
+    return rc < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 /* Parse (rows, q, s, ...) of a query: the context, a rank and a seq. */
@@ -1224,7 +1538,8 @@ done:
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
 
 static PyMethodDef methods[] = {
-    {"walk", FASTCALL(walk), walk_doc},
+    {"advance", FASTCALL(advance), advance_doc},
+    {"wait", FASTCALL(wait), wait_doc},
     {"clock_row", FASTCALL(clock_row), clock_row_doc},
     {"component", FASTCALL(component), component_doc},
     {"rows", FASTCALL(rows), rows_doc},

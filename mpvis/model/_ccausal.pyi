@@ -2,6 +2,7 @@
 (``_ccausal.c``; see ``ClockStore`` in ``clocks.py``)."""
 
 from array import array
+from collections.abc import Callable
 from typing import Any
 
 import numpy.typing as npt
@@ -11,25 +12,26 @@ RowsContext = tuple[
     list[npt.NDArray[Any]], int, list[array[int]], list[array[int]], array[int], int, int,
 ]
 #: (by_rank, merge_at, kind, partner, rank, seq, lamport, done, ahead, rows,
-#: k_consume, k_coll, k_exit)
-WalkContext = tuple[
+#: k_consume, k_coll, k_exit, lam_last, waits, out, grow)
+AdvanceContext = tuple[
     list[array[int]], list[array[int]], array[int], array[int], array[int], array[int],
-    array[int], list[int], array[int], RowsContext, int, int, int,
+    array[int], list[int], array[int], RowsContext, int, int, int, array[int], array[int],
+    array[int] | None, Callable[[int], int],
 ]
 
-def walk(
-    ctx: WalkContext,
-    r: int,
-    a: int,
-    lo: int,
-    lam: int,
+def advance(
+    ctx: AdvanceContext,
+    work: list[int],
+    r0: int,
     cause: int,
     cause_x: int,
     cause_lam: int,
+    force: int,
     nrows: int,
     limit: int,
     /,
-) -> tuple[int, int, int, int, int, list[int]]: ...
+) -> tuple[int, list[tuple[int, int, int, bool]], list[tuple[int, int]]]: ...
+def wait(waits: array[int], r: int, q: int, s: int, /) -> None: ...
 def clock_row(rows: RowsContext, q: int, s: int, out: npt.NDArray[Any], /) -> None: ...
 def component(rows: RowsContext, q: int, s: int, j: int, /) -> int: ...
 def rows(rows: RowsContext, q: int, start: int, out: npt.NDArray[Any], /) -> None: ...

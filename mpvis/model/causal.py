@@ -36,11 +36,12 @@ import numpy as np
 
 from mpvis.model.clocks import (
     COLL_EXIT,
-    END,
     NO_CAUSE,
     NO_SEND,
     WALK,
+    Cause,
     ClockStore,
+    Stop,
     event_cause,
     joined_cause,
 )
@@ -82,7 +83,8 @@ class CausalRelease:
         self.done = [0] * n
         #: The input has ended: collectives' members are what arrived.
         self.input_ended = False
-        self._lam_last = [-1] * n  # Lamport clock of each rank's last processed event
+        #: Lamport clock of each rank's last processed event
+        self._lam_last = array("q", [-1] * n)
         #: seqs of each rank's consumes, collective entries and exits (clock merges)
         self._merge_at: list[array[int]] = [array("i") for _ in range(n)]
         #: per rank, a collective exit whose joined row is known before the walk
@@ -91,9 +93,12 @@ class CausalRelease:
         #: (comm, instance) -> rank -> seq of its exit, for all-members
         #: collectives whose joined row is not known yet
         self._exits: dict[tuple[int, int], dict[int, int]] = {}
-        self._walk = self.clocks.walker(store, self._merge_at, self.done, self._ahead)
-        #: rank -> seq -> the ranks waiting for that event to be processed
-        self._done_waiters: list[dict[int, set[int]]] = [{} for _ in range(n)]
+        #: who waits for another rank's event to be processed (ClockStore.wait)
+        self._waits = array("q", [-1] * n + [0] * (2 * n))
+        self._out_idx = array("q")  # global indices of the records being released
+        self._advance = self.clocks.releaser(
+            store, self._merge_at, self.done, ahead=self._ahead, lam_last=self._lam_last,
+            waits=self._waits, out=self._out_idx)
         self._entry_of: dict[Key, int] = {}  # coll -> instance, until processed
         self._coll_processed: dict[tuple[int, int], int] = {}  # (comm, instance) -> entries
         self._wake: dict[Any, set[int]] = {}  # what is awaited -> the ranks waiting
@@ -101,7 +106,6 @@ class CausalRelease:
         self._exit_of: dict[Key, tuple[int, str]] = {}  # coll_exit -> (instance, op)
         #: comm -> (instance, joined clock row, largest Lamport clock of its entries)
         self._coll_cache: dict[int, tuple[int, int, int]] = {}
-        self._out_idx = array("q")  # global indices of the records being released
 
     # ------------------------------------------------------------ told by others
     def appended(self, cols: Batch, k: int) -> None:
@@ -156,7 +160,7 @@ class CausalRelease:
 
     def _decide_exit(self, rank: int, seq: int, row: int, lmax: int) -> None:
         """The walk of ``rank`` passes its exit ``seq`` with the joined ``row``
-        (Lamport ``lmax``) without stopping (:meth:`ClockStore.walker`), unless
+        (Lamport ``lmax``) without stopping (:meth:`ClockStore.releaser`), unless
         an earlier exit of it is decided and not passed yet (a join forced at
         the end of input may skip an entry): then the exit stops as usual."""
         if self._ahead[3 * rank] < 0:
@@ -201,31 +205,77 @@ class CausalRelease:
     def advance(self, touched: set[int], final: bool = False) -> None:
         """Process events in causal order: clocks, then release to analyzers.
 
-        With ``final`` (the input has ended), the first event of the first rank
-        in ``touched`` is processed even though a cause is missing; everything
+        The ranks are walked in C (:meth:`ClockStore.releaser
+        <mpvis.model.clocks.ClockStore.releaser>`: clock merges, Lamport
+        clocks, waits for another rank's send, the ranks they wake); it comes
+        back here only where a cause needs deciding (:meth:`_decide`) and with
+        the collective entries it passed (:meth:`_entered`).  With ``final``
+        (the input has ended), the first event of the first rank in
+        ``touched`` is processed even though a cause is missing; everything
         after it again waits for its causes."""
-        work = set(touched) | self._touched_sink
+        work = sorted(set(touched) | self._touched_sink)
         self._touched_sink = set()
-        force = min(touched) if final and touched else None
-        while work:
-            r = work.pop()
-            self._advance_rank(r, work, r == force)
-            if r == force:
-                force = None
-            if self._touched_sink:
-                work |= self._touched_sink
-                self._touched_sink = set()
+        stops = self._walk(work, -1, WALK, min(touched) if final and touched else -1)
+        while stops or self._touched_sink:
+            walk_again, self._touched_sink = self._touched_sink, set()
+            caused: list[tuple[int, Cause]] = []
+            seen: set[int] = set()
+            for r, st, s, forced in stops:
+                # a rank may stop twice at one event (woken again meanwhile): decided once
+                if r in seen or self.done[r] != s:
+                    continue
+                seen.add(r)
+                cause = self._decide(r, st, s, forced)
+                if cause == WALK:
+                    walk_again.add(r)
+                elif cause is not None:
+                    caused.append((r, cause))
+            stops = []
+            for r, cause in caused:
+                stops += self._walk([], r, cause, -1)
+            if walk_again:
+                stops += self._walk(sorted(walk_again), -1, WALK, -1)
         if self._out_idx:
-            self._feed()
+            if self.analyzers:
+                self._feed()
+            else:
+                del self._out_idx[:]
+
+    def _walk(self, work: list[int], r0: int, cause: Cause, force: int) -> list[Stop]:
+        """One call of the C walk (see :meth:`advance`); count the collective
+        entries it passed; the stops it hands back."""
+        stops, entered = self._advance(work, r0, cause, force)
+        for r, e in entered:
+            self._entered(r, e)
+        return stops
+
+    def _decide(self, r: int, st: int, s: int, forced: bool) -> Cause | None:
+        """The cause of event ``s`` of rank ``r``, where its walk stopped
+        (``st``: why, ``forced``: the end of input forces it), or ``None``
+        after registering what it waits for: a collective exit's joined row
+        (:meth:`_collective_clock`), a forced consume's lost send (its rank's
+        last event) or nothing, a consume whose send is unknown waits for its
+        message to be linked."""
+        if st == COLL_EXIT and self._ahead[3 * r] == s:
+            return WALK  # decided ahead since it stopped (_decide_exit): the walk passes it
+        if st == COLL_EXIT:
+            joined = self._collective_clock(r, s, forced)
+            return None if joined is None else joined_cause(*joined)
+        if forced:
+            lg = self._lost_cause(self.store.by_rank[r][s]) if st == NO_SEND else -1
+            return event_cause(lg) if lg >= 0 else NO_CAUSE
+        self._wait_on(("match", r, s), r)
+        return None
 
     def _feed(self) -> None:
         """Hand the released events to the analyzers as columns
         (:class:`~mpvis.model.stream.ReleasedColumns`); a plain
         :class:`~mpvis.model.stream.RecordAnalyzer` gets their records, built
         from the store only when one is attached."""
-        idx, self._out_idx = self._out_idx, array("q")
+        idx = np.frombuffer(self._out_idx, dtype=np.int64).copy()
+        del self._out_idx[:]
         # only a consume forced at the end of input has no send
-        cols = ReleasedColumns.of(self.store, np.frombuffer(idx, dtype=np.int64),
+        cols = ReleasedColumns.of(self.store, idx,
                                   self._named_send_of if self.input_ended else None)
         records: list[Record] | None = None
         for a in self.analyzers:
@@ -235,70 +285,6 @@ class CausalRelease:
                 if records is None:
                     records = cols.records()
                 a.feed(records)
-
-    def _advance_rank(self, r: int, work: set[int], final: bool) -> None:
-        """Advance rank ``r`` in causal order as far as its dependencies allow
-        (with ``final``, its next event is processed even if a cause is missing).
-
-        The walk is :meth:`ClockStore.walker <mpvis.model.clocks.ClockStore.walker>`
-        (in C: clock merges and Lamport clocks); it comes back here only where
-        a cause needs deciding: a consume whose send is unknown or not
-        processed (wait for it, or force it at the end of input), a collective
-        exit (:meth:`_collective_clock`), and it hands back the collective
-        entries it passed (:meth:`_entered`)."""
-        store = self.store
-        events = store.by_rank[r]
-        a = self.done[r]
-        n = len(events)
-        if a >= n:
-            return
-        at = self._merge_at[r]
-        lo = bisect_left(at, a)
-        forced = at[lo] if final and lo < len(at) else -1  # only the first stop is forced
-        s, lam, cause = a, self._lam_last[r] + 1, WALK
-        # woken at a collective exit (the usual wake-up): nothing to walk before it
-        st = COLL_EXIT if (lo < len(at) and at[lo] == a and self._ahead[3 * r] != a
-                           and store.c_kind.data[events[a]] == K_COLL_EXIT) else -1
-        while True:
-            if st < 0:
-                st, s, lo, lam, entered = self._walk(r, s, lo, lam, cause)
-                self.done[r] = s  # what is decided below may read it (own entries)
-                for e in entered:
-                    self._entered(r, e)
-                if st == END:
-                    break
-            g = events[s]
-            if st == COLL_EXIT:
-                joined = self._collective_clock(r, s, s == forced)
-                if joined is None:
-                    break
-                cause = joined_cause(*joined)
-            elif s == forced:
-                lg = self._lost_cause(g) if st == NO_SEND else -1
-                cause = event_cause(lg) if lg >= 0 else NO_CAUSE
-            elif st == NO_SEND:
-                self._wait_on(("match", r, s), r)
-                break
-            else:
-                sg = store.c_partner.data[g]
-                self._wait_on(("done", store.c_rank.data[sg], store.c_seq.data[sg]), r)
-                break
-            st = -1
-        self.done[r] = s
-        if s > a:
-            self._lam_last[r] = lam - 1
-            self._release(r, a, s, work)
-
-    def _release(self, r: int, a: int, b: int, work: set[int]) -> None:
-        """Events ``a..b-1`` of rank ``r`` are causally processed (their clocks
-        and Lamport clocks written): release their records, wake who waits."""
-        events = self.store.by_rank[r]
-        if self.analyzers:
-            self._out_idx.extend(events[a:b])
-        waiters = self._done_waiters[r]
-        if waiters:
-            for x in [x for x in waiters if a <= x < b]:
-                work.update(waiters.pop(x))
 
     def _entered(self, r: int, s: int) -> None:
         """A ``coll`` is processed: count it toward its instance's entries."""
@@ -350,9 +336,10 @@ class CausalRelease:
 
     def _wait_on(self, key: Any, r: int) -> None:
         """Rank ``r`` waits for ``key`` (sets: every member of a collective may
-        wait on one key)."""
+        wait on one key); for another rank's event to be processed, in the
+        walk's waiter table (:meth:`ClockStore.wait`: the walk wakes it)."""
         if key[0] == "done":
-            self._done_waiters[key[1]].setdefault(key[2], set()).add(r)
+            ClockStore.wait(self._waits, r, key[1], key[2])
         else:
             self._wake.setdefault(key, set()).add(r)
 

@@ -24,7 +24,7 @@ all zeros (the rows of events before a rank's first merge); a collective's
 joined row (:meth:`ClockStore.join`) is a dense row too, and the exits of an
 all-members collective refer to it (their rows are that row but for their
 own component).  The merges happen
-in C, while a rank is walked in causal order (:meth:`ClockStore.walker`):
+in C, while ranks are walked in causal order (:meth:`ClockStore.releaser`):
 Python sees a merge only where it decides its cause (a collective exit, an
 event forced at the end of input).
 
@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
@@ -71,31 +71,23 @@ def joined_cause(row: int, lamport: int) -> Cause:
     return (CAUSE_JOINED, row, lamport)
 
 
-#: Why a walk stopped (:attr:`Walked.status`).
+#: Why a walk stopped at an event the caller decides (:data:`Advanced`).
 END, NO_SEND, SEND_LATE, COLL_EXIT = 0, 1, 2, 3
-_WIDEN, _FULL = 4, 5
+_WIDEN = 4
 _MERGE_KINDS = (R.KIND_CODE[R.CONSUME], R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_EXIT])
 
-
-class Walked(NamedTuple):
-    """Where a :meth:`ClockStore.walk` stopped."""
-
-    #: :data:`END` (every event of the rank is processed), :data:`NO_SEND` (a
-    #: consume whose send is unknown), :data:`SEND_LATE` (a consume whose send
-    #: is not processed), :data:`COLL_EXIT` (a collective exit).
-    status: int
-    #: The seq of the event it stopped at (not processed): events before it are.
-    seq: int
-    #: Index in the rank's merge stops of that event (or past them).
-    lo: int
-    #: Lamport clock that event gets if nothing raises it.
-    lam: int
-    #: Seqs of the collective entries processed, in order.
-    entered: list[int]
-
-
-#: See :meth:`ClockStore.walker`.
-Walker = Callable[[int, int, int, int, Cause], Walked]
+#: A rank stopped where the caller decides: ``(rank, why, seq, forced)``, ``why``
+#: :data:`NO_SEND` (a consume whose send is unknown), :data:`SEND_LATE` (a
+#: consume whose send is not processed: only the stop forced at the end of
+#: input) or :data:`COLL_EXIT` (a collective exit); ``seq`` the event (not
+#: processed: the rank is processed up to it); ``forced``: it is the stop
+#: forced at the end of input.
+Stop = tuple[int, int, int, bool]
+#: What a :meth:`ClockStore.releaser` call did: the stops for the caller and
+#: the collective entries processed, ``(rank, seq)``, in order.
+Advanced = tuple[list[Stop], list[tuple[int, int]]]
+#: See :meth:`ClockStore.releaser`.
+Releaser = Callable[[list[int], int, Cause, int], Advanced]
 
 #: Bytes of one chunk of rows at most (its row count is a power of two, at most 8192,
 #: so a header with many ranks never reserves rows it may not need).
@@ -177,50 +169,62 @@ class ClockStore:
         out[:] = acc
         return row
 
-    def walker(self, store: EventStore, merge_at: list[array[int]], done: list[int],
-               ahead: array[int]) -> Walker:
-        """The walk of one rank in causal order over ``store``, in C
-        (:mod:`mpvis.model._ccausal`, the one implementation): a function
-        ``walk(rank, a, lo, lam, cause)`` that processes events of ``rank``
-        from seq ``a`` (``merge_at[rank][lo]`` is its first merge stop, a
-        consume or a collective entry or exit, at or after ``a``; ``lam`` the
-        Lamport clock of event ``a`` before any jump).  Each consume whose
-        send is processed gets its merge row, every event its Lamport clock
-        (the store's ``c_lamport``), until an event needs the caller; for the
-        event at ``a``, ``cause`` is what the caller decided (:data:`WALK`:
-        nothing, look for yourself).  ``done[q]`` says how far rank ``q`` is
-        processed.  ``ahead`` (``int64``, three per rank) holds a collective
-        exit decided ahead: ``ahead[3 * q]`` its seq (-1: none), then its
-        joined row (:meth:`join`) and the largest Lamport clock joined; the
-        walk passes that exit without stopping and sets its seq to -1.
-        Widening the rows and new chunks of rows happen here, so the walk
-        stops only where the caller has something to decide (:class:`Walked`).
+    def releaser(self, store: EventStore, merge_at: list[array[int]], done: list[int], *,
+                 ahead: array[int], lam_last: array[int], waits: array[int],
+                 out: array[int]) -> Releaser:
+        """Causal release's walks over ``store``, in C (:func:`_ccausal.advance
+        <mpvis.model._ccausal.advance>`, the one implementation): a function
+        ``advance(work, r0, cause, force)`` that walks rank ``r0`` (if >= 0)
+        with ``cause`` for its next event (:data:`WALK`: nothing decided, look
+        for yourself), then each rank of ``work``, and every rank woken
+        meanwhile, until none can go further without the caller.
 
-        ``store``'s columns, ``merge_at``, ``done`` and ``ahead`` are held, not
+        Walking rank ``r`` processes its events from ``done[r]`` in seq order:
+        each consume whose send is processed gets its merge row, every event
+        its Lamport clock (the store's ``c_lamport``; ``lam_last[r]`` is its
+        last processed event's), the processed events' global indices are
+        appended to ``out`` and ``done[r]`` moves past them.  A consume whose
+        send is not processed yet makes ``r`` wait in ``waits`` (:meth:`wait`)
+        for the send's rank; when that rank is processed past the send, ``r``
+        is walked again in the same call.  ``ahead`` (``int64``, three per
+        rank) holds a collective exit decided ahead: ``ahead[3 * q]`` its seq
+        (-1: none), then its joined row (:meth:`join`) and the largest
+        Lamport clock joined; the walk passes that exit without stopping and
+        sets its seq to -1.  ``merge_at[r]`` lists the seqs of rank ``r``'s
+        consumes, collective entries and exits.  The first merge stop of rank
+        ``force`` (if >= 0) is handed back whatever it is (the end of input
+        forces it).  Widening the rows and new chunks of rows happen during
+        the call.  Returns the stops the caller decides and the collective
+        entries processed (:data:`Advanced`).
+
+        ``store``'s columns and every list and array passed are held, not
         copied: they must be the objects the caller keeps growing."""
         ctx = (store.by_rank, merge_at, store.c_kind.data, store.c_partner.data,
                store.c_rank.data, store.c_seq.data, store.c_lamport.data, done, ahead,
-               self._rows_ctx, *_MERGE_KINDS)
-        c_walk = _ccausal.walk
+               self._rows_ctx, *_MERGE_KINDS, lam_last, waits, out, self._grow)
+        c_advance = _ccausal.advance
 
-        def walk(rank: int, a: int, lo: int, lam: int, cause: Cause) -> Walked:
-            start, entered = a, []
-            while True:
-                status, a, lo, lam, self._nrows, more = c_walk(
-                    ctx, rank, a, lo, lam, *cause, self._nrows, self._limit)
-                if more:
-                    entered += more
-                if status < _WIDEN:
-                    return Walked(status, a, lo, lam, entered)
-                if status == _WIDEN:
-                    self._widen()
-                else:
-                    self._chunks.append(np.empty((1 << self._shift, self.nprocs),
-                                                 dtype=self._dtype))
-                if a != start:  # the caused event is processed; the walk stopped later
-                    cause = WALK
+        def advance(work: list[int], r0: int, cause: Cause, force: int) -> Advanced:
+            self._nrows, stops, entered = c_advance(ctx, work, r0, *cause, force, self._nrows,
+                                                    self._limit)
+            return stops, entered
 
-        return walk
+        return advance
+
+    def _grow(self, status: int) -> int:
+        """For the walk: widen the rows (``status`` 4) or add a chunk of rows;
+        returns the largest component the rows now hold."""
+        if status == _WIDEN:
+            self._widen()
+        else:
+            self._chunks.append(np.empty((1 << self._shift, self.nprocs), dtype=self._dtype))
+        return self._limit
+
+    @staticmethod
+    def wait(waits: array[int], rank: int, q: int, seq: int) -> None:
+        """Rank ``rank`` waits in ``waits`` (``int64``, three per rank; see
+        :meth:`releaser`) until rank ``q`` is processed past ``seq``."""
+        _ccausal.wait(waits, rank, q, seq)
 
     # -- queries --------------------------------------------------------
     def clock(self, rank: int, seq: int) -> IntVec:

@@ -91,7 +91,8 @@ def test_queries_on_corrupt_rows_raise() -> None:
             (len(cs.merge_seq[0]), 2), dtype=np.int32))
     no_dense = [array("i", [-1] * len(cs.merge_row[q])) for q in range(2)]
     with pytest.raises(ValueError, match="no dense row"):
-        _ccausal.component(_ctx(cs, merge_row=no_dense), 0, seq, 1)
+        # every merge refers to the one (empty) delta record
+        _ccausal.component(_ctx(cs, merge_row=no_dense, deltas=array("i", [0])), 0, seq, 1)
     with pytest.raises(ValueError, match="delta record out of range"):
         _ccausal.component(_ctx(cs, deltas=array("i", [5])), 0, seq, 1)
     short = [array("i") for _ in range(2)]
@@ -123,34 +124,48 @@ def test_walk_on_inconsistent_columns_raises() -> None:
         {"rank": 1, "seq": 1, "kind": "consume", "recv": 0, "src": 0, "tag": 0, "send": [0, 0]},
     ])
     store, cs = m.store, m.clocks
-    kinds = tuple(clocks._MERGE_KINDS)
+    k_consume, k_coll, k_exit = clocks._MERGE_KINDS
 
     def ctx(by_rank: list[array[int]], merge_at: list[array[int]], partner: array[int],
-            ahead: array[int] | None = None) -> _ccausal.WalkContext:
+            ahead: array[int] | None = None, *, lam_last: array[int] | None = None,
+            waits: array[int] | None = None) -> _ccausal.AdvanceContext:
         return (by_rank, merge_at, store.c_kind.data, partner, store.c_rank.data,
                 store.c_seq.data, array("i", [-1] * 3), [1, 0],
                 array("q", [-1, 0, 0] * 2) if ahead is None else ahead, cs._rows_ctx,
-                *kinds)
+                k_consume, k_coll, k_exit, array("q", [0, -1]) if lam_last is None else lam_last,
+                array("q", [-1] * 2 + [0] * 4) if waits is None else waits, array("q"),
+                lambda status: 65535)
 
     good_at = [array("i"), array("i", [1])]
-    walk = _ccausal.walk
+    good = ctx(store.by_rank, good_at, store.c_partner.data)
+    advance = _ccausal.advance
     with pytest.raises(ValueError, match="out of range"):  # an event index past the columns
-        walk(ctx([array("q", [0]), array("q", [1, 99])], good_at, store.c_partner.data),
-             1, 0, 0, 0, 0, 0, 0, 1, 65535)
+        advance(ctx([array("q", [0]), array("q", [1, 99])], good_at, store.c_partner.data),
+                [1], -1, 0, 0, 0, -1, 1, 65535)
     with pytest.raises(ValueError, match="out of range"):  # a consume's send past the columns
-        walk(ctx(store.by_rank, good_at, array("q", [2, -1, 1 << 40])),
-             1, 0, 0, 0, 0, 0, 0, 1, 65535)
+        advance(ctx(store.by_rank, good_at, array("q", [2, -1, 1 << 40])),
+                [1], -1, 0, 0, 0, -1, 1, 65535)
     with pytest.raises(ValueError, match="merges no clock"):  # a stop that is a recv
-        walk(ctx(store.by_rank, [array("i"), array("i", [0])], store.c_partner.data),
-             1, 0, 0, 0, 0, 0, 0, 1, 65535)
+        advance(ctx(store.by_rank, [array("i"), array("i", [0])], store.c_partner.data),
+                [1], -1, 0, 0, 0, -1, 1, 65535)
     with pytest.raises(ValueError, match="out of range"):
-        walk(ctx(store.by_rank, good_at, store.c_partner.data), 7, 0, 0, 0, 0, 0, 0, 1, 65535)
-    with pytest.raises(ValueError, match="cause"):  # a joined row for a consume
-        walk(ctx(store.by_rank, good_at, store.c_partner.data), 1, 1, 0, 1, 3, 0, 0, 1, 65535)
+        advance(good, [7], -1, 0, 0, 0, -1, 1, 65535)
+    with pytest.raises(ValueError, match="out of range"):
+        advance(good, [], 7, 0, 0, 0, -1, 1, 65535)
+    with pytest.raises(ValueError, match="cause"):  # a joined row for an event merging nothing
+        advance(good, [], 1, 3, 0, 0, -1, 1, 65535)
     with pytest.raises(ValueError, match="three entries per rank"):
-        walk(ctx(store.by_rank, good_at, store.c_partner.data, array("q", [-1])),
-             1, 0, 0, 0, 0, 0, 0, 1, 65535)
+        advance(ctx(store.by_rank, good_at, store.c_partner.data, array("q", [-1])),
+                [1], -1, 0, 0, 0, -1, 1, 65535)
+    with pytest.raises(ValueError, match="three wait entries"):
+        advance(ctx(store.by_rank, good_at, store.c_partner.data, waits=array("q", [-1])),
+                [1], -1, 0, 0, 0, -1, 1, 65535)
+    with pytest.raises(ValueError, match="Lamport clock out of range"):
+        advance(ctx(store.by_rank, good_at, store.c_partner.data, lam_last=array("q", [0, -5])),
+                [1], -1, 0, 0, 0, -1, 1, 65535)
+    with pytest.raises(ValueError, match="a wait out of range"):
+        _ccausal.wait(array("q", [-1] * 2 + [0] * 4), 0, 5, 0)
     with pytest.raises(TypeError):
-        walk((), 1, 0, 0, 0, 0, 0, 0, 1, 65535)  # type: ignore[arg-type]  # deliberately wrong
+        advance((), [1], -1, 0, 0, 0, -1, 1, 65535)  # type: ignore[arg-type]  # deliberately wrong
     # the model is untouched by the failed walks' arguments and still answers
     assert m.happened_before((0, 0), (1, 1))
