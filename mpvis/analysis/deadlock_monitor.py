@@ -140,7 +140,6 @@ class DeadlockMonitor:
         another message instead, so from then on every batch is fed record by
         record."""
         kind, partner = cols.kind, cols.partner
-        n = len(kind)
         cons_pos = np.flatnonzero(kind == _K_CONSUME)
         sends_of = partner[cons_pos]
         if self._record_by_record or (sends_of < 0).any():
@@ -151,9 +150,10 @@ class DeadlockMonitor:
         bulk = (kind == _K_RECV) & blocking
         if len(cons_pos):
             closed = _closed_in_batch(cols, blocking)
-            order = np.argsort(cols.gidx, kind="stable")
-            at = np.minimum(np.searchsorted(cols.gidx, sends_of, sorter=order), n - 1)
-            send_pos = order[at]
+            sends = np.flatnonzero(kind == _K_SEND)  # the batch's, by global index:
+            order = sends[np.argsort(cols.gidx[sends])]  # a consume's send, if here
+            at = np.minimum(np.searchsorted(cols.gidx[order], sends_of), max(len(order) - 1, 0))
+            send_pos = order[at] if len(order) else np.zeros(len(cons_pos), dtype=np.intp)
             paired = ((cols.gidx[send_pos] == sends_of) & (kind[send_pos] == _K_SEND)
                       & (blocking[send_pos] | closed[send_pos]) & (send_pos < cons_pos))
             bulk[closed & (kind == _K_RECV) & _consumed_in_batch(cols, cons_pos)] = True

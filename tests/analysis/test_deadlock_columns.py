@@ -133,8 +133,8 @@ def _collectives(seed: int) -> tuple[Record, list[Record]]:
             fields: dict[str, Any] = {"op": rng.choice(["allreduce", "allreduce", "barrier"]),
                                       "comm": comm, "site": f"c.py:{n}"}
             if fields["op"] == "allreduce":
-                fields.update(count=rng.choice([1, 1, 2]), dtype=rng.choice(["int", "int", "float"]),
-                              root=rng.choice([0, 0, 1]))
+                fields.update(count=rng.choice([1, 1, 2]), root=rng.choice([0, 0, 1]),
+                              dtype=rng.choice(["int", "int", "float"]))
             if comm:
                 fields["group"] = list(range(nprocs))
             recs.append({"rank": rank, "seq": seq, "kind": "coll", **fields})
