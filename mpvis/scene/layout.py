@@ -17,6 +17,9 @@ happened-before relation".  Two layouts of the time axis:
 
 :class:`Layout` is incremental: :meth:`Layout.update` extends the arrays to the
 model's current events, so a live run costs work proportional to what is new.
+The logical ``x`` are kept from their first use on (:attr:`Layout.x_logical`;
+at once without wall clocks): a trace only looked at in real time never holds
+them (8 bytes per event).
 Rows: ``rows[rank]`` is the rank's row (``-1`` when hidden); ``y = rows[rank]``.
 """
 
@@ -64,6 +67,7 @@ class Layout:
         self._bounds: dict[bool, tuple[float, float]] = {}
         self._real_span: tuple[float, float] | None = None  # min, max of the real x so far
         self._logical_done = 0  # events before this one all have their logical x
+        self._logical_on = False  # the logical x are kept (asked for once)
 
     # -------------------------------------------------------------- access
     @property
@@ -72,6 +76,8 @@ class Layout:
 
     @property
     def x_logical(self) -> FloatArray:
+        if not self._logical_on:
+            self._use_logical()
         return np.frombuffer(self._logical, dtype=np.float64) if self._logical else np.zeros(0)
 
     def x(self, logical: bool) -> FloatArray:
@@ -137,16 +143,28 @@ class Layout:
         if stop > start:
             self._extend_real(start, stop)
             self._extend_cls(start, stop)
-            self._logical.frombytes(np.full(stop - start, np.nan).tobytes())
+            if self._logical_on:
+                self._logical.frombytes(np.full(stop - start, np.nan).tobytes())
             self.count = stop
             self._bounds.clear()
-        if logical and not self.logical_pending:
+        if logical and not self.logical_pending and self._logical_on:
             self._extend_logical()
         return start, stop
 
     def update_logical(self) -> None:
         """Lamport clocks of every causally processed event laid out so far."""
+        if not self._logical_on:
+            self._use_logical()
         self._extend_logical()
+
+    def _use_logical(self) -> None:
+        """Keep the logical ``x`` from now on: every event's, NaN until computed
+        (computed now unless another thread is at it: :attr:`logical_pending`)."""
+        self._logical_on = True
+        self._logical.frombytes(np.full(self.count, np.nan).tobytes())
+        self._logical_done = 0
+        if not self.logical_pending:
+            self._extend_logical()
 
     @property
     def logical_ready(self) -> bool:

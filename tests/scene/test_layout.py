@@ -91,3 +91,31 @@ def test_events_without_time_take_previous_x() -> None:
     lay.update()
     assert list(lay.x_real) == [0.0, 0.0, 2.5]
     assert list(lay.x_logical) == [0.0, 1.0, 2.0]
+
+
+@settings(max_examples=15, deadline=None)
+@given(name=st.sampled_from(scenario_names()), order=st.integers(0, 1000),
+       chunks=st.integers(2, 7), first_use=st.integers(0, 7))
+def test_logical_x_asked_for_late_are_those_kept_from_the_start(
+        name: str, order: int, chunks: int, first_use: int) -> None:
+    """A layout whose logical x are first asked for after ``first_use`` steps (none
+    kept before: a trace looked at in real time) has, at every step from then
+    on, the logical x of a layout that kept them from the start."""
+    header, recs = simulate(name, 0)
+    recs = _shuffled_arrival(recs, order)
+    m = ModelManager(header)
+    late, early = Layout(m), Layout(m)
+    step = max(1, len(recs) // chunks)
+    for k, i in enumerate(range(0, len(recs), step)):
+        m.add_batch(recs[i : i + step])
+        late.update()
+        early.update()
+        if k >= first_use:
+            np.testing.assert_array_equal(late.x_logical, early.x_logical)
+        elif k == 0:
+            assert len(early.x_logical) == early.count  # kept from here on (no view held)
+    m.finish()
+    late.update()
+    early.update()
+    np.testing.assert_array_equal(late.x_logical, early.x_logical)
+    assert late.bounds(True) == early.bounds(True)
