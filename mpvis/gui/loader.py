@@ -72,6 +72,10 @@ FEED_MS = 30
 #: slow the load down); a turn takes no step it would likely end past
 #: :data:`FEED_MS` with (from what the last steps took).
 FEED_STEP = 2048
+#: A turn of feeding is skipped (once) when the GUI thread's other slots took more
+#: than this many milliseconds since the last turn (a redraw, the drain, the race
+#: list): feeding right after them would add to the same wait between two frames.
+OTHERS_MS = 20
 #: Parsed batches waiting for the GUI thread at most (each about 16k events).
 QUEUED_BATCHES = 4
 #: What the worker queues: a parsed batch, the end (``None``), or why reading stopped.
@@ -135,6 +139,9 @@ class TraceLoader(QtCore.QThread):
         self._seen = 0
         self._parts: deque[ParsedBatch] = deque()  # pieces of the batch being added
         self._step_ms = 10.0  # what a step of :meth:`_feed` took lately (a moving average)
+        self._since_turn = QtCore.QElapsedTimer()  # since the end of the last turn of feeding
+        self._since_turn.start()
+        self._skipped = False  # the last turn was skipped (see :data:`OTHERS_MS`)
         self._gc_was_enabled = True
         self._feeder = QtCore.QTimer(self)  # lives in the GUI thread, like this object
         self._feeder.setInterval(0)
@@ -287,9 +294,23 @@ class TraceLoader(QtCore.QThread):
         self._feeder.start()
 
     def _feed(self) -> None:
-        """GUI thread: add queued batches to the model for up to :data:`FEED_MS`."""
+        """GUI thread: add queued batches to the model for up to :data:`FEED_MS`;
+        a turn right after other long slots is left for the next turn of the event
+        loop (:data:`OTHERS_MS`), so that the frames in between get their turn."""
         a = self._analyses
         assert a is not None
+        if self._since_turn.elapsed() > OTHERS_MS and not self._skipped:
+            self._skipped = True
+            self._since_turn.restart()
+            return
+        self._skipped = False
+        try:
+            self._feed_turn(a)
+        finally:
+            self._since_turn.restart()
+
+    def _feed_turn(self, a: Analyses) -> None:
+        """:meth:`_feed`'s turn: steps of :data:`FEED_STEP` events until :data:`FEED_MS`."""
         clock = QtCore.QElapsedTimer()
         clock.start()
         total = self.path.stat().st_size if self._seen else 0
