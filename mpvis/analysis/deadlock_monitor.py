@@ -3,8 +3,9 @@
 :class:`DeadlockMonitor` is an analyzer of the model's stream
 (:class:`~mpvis.model.stream.StreamAnalyzer`: :meth:`~DeadlockMonitor.feed_columns`);
 it also takes record dicts (:meth:`~DeadlockMonitor.feed`).  It
-keeps only live state: each rank's last relevant record (which tells whether
-the rank is blocked, and where), messages sent and not consumed, open requests
+keeps only live state: each rank's last relevant event (which tells whether
+the rank is blocked, and where; its record, or its global index in the
+model's store, resolved into the record by a check), messages sent and not consumed, open requests
 (:mod:`~mpvis.analysis.deadlock_p2p`), collective counters and signatures per
 communicator (:mod:`~mpvis.analysis.deadlock_collectives`) and lock holders
 (:mod:`~mpvis.analysis.deadlock_locks`).  ``state`` records and unknown kinds
@@ -119,10 +120,12 @@ class DeadlockMonitor:
 
     def feed_columns(self, cols: ReleasedColumns) -> None:
         """Exactly ``feed(cols.records())``, with whole-array operations over the
-        model's columns (:class:`~mpvis.model.stream.StreamAnalyzer`): a record
-        is built (:meth:`ReleasedColumns.record
-        <mpvis.model.stream.ReleasedColumns.record>`) only for the events looked
-        at one by one, and for each rank's last relevant event.
+        model's columns (:class:`~mpvis.model.stream.StreamAnalyzer`) and no
+        record dict for ordinary events: the events looked at one by one
+        update the state by value (:meth:`_handle`), which holds them by
+        global index, and each rank's state is its last relevant event's
+        global index; records are built (:meth:`_records_of`) when a check or
+        a report needs them.
 
         Not looked at are a blocking send and the consume of its message when
         both are in the batch (the message enters the pool and leaves it
@@ -132,8 +135,8 @@ class DeadlockMonitor:
         consume and closing wait are in the batch, and blocking receives (which
         change nothing but the rank's state); a collective exit only counts
         toward its collective, without a record.
-        Every other event goes through its handler in stream order, as in
-        :meth:`feed`; then each rank's state is its last relevant record.  The
+        Every other event goes to its update in stream order, as in
+        :meth:`feed`; then each rank's state is its last relevant event.  The
         pool is the same because a consume removes the very send it names,
         which is in the pool when the stream is the model's; a consume whose
         send is unknown (a lost send, forced at the end of input) may take
