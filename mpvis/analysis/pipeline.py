@@ -170,6 +170,7 @@ class Analyses:
         rep = build_report(self.model, nonadjacent=nonadjacent, extra_races=exact,
                            deadlocks=dl, errors=errors, columns=True)
         if exact is not None:
+            exact = None  # its rows are in the report's table: not held while confirming
             confirm(rep["races"])
         if not columns:
             rep["races"] = rep["races"].entries()

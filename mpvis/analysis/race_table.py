@@ -174,12 +174,17 @@ class RaceTable(Sequence[dict[str, Any]]):
         a = (keys if isinstance(keys, np.ndarray)
              else np.fromiter(chain.from_iterable(keys), dtype=np.int64).reshape(-1, 6))
         n = len(a)
+        if n and a.dtype.itemsize > 4 and a.min() >= -(2**31) and a.max() < 2**31:
+            a = a.astype(np.int32)  # ranks and seqs: half the memory until concat widens them
+        # Columns every exact entry shares are read-only broadcasts of one value (no
+        # memory): only "confirmed", "suppressed" and "group" are ever written.
         cols: dict[str, npt.NDArray[Any]] = {
             "exact": np.ones(n, np.int8), "confirmed": np.full(n, -1, np.int8),
             "suppressed": np.zeros(n, np.int8), "group": np.full(n, -1, np.int32),
-            "verdict": np.zeros(n, np.int32), "recv2": np.full(n, NONE, np.int64),
-            "situation": np.full(n, NONE, np.int64), "comm": np.full(n, NONE, np.int64),
-            **{c: np.full(n, -1, np.int32) for c in ("scope", "consumption", "site1", "site2")},
+            "verdict": np.broadcast_to(np.int32(0), n),
+            **{c: np.broadcast_to(np.int64(NONE), n) for c in ("recv2", "situation", "comm")},
+            **{c: np.broadcast_to(np.int32(-1), n)
+               for c in ("scope", "consumption", "site1", "site2")},
         }
         for k, c in enumerate(("rank", "recv1", "m1r", "m1s", "m2r", "m2s")):
             cols[c] = a[:, k]

@@ -33,8 +33,16 @@ class Column:
         self.data.extend(values)  # type: ignore[arg-type]  # array.array stubs take int only; a "d" column takes floats
 
     def extend_array(self, values: npt.NDArray[Any]) -> None:
-        """Append a NumPy array (converted to this column's type; values must fit)."""
-        self.data.frombytes(values.astype(self.data.typecode, copy=False).tobytes())
+        """Append a NumPy array (converted to this column's type; values must fit).
+
+        The array's memory is read in place when it already has the column's
+        type (no copy but the column's own), else converted once."""
+        typed = np.ascontiguousarray(values, dtype=self.data.typecode)
+        self.data.frombytes(typed.data.cast("B"))
+
+    def extend_fill(self, value: float, k: int) -> None:
+        """Append ``k`` copies of ``value`` (one memory copy, no per-item loop)."""
+        self.data.extend(array(self.data.typecode, [value]) * k)  # type: ignore[arg-type]  # as append
 
     def __getitem__(self, i: int) -> Any:
         return self.data[i]

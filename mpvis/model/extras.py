@@ -20,6 +20,8 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterator, Mapping
 from heapq import merge
+from itertools import accumulate, chain, islice
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -62,6 +64,48 @@ class Extras(Mapping[int, Mapping[str, Any]]):
         self._wg.append(g)
         self._wreq.extend(reqs)
         self._woff.append(len(self._wreq))
+
+    def add_many(self, gids: list[int], extras: list[dict[str, Any]],
+                 share: dict[tuple[str, Any], dict[str, Any]], limit: int) -> None:
+        """``add(g, e)`` for each ``g, e`` in order (``gids`` ascending, above every
+        index added so far), the waits' requests checked and appended in one pass
+        per batch.  An extra that is one string field is replaced by an equal
+        dict already in ``share`` (a C trace gives every record a ``func``, most
+        the same), or remembered there while it holds fewer than ``limit``."""
+        rest: list[tuple[int, dict[str, Any]]] = []
+        waits: list[tuple[int, dict[str, Any]]] = []
+        for g, extra in zip(gids, extras, strict=True):
+            if len(extra) == 1:
+                if type(extra.get("reqs")) is list:
+                    waits.append((g, extra))
+                    continue
+                key: tuple[str, Any] = next(iter(extra.items()))
+                if type(key[1]) is str:
+                    held = share.get(key)
+                    if held is not None:
+                        extra = held
+                    elif len(share) < limit:
+                        share[key] = extra
+            rest.append((g, extra))
+        if not waits or self._add_waits(waits):
+            self._dicts.update(rest)
+        else:  # a wait held as a dict: in index order with the rest
+            for g, extra in sorted(rest + waits, key=itemgetter(0)):
+                self.add(g, extra)
+
+    def _add_waits(self, waits: list[tuple[int, dict[str, Any]]]) -> bool:
+        """Put the waits ``(g, {"reqs": [...]})`` (``g`` ascending, above every index
+        added so far) into the arrays at once if every request is a plain int64
+        (the common case, checked in one pass); whether it did."""
+        reqs: list[list[int]] = [extra["reqs"] for _, extra in waits]
+        flat = list(chain.from_iterable(reqs))
+        if not (set(map(type, flat)) <= {int}
+                and (not flat or (_INT64[0] <= min(flat) and max(flat) <= _INT64[1]))):
+            return False
+        self._wg.extend(g for g, _ in waits)
+        self._woff.extend(islice(accumulate(map(len, reqs), initial=self._woff[-1]), 1, None))
+        self._wreq.extend(flat)
+        return True
 
     def truncate(self, g: int) -> None:
         """Drop the extras of the events from global index ``g`` on."""

@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import math
 from array import array
-from itertools import repeat
 from typing import Any, cast
 
 import numpy as np
 
 from mpvis.model.columns import Column
 from mpvis.model.extras import Extras
+from mpvis.model.heap import fix_mmap_threshold
 from mpvis.model.ingest import Batch, SiteTable
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING, F_SYNC
@@ -39,7 +39,8 @@ Key = tuple[int, int]
 K_SEND, K_RECV, K_CONSUME = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.CONSUME))
 
 
-#: Distinct extras dicts an :class:`EventStore` shares between records.
+#: Distinct one-string-field extras dicts an :class:`EventStore` shares between
+#: records (:meth:`~mpvis.model.extras.Extras.add_many`).
 SHARED_EXTRAS = 4096
 
 
@@ -47,6 +48,8 @@ class EventStore:
     """Every event of one run in growable typed columns, and queries over them."""
 
     def __init__(self, nprocs: int) -> None:
+        # a run's arrays are big: their memory goes back to the system when freed
+        fix_mmap_threshold()
         self.nprocs = nprocs
         # -- event columns, by global index in arrival order --
         self.c_rank, self.c_seq, self.c_kind = Column("i"), Column("i"), Column("b")
@@ -62,7 +65,7 @@ class EventStore:
         #: Fields no column holds, by global index (equal dicts may be one object,
         #: a wait's ``reqs`` is held in arrays: never change one in place).
         self.extras = Extras()
-        self._shared: dict[tuple[str, str], dict[str, Any]] = {}
+        self._shared: dict[tuple[str, Any], dict[str, Any]] = {}
         self.site_table = SiteTable()
         #: Call sites by id (``c_site``).
         self.sites: list[str] = self.site_table.names
@@ -88,12 +91,13 @@ class EventStore:
                          (self.c_req, cols.req), (self.c_ref, cols.ref),
                          (self.c_size, cols.size), (self.c_call, cols.call)):
             col.extend_array(arr[:k])
-        self.c_partner.data.extend(repeat(-1, k))
-        self.c_lamport.data.extend(repeat(-1, k))
-        share = self._shared_extra
-        for i, extra in cols.extras.items():
-            if i < k:
-                self.extras.add(start + i, share(extra))
+        self.c_partner.extend_fill(-1, k)
+        self.c_lamport.extend_fill(-1, k)
+        if cols.extras:
+            ex = cols.extras
+            idx = [i for i in ex if i < k] if len(ex) and max(ex) >= k else list(ex)
+            self.extras.add_many([start + i for i in idx], [ex[i] for i in idx],
+                                 self._shared, SHARED_EXTRAS)
         ranks = cols.rank[:k]
         order = np.argsort(ranks, kind="stable")
         sr = ranks[order]
@@ -105,24 +109,6 @@ class EventStore:
             self.by_rank[int(sr[lo])].frombytes(gids[lo:hi].tobytes())
         touched: list[int] = sr[lo_list].tolist()
         return touched
-
-    def _shared_extra(self, extra: dict[str, Any]) -> dict[str, Any]:
-        """``extra``, or an equal extras dict already held, when it is one string
-        field: a C trace gives every record a ``func``, most the same, so each
-        distinct one is held once.  Extras dicts are never changed in place (they
-        may be shared); at most :data:`SHARED_EXTRAS` are remembered."""
-        if len(extra) != 1:
-            return extra
-        ((name, value),) = extra.items()
-        if type(value) is not str:
-            return extra
-        key = (name, value)
-        held = self._shared.get(key)
-        if held is not None:
-            return held
-        if len(self._shared) < SHARED_EXTRAS:
-            self._shared[key] = extra
-        return extra
 
     def truncate(self, g: int) -> list[int]:
         """Drop the events from global index ``g`` on; returns how many events

@@ -1,4 +1,5 @@
-"""Extras held once per distinct value (EventStore._shared_extra) and the call column."""
+"""Extras held once per distinct value (Extras.add_many, from EventStore.append) and the
+call column."""
 
 from __future__ import annotations
 

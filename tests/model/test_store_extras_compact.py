@@ -77,3 +77,43 @@ def test_waits_requests_are_arrays_and_records_unchanged() -> None:
     for s, rec in enumerate(records):
         got = m.record(0, s)
         assert got == rec and [type(v) for v in got.values()] == [type(v) for v in rec.values()]
+
+
+_ONE_STRING = st.builds(lambda k, v: {k: v}, st.sampled_from(["func", "op", "reqs"]),
+                        st.sampled_from(["main", "work", "barrier"]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.integers(1, 3), st.one_of(_EXTRA, _ONE_STRING)),
+                         max_size=12), max_size=4),
+       st.integers(0, 3))
+def test_add_many_is_add_one_by_one(batches: list[list[tuple[int, dict[str, Any]]]],
+                                    limit: int) -> None:
+    """A batch added at once holds what adding each extra does (the oracle, with
+    the store's sharing rule by hand): same answers, same wait arrays, the same
+    dicts shared."""
+    fast, slow = Extras(), Extras()
+    share: dict[tuple[str, Any], dict[str, Any]] = {}
+    held: dict[tuple[str, Any], dict[str, Any]] = {}
+    ref: dict[int, dict[str, Any]] = {}
+    g = -1
+    for batch in batches:
+        gids, extras = [], []
+        for gap, extra in batch:
+            g += gap
+            gids.append(g)
+            extras.append(extra)
+            ref[g] = extra
+            if len(extra) == 1 and type(v := next(iter(extra.values()))) is str:
+                key = (next(iter(extra)), v)
+                extra = held.get(key, extra)
+                if key not in held and len(held) < limit:
+                    held[key] = extra
+            slow.add(g, extra)
+        fast.add_many(gids, extras, share, limit)
+    probe = list(range(-1, g + 3))
+    _same(fast, ref, probe)
+    assert [tuple(b) for b in fast.wait_buffers()] == [tuple(b) for b in slow.wait_buffers()]
+    assert fast.plain() == slow.plain()
+    assert all(fast.plain()[k] is v for k, v in slow.plain().items())
+    assert share == held and all(share[k] is v for k, v in held.items())
