@@ -22,11 +22,14 @@ import argparse
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mpvis.analysis.replay_optimality import Optimality, optimality
 from mpvis.cli.errors import UserError
 from mpvis.collector.mpiexec import find_mpiexec, launch, rank_command, stop_group
 from mpvis.instrument.record_file import RankRecord, ReplayRecordError, read_record
+
+if TYPE_CHECKING:
+    from mpvis.analysis.replay_optimality import Optimality
 
 __all__ = [
     "FLAGS",
@@ -102,7 +105,11 @@ def run_unstreamed(
 
 
 def record_optimality(records: Sequence[RankRecord]) -> Optimality:
-    """Messages, recorded deliveries and the lower bound of a whole record."""
+    """Messages, recorded deliveries and the lower bound of a whole record.
+    (networkx, which the bound needs, is imported only here: not by every
+    ``mpvis run``, issue 16.)"""
+    from mpvis.analysis.replay_optimality import optimality
+
     edges = [((e.prev[1], e.prev[2]), (e.src, e.send)) for r in records for e in r.races if e.prev]
     return optimality(
         edges,
