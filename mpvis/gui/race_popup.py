@@ -47,6 +47,8 @@ class RaceNotifier(QtWidgets.QFrame):
         self.tags_for: Callable[[Race], set[int]] | None = None
         self.pending: list[Race] = []
         self._queued: set[int] = set()  # ids of the races in ``pending``
+        #: :meth:`_settings_shape` when ``pending`` was last filtered by the settings
+        self._filtered_for: tuple[int, ...] = ()
         self.current: Race | None = None
         self.shown_count = 0
         self.setObjectName("raceNotifier")
@@ -127,28 +129,52 @@ class RaceNotifier(QtWidgets.QFrame):
         return True
 
     def next(self) -> None:
-        """Show the next race still worth notifying, or hide."""
-        self.pending = [
-            r
-            for r in self.pending
-            if self._notify(r)
-        ]
-        self._queued = {id(r) for r in self.pending}
-        if not self.pending:
-            self.current = None
+        """Show the next race still worth notifying, or hide.
+
+        The waiting races the settings now silence are dropped when the
+        settings changed since the last look (a pass over every waiting race:
+        100,000 of them on a 1M-event trace, about 0.35 s); otherwise a race
+        picked and found no longer worth notifying (its verdict changed) is
+        dropped and the next one picked."""
+        shape = self._settings_shape()
+        if shape != self._filtered_for:
+            self.pending = [r for r in self.pending if self._notify(r)]
+            self._queued = {id(r) for r in self.pending}
+            self._filtered_for = shape
+        self.current = None
+        while self.pending and self.current is None:
+            best = self._best()
+            if best < 0:  # none is legitimate or unverified any more
+                self.pending, self._queued = [], set()
+                break
+            race = self.pending.pop(best)
+            self._queued.discard(id(race))
+            if self._notify(race):
+                self.current = race
+        if self.current is None:
             self.hide()
             return
-        # most relevant first: legitimate before unverified, then the newest
-        best = max(
-            range(len(self.pending)), key=lambda i: (_RANK.get(self.pending[i].verdict, 0), i)
-        )
-        self.current = self.pending.pop(best)
-        self._queued.discard(id(self.current))
         self.shown_count += 1
         self.refresh()
         self.show()
         self.raise_()
         self.place()
+
+    def _best(self) -> int:
+        """Index of the most relevant waiting race: legitimate before unverified,
+        then the newest (searched from the end); -1 if none is either."""
+        p = self.pending
+        for verdict in sorted(_RANK, key=_RANK.__getitem__, reverse=True):
+            for i in range(len(p) - 1, -1, -1):
+                if p[i].verdict == verdict:
+                    return i
+        return -1
+
+    def _settings_shape(self) -> tuple[int, ...]:
+        """What changes when the settings do (muting adds, a new run replaces them)."""
+        s = self.settings
+        return (id(s), len(s.muted_sites), len(s.muted_ranks), len(s.muted_tags),
+                len(s.intended))
 
     def refresh(self) -> None:
         """Redraw the text of the shown race (its verdict may have changed since);

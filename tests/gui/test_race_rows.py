@@ -94,3 +94,45 @@ def test_rows_of_races_of_several_tables_are_refused() -> None:
     with pytest.raises(ValueError, match="several tables"):
         RaceRows.of([races[0], other[0]])
     assert len(RaceRows.of([])) == 0
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.sampled_from([3, 11]), picks=st.lists(st.integers(0, 10**6), max_size=40),
+       muted=st.one_of(st.none(), st.integers(0, 4)), mute_at=st.integers(0, 30))
+def test_the_notifier_shows_races_in_the_order_of_a_full_pass_over_the_waiting_ones(
+        qapp: Any, *, seed: int, picks: list[int], muted: int | None, mute_at: int) -> None:
+    """``next()`` no longer filters and searches every waiting race each time; it
+    shows them in the order the full pass did: legitimate before unverified,
+    the newest first, none the settings silence (a rank muted on the way)."""
+    from PySide6 import QtWidgets
+
+    from mpvis.gui.race_popup import RaceNotifier
+    from mpvis.gui.race_settings import RaceSettings
+
+    races = _analyses(seed).model.potential_races()
+    offered = [races[p % len(races)] for p in picks] or races[:5]
+    parent = QtWidgets.QWidget()  # (qapp: session-scoped, unlike qtbot)
+    n = RaceNotifier(parent, docked=True)
+    n.reset(RaceSettings())
+    rank = {"legitimate": 2, "unverified": 1}
+    oracle: list[Any] = []  # the first race worth notifying is shown at once
+    first = next((r for r in offered if r.verdict in rank), None)
+    for r in offered:
+        n.offer(r, set())
+        if r is not first and all(r is not o for o in oracle) and r.verdict in rank:
+            oracle.append(r)
+    shown, expected = [n.current], [first]
+    for k in range(len(offered) + 1):
+        if k == mute_at and muted is not None:
+            n.settings.muted_ranks.add(muted)
+        n.next()
+        oracle = [r for r in oracle if r.verdict in rank and r.rank not in n.settings.muted_ranks]
+        if not oracle:
+            assert n.current is None and not n.pending
+            break
+        best = max(range(len(oracle)), key=lambda i: (rank[oracle[i].verdict], i))
+        expected.append(oracle.pop(best))
+        shown.append(n.current)
+        assert len(n.pending) == len(oracle)
+    assert all(a is b for a, b in zip(shown, expected, strict=True))
+    parent.deleteLater()
