@@ -927,6 +927,10 @@ static int grow_rows(Drive *d, int status)
         return -1;
     }
     w->R.nchunks = PyList_GET_SIZE(w->R.chunks);
+    if (w->R.nchunks < 1) {
+        PyErr_SetString(PyExc_ValueError, "advance(): the rows lost their chunks");
+        return -1;
+    }
     w->R.cap = w->R.nchunks << w->R.shift;
     w->R.wide = rows_wide(PyList_GET_ITEM(w->R.chunks, 0));
     if (w->R.wide < 0 || limit < 0 || limit > (w->R.wide ? INT32_MAX : UINT16_MAX)) {
