@@ -88,15 +88,18 @@ class RaceSettings:
                 f"{len(self.intended)} intended (saved in {self.path})")
 
     def is_intended(self, race: Race) -> bool:
-        return race_identity(race) in self.intended
+        return bool(self.intended) and race_identity(race) in self.intended
 
     def should_notify(self, race: Race, tags: set[int]) -> bool:
         """Pop this race up? ``tags``: the tags of its receives and messages (see module doc)."""
         if race.verdict not in NOTIFY_VERDICTS or self.is_intended(race):
             return False
-        if race.rank in self.muted_ranks or tags & self.muted_tags:
+        # (each setting read only when it silences something: every race of a
+        # 1M-event trace is asked while it loads)
+        if (self.muted_ranks and race.rank in self.muted_ranks) or tags & self.muted_tags:
             return False
-        return not any(s is not None and s in self.muted_sites for s in race.sites)
+        return not self.muted_sites or not any(
+            s is not None and s in self.muted_sites for s in race.sites)
 
 
 def _is_int(v: object) -> bool:
