@@ -169,3 +169,29 @@ def test_walk_on_inconsistent_columns_raises() -> None:
         advance((), [1], -1, 0, 0, 0, -1, 1, 65535)  # type: ignore[arg-type]  # deliberately wrong
     # the model is untouched by the failed walks' arguments and still answers
     assert m.happened_before((0, 0), (1, 1))
+
+
+def test_a_chain_of_waits_is_released_when_its_first_send_arrives() -> None:
+    """Rank 2 waits on rank 1's send, which comes after rank 1's consume of
+    rank 0's send: when rank 0's send arrives last, the whole chain is
+    processed (the waiting ranks are woken by the walk, not left behind),
+    with the clocks the chain implies."""
+    header = {"kind": "header", "format": "mpvis-trace", "version": 1, "nprocs": 3}
+    m = ModelManager(header)
+
+    def hop(rank: int, src: int, send_seq: int) -> list[dict[str, object]]:
+        return [{"rank": rank, "seq": 0, "kind": "recv", "src": src, "tag": 0, "blocking": True},
+                {"rank": rank, "seq": 1, "kind": "consume", "recv": 0, "src": src, "tag": 0,
+                 "send": [src, send_seq]}]
+
+    m.add_batch(hop(2, 1, 2))
+    m.add_batch([*hop(1, 0, 0), {"rank": 1, "seq": 2, "kind": "send", "dest": 2, "tag": 0,
+                                 "blocking": True, "sync": False}])
+    assert m.causal.done == [0, 1, 1]  # rank 1 waits for rank 0's send, rank 2 for rank 1's
+    m.add_batch([{"rank": 0, "seq": 0, "kind": "send", "dest": 1, "tag": 0, "blocking": True,
+                  "sync": False}])
+    assert m.causal.done == [1, 3, 2]
+    assert m.clocks.clock(2, 1).tolist() == [1, 3, 2]
+    assert m.happened_before((0, 0), (2, 1))
+    lam = m.store.c_lamport.data
+    assert [lam[m.store.by_rank[2][1]], lam[m.store.by_rank[1][2]]] == [3, 2]
