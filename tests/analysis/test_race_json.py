@@ -57,23 +57,25 @@ _EDGE = [NONE, NONE + 1, -1, 0, 1, 9, 10, 99, 100, 2**31 - 1, -(2**31), 2**63 - 
 
 @st.composite
 def tables(draw: st.DrawFn) -> RaceTable:
-    """Random tables of any values the columns hold: integers at their type's
-    edges and NONE, string ids within the table (-1 too), confirmed -1/0/1."""
+    """Random tables of any values the columns hold: integers anywhere in their
+    type and at its edges, NONE, string ids within the table (-1 too),
+    confirmed -1/0/1 (the values drawn by NumPy from a seed hypothesis draws)."""
     strings = draw(st.lists(st.text(max_size=6), max_size=5, unique=True))
-    n = draw(st.integers(0, 40))
+    n = draw(st.integers(0, 200))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     cols: dict[str, Any] = {}
     for c in COLUMNS:
         lo, hi = _limits(c)
         if c in STRING_COLUMNS:
-            values = st.integers(-1, len(strings) - 1)
+            values = rng.integers(-1, len(strings), n)
         elif c == "confirmed":
-            values = st.integers(-1, 1)
-        elif c in ("exact", "suppressed"):
-            values = st.integers(0, 1) | st.integers(lo, hi)
+            values = rng.integers(-1, 2, n)
         else:
-            values = st.integers(lo, hi) | st.sampled_from([v for v in _EDGE if lo <= v <= hi])
-        cols[c] = np.array(draw(st.lists(values, min_size=n, max_size=n)),
-                           dtype=column_dtype(c))
+            values = rng.integers(lo, hi, n, endpoint=True)
+            edges = np.array([v for v in _EDGE if lo <= v <= hi] + [0, 1], dtype=np.int64)
+            some = rng.random(n) < 0.5  # half the rows: an edge value (0, 1, NONE, ...)
+            values[some] = edges[rng.integers(0, len(edges), int(some.sum()))]
+        cols[c] = values.astype(column_dtype(c))
     return RaceTable(cols, strings)
 
 
