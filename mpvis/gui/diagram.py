@@ -492,8 +492,9 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         idx = fr.events
         if lay.count > fi.count:  # events newer than the index: a plain pass over them
             tail = np.arange(fi.count, lay.count)
-            sel = lod.visible_events(x[tail], y[tail], lay.cls[tail], view, n_classes=sym.N_SYMBOLS,
-                                     bucket_px=BUCKET_PX, max_items=MAX_SYMBOLS)
+            sel = lod.visible_events(x[tail], y[tail].astype(np.float64), lay.cls[tail], view,
+                                     n_classes=sym.N_SYMBOLS, bucket_px=BUCKET_PX,
+                                     max_items=MAX_SYMBOLS)
             idx = np.concatenate([idx, tail[sel]])
         self._syms.set_points(np.column_stack([x[idx], y[idx]]), lay.cls[idx],
                               None if faded is None else faded[idx], rect)

@@ -60,7 +60,7 @@ class Layout:
         #: set while another thread computes the logical clocks (see :meth:`update`)
         self.logical_pending = False
         self.rows = np.arange(n, dtype=np.float64)
-        self._y_cache: FloatArray | None = None
+        self._y_cache: npt.NDArray[np.float32] | None = None
         self._y_count = 0  # rows of the first events in _y_cache
         # bounds(logical) of the events laid out so far: a pass over every x, asked
         # for by every paint (the graphics items' bounding rectangles)
@@ -94,14 +94,16 @@ class Layout:
         return self.model.c_rank.view()[: self.count]  # type: ignore[return-value]  # c_rank is an "i" column: int32
 
     @property
-    def y(self) -> FloatArray:
-        """Row of every event (-1 when its rank is hidden)."""
+    def y(self) -> npt.NDArray[np.float32]:
+        """Row of every event (-1 when its rank is hidden); ``float32``, exact for
+        rows below 2**24 (4 bytes an event less than ``float64``)."""
         y, n = self._y_cache, self._y_count
         if y is None or n > self.count:
-            y, n = self._y_cache, self._y_count = self.rows[self.ranks], self.count
+            y = self._y_cache = self.rows[self.ranks].astype(np.float32)
+            n = self._y_count = self.count
         elif n < self.count:  # rows of the new events only, in a buffer grown by doubling
             if len(y) < self.count:
-                grown = np.empty(max(self.count, 2 * len(y)))
+                grown = np.empty(max(self.count, 2 * len(y)), dtype=np.float32)
                 grown[:n] = y[:n]
                 y = self._y_cache = grown
             y[n:self.count] = self.rows[self.ranks[n:]]

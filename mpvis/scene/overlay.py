@@ -145,8 +145,9 @@ def overlay_geometry(ov: Overlay, layout: Layout, logical: bool) -> OverlayGeome
 
     def pts(g: IntArray) -> FloatArray:
         g = g[(g >= 0) & (g < n)]
-        xy = np.column_stack([x[g], y[g]]) if len(g) else np.zeros((0, 2))
-        return xy[~np.isnan(xy[:, 0]) & (xy[:, 1] >= 0)]
+        xy = np.column_stack([x[g], y[g]]).astype(np.float64) if len(g) else np.zeros((0, 2))
+        out: FloatArray = xy[~np.isnan(xy[:, 0]) & (xy[:, 1] >= 0)]
+        return out
 
     seg = ov.segments
     seg = seg[((seg >= 0) & (seg < n)).all(axis=1)]
