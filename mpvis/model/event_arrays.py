@@ -69,10 +69,11 @@ class EventArrays:
     ``indices``: the events' global indices (arrival order), one per position,
     for the model's functions that take global indices
     (:func:`mpvis.model.record_batch.rebuild_records`), as
-    :attr:`mpvis.model.entities.Views.indices` gives them.
+    :attr:`mpvis.model.entities.Views.indices` gives them (32-bit in a
+    :class:`RunArrays` of fewer than 2**31 events).
     """
 
-    def __init__(self, store: EventStore, indices: npt.NDArray[np.int64]) -> None:
+    def __init__(self, store: EventStore, indices: npt.NDArray[np.signedinteger[Any]]) -> None:
         self._store = store
         self.indices = indices
 
@@ -99,7 +100,8 @@ class EventArrays:
         """``name`` of the events at ``positions`` (every position when ``None``),
         in the column's own type."""
         g = self.indices if positions is None else self.indices[positions]
-        return _column(self._store, name).view()[g]
+        out: npt.NDArray[Any] = _column(self._store, name).view()[g]
+        return out
 
     def extras(self, positions: Positions) -> list[Mapping[str, Any]]:
         """The fields no column holds (collective arguments, a wait's ``reqs``,
@@ -149,9 +151,13 @@ class RunArrays(EventArrays):
     def __init__(self, store: EventStore) -> None:
         n = store.nprocs
         self.counts = [store.count(r) for r in range(n)]
-        indices = (np.concatenate([np.frombuffer(store.by_rank[r], dtype=np.int64)
-                                   for r in range(n)])
-                   if sum(self.counts) else np.zeros(0, dtype=np.int64))
+        # 32-bit global indices while they fit: 4 bytes an event less in every
+        # whole-run pass (the potential deadlocks' pass sets mpvis check's peak)
+        dtype = np.int32 if store.event_count <= 2**31 else np.int64
+        parts = [np.frombuffer(store.by_rank[r], dtype=np.int64) for r in range(n)]
+        indices: npt.NDArray[np.signedinteger[Any]] = (
+            np.concatenate(parts, dtype=dtype, casting="same_kind") if sum(self.counts)
+            else np.zeros(0, dtype=dtype))
         super().__init__(store, indices)
         self.starts = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(self.counts, out=self.starts[1:])
