@@ -851,42 +851,27 @@ enum { X_BY_RANK, X_AT, X_KIND, X_PARTNER, X_RANK, X_SEQ, X_LAMPORT, X_DONE, X_P
 
 /* ------------------------------------------------------------ the work list
  *
- * advance() walks ranks until none can go further without Python: a rank
- * whose walk stops at a consume whose send is not processed yet waits in the
- * waiter table (one wait per rank: the event it stopped at waits on one
- * send) and is walked again, in the same call, once the send's rank is
- * processed past it.  Python gets back only what it decides: collective
- * exits, consumes without a send, the stop forced at the end of input, and
- * the collective entries passed. */
-
-/* waits (int64, three per rank): [0, n) the rank a rank waits on (-1: none),
- * [n, 2n) the seq it waits for, [2n, 3n) how many ranks wait on a rank. */
-static int link_wait(int64_t *waits, Py_ssize_t n, Py_ssize_t r, int64_t q, int64_t s)
-{
-    if (r < 0 || r >= n || q < 0 || q >= n || s < 0) {
-        PyErr_SetString(PyExc_ValueError, "a wait out of range");
-        return -1;
-    }
-    int64_t old = waits[r];
-    if (old >= 0 && old < n && waits[2 * n + old] > 0) {
-        waits[2 * n + old]--;
-    }
-    waits[r] = q;
-    waits[n + r] = s;
-    waits[2 * n + q]++;
-    return 0;
-}
+ * advance() walks the ranks of a work set (a Python set, popped as
+ * CausalRelease's Python loop popped it, so events are released in the same
+ * order) until it is empty.  A rank whose walk stops at a consume whose send
+ * is not processed waits in the waiter table (waiters[q]: seq -> set of the
+ * ranks waiting for event (q, seq)); when a walk processes events a..b-1 of
+ * rank q, the ranks waiting for one of them join the work set.  The walk
+ * calls back into Python only where CausalRelease decides (decide(): a
+ * collective exit, a consume whose send is unknown, the stop forced at the
+ * end of input) and with the collective entries it passed (with the next
+ * decision, or entered() at the end of the rank's walk), with
+ * the rows committed and no buffer of them held (the decision may join rows,
+ * widen them or add a chunk).  Ranks Python wakes meanwhile (the set `sink`)
+ * join the work set after each rank's walk. */
 
 typedef struct {
     Walk w;
-    PyObject *ctx, *by_rank, *at_lists, *grow_cb, *out;
-    Buf lam_last, waits;
-    int32_t *stack;     /* ranks to walk */
-    char *queued;       /* per rank: on the stack */
-    Py_ssize_t nstack;
+    PyObject *ctx, *by_rank, *at_lists, *grow_cb, *decide_cb, *entered_cb, *out;
+    PyObject *waiters, *sink, *work, *deltas_obj;
+    Buf lam_last;
     int64_t *released;  /* global indices released, in order */
     Py_ssize_t nreleased, cap_released;
-    PyObject *stops, *entered;
 } Drive;
 
 static int set_done(PyObject *done, Py_ssize_t r, int64_t s)
@@ -901,29 +886,27 @@ static int set_done(PyObject *done, Py_ssize_t r, int64_t s)
     return 0;
 }
 
-static int push(Drive *d, Py_ssize_t r)
+/* Commit rank own's new merges and hold no buffer of the rows (Python may
+ * now grow or replace them). */
+static int rows_sync(Drive *d)
 {
-    if (!d->queued[r]) {
-        d->queued[r] = 1;
-        d->stack[d->nstack++] = (int32_t)r;
+    Rows *R = &d->w.R;
+    rows_release(R);
+    if (R->nnew > 0 && rows_commit(R, d->deltas_obj) < 0) {
+        return -1;
     }
+    R->own_n += R->nnew;
+    R->nnew = 0;
+    R->ndelta = 0;
     return 0;
 }
 
-/* The walk stopped for a bigger row store: ask ClockStore, then read its
- * chunks again (no buffer of them may be held meanwhile). */
-static int grow_rows(Drive *d, int status)
+/* After Python had the rows: read the chunks again, with the new limit. */
+static int rows_reopen(Drive *d, PyObject *limit_obj)
 {
     Walk *w = &d->w;
-    rows_release(&w->R);
-    PyObject *res = PyObject_CallFunction(d->grow_cb, "i", status);
-    if (res == NULL) {
-        return -1;
-    }
     int64_t limit;
-    int rc = int_arg(res, &limit);
-    Py_DECREF(res);
-    if (rc < 0) {
+    if (int_arg(limit_obj, &limit) < 0) {
         return -1;
     }
     w->R.nchunks = PyList_GET_SIZE(w->R.chunks);
@@ -933,21 +916,229 @@ static int grow_rows(Drive *d, int status)
     }
     w->R.cap = w->R.nchunks << w->R.shift;
     w->R.wide = rows_wide(PyList_GET_ITEM(w->R.chunks, 0));
-    if (w->R.wide < 0 || limit < 0 || limit > (w->R.wide ? INT32_MAX : UINT16_MAX)) {
-        PyErr_SetString(PyExc_ValueError, "advance(): the rows did not grow as asked");
+    if (w->R.wide < 0 || limit < 0 || limit > (w->R.wide ? INT32_MAX : UINT16_MAX)
+        || w->nrows < 1 || w->nrows > w->R.cap) {
+        PyErr_SetString(PyExc_ValueError, "advance(): rows inconsistent after Python had them");
         return -1;
     }
     w->limit = (Py_ssize_t)limit;
-    return get_buf(&w->R.deltas, PyTuple_GET_ITEM(PyTuple_GET_ITEM(d->ctx, X_ROWS), 4), "i", 0,
-                   "deltas");
+    if (get_buf(&w->R.deltas, d->deltas_obj, "i", 0, "deltas") < 0) {
+        return -1;
+    }
+    w->R.delta_base = w->R.deltas.b.len / 4;
+    return 0;
 }
 
-/* Walk rank r from where it is processed, `cause` for its first event;
- * `forced`: its first merge stop is the one forced at the end of input. */
-static int visit(Drive *d, Py_ssize_t r, int cause, int64_t cx, int64_t clam, int forced)
+/* The walk stopped for a bigger row store: ask ClockStore. */
+static int grow_rows(Drive *d, int status)
+{
+    if (rows_sync(d) < 0) {
+        return -1;
+    }
+    PyObject *res = PyObject_CallFunction(d->grow_cb, "i", status);
+    if (res == NULL) {
+        return -1;
+    }
+    int rc = rows_reopen(d, res);
+    Py_DECREF(res);
+    return rc;
+}
+
+/* The collective entries passed and not handed to Python yet, as a list. */
+static PyObject *take_entered(Walk *w)
+{
+    PyObject *lst = PyList_New(w->nentered);
+    if (lst == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < w->nentered; i++) {
+        PyObject *e = PyLong_FromLong(w->entered[i]);
+        if (e == NULL) {
+            Py_DECREF(lst);
+            return NULL;
+        }
+        PyList_SET_ITEM(lst, i, e);
+    }
+    w->nentered = 0;
+    return lst;
+}
+
+/* Hand the collective entries passed to Python (done[r] is set). */
+static int flush_entered(Drive *d)
 {
     Walk *w = &d->w;
-    int64_t *lam_last = d->lam_last.b.buf, *waits = d->waits.b.buf;
+    if (w->nentered == 0) {
+        return 0;
+    }
+    PyObject *lst = take_entered(w);
+    if (lst == NULL) {
+        return -1;
+    }
+    if (rows_sync(d) < 0) {
+        Py_DECREF(lst);
+        return -1;
+    }
+    PyObject *res = PyObject_CallFunction(d->entered_cb, "nN", w->r, lst);
+    if (res == NULL) {
+        return -1;
+    }
+    Py_DECREF(res);
+    PyObject *lim = PyLong_FromSsize_t(w->limit);
+    if (lim == NULL) {
+        return -1;
+    }
+    int rc = rows_reopen(d, lim);
+    Py_DECREF(lim);
+    return rc;
+}
+
+/* Ask Python the cause of event s of rank r (why: status), handing it the
+ * collective entries passed first; 1 and the cause in w->cause..., or 0 (it
+ * waits). */
+static int decide(Drive *d, int status, Py_ssize_t s, int forced)
+{
+    Walk *w = &d->w;
+    PyObject *entered = take_entered(w);
+    if (entered == NULL || rows_sync(d) < 0) {
+        Py_XDECREF(entered);
+        return -1;
+    }
+    PyObject *res = PyObject_CallFunction(d->decide_cb, "ninOnN", w->r, status, s,
+                                          forced ? Py_True : Py_False, w->nrows, entered);
+    if (res == NULL) {
+        return -1;
+    }
+    int64_t c[5];
+    if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 5) {
+        Py_DECREF(res);
+        PyErr_SetString(PyExc_TypeError, "advance(): decide() must return 5 integers");
+        return -1;
+    }
+    for (int i = 0; i < 4; i++) {
+        if (int_arg(PyTuple_GET_ITEM(res, i), &c[i]) < 0) {
+            Py_DECREF(res);
+            return -1;
+        }
+    }
+    if (c[3] < 1 || c[3] > PY_SSIZE_T_MAX) {
+        Py_DECREF(res);
+        PyErr_SetString(PyExc_ValueError, "advance(): decide() returned a bad row count");
+        return -1;
+    }
+    w->nrows = (Py_ssize_t)c[3];
+    int rc = rows_reopen(d, PyTuple_GET_ITEM(res, 4));
+    Py_DECREF(res);
+    if (rc < 0) {
+        return -1;
+    }
+    if (c[0] < 0) {
+        return 0;
+    }
+    if (c[0] > C_JOINED) {
+        PyErr_SetString(PyExc_ValueError, "advance(): decide() returned an unknown cause");
+        return -1;
+    }
+    w->cause = (int)c[0];
+    w->cause_x = c[1];
+    w->cause_lam = c[2];
+    return 1;
+}
+
+/* Rank r waits until event (q, qs) is processed: waiters[q][qs] gets r. */
+static int add_waiter(Drive *d, Py_ssize_t r, Py_ssize_t q, int64_t qs)
+{
+    PyObject *table = PyList_GET_ITEM(d->waiters, q), *key = PyLong_FromLongLong(qs);
+    if (key == NULL) {
+        return -1;
+    }
+    if (!PyDict_Check(table)) {
+        Py_DECREF(key);
+        PyErr_SetString(PyExc_TypeError, "advance(): waiters must be dicts");
+        return -1;
+    }
+    PyObject *ranks = PyDict_GetItemWithError(table, key); /* borrowed */
+    if (ranks == NULL) {
+        if (PyErr_Occurred() || (ranks = PySet_New(NULL)) == NULL) {
+            Py_DECREF(key);
+            return -1;
+        }
+        int rc = PyDict_SetItem(table, key, ranks);
+        Py_DECREF(ranks);
+        if (rc < 0) {
+            Py_DECREF(key);
+            return -1;
+        }
+    }
+    Py_DECREF(key);
+    PyObject *rr = PyLong_FromSsize_t(r);
+    if (rr == NULL) {
+        return -1;
+    }
+    int rc = PySet_Check(ranks) ? PySet_Add(ranks, rr) : -1;
+    Py_DECREF(rr);
+    if (rc < 0 && !PyErr_Occurred()) {
+        PyErr_SetString(PyExc_TypeError, "advance(): waiters' entries must be sets");
+    }
+    return rc;
+}
+
+/* Events a..b-1 of rank r are processed: who waits for one joins the work. */
+static int wake(Drive *d, Py_ssize_t r, int64_t a, int64_t b)
+{
+    PyObject *table = PyList_GET_ITEM(d->waiters, r);
+    if (!PyDict_Check(table)) {
+        PyErr_SetString(PyExc_TypeError, "advance(): waiters must be dicts");
+        return -1;
+    }
+    if (PyDict_GET_SIZE(table) == 0) {
+        return 0;
+    }
+    PyObject *keys = PyList_New(0), *k, *val;
+    Py_ssize_t pos = 0;
+    if (keys == NULL) {
+        return -1;
+    }
+    while (PyDict_Next(table, &pos, &k, &val)) {
+        long long x = PyLong_AsLongLong(k);
+        if (x == -1 && PyErr_Occurred()) {
+            Py_DECREF(keys);
+            return -1;
+        }
+        if (a <= x && x < b && PyList_Append(keys, k) < 0) {
+            Py_DECREF(keys);
+            return -1;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(keys); i++) {
+        k = PyList_GET_ITEM(keys, i);
+        val = PyDict_GetItemWithError(table, k);
+        if (val == NULL) {
+            continue;
+        }
+        Py_INCREF(val);
+        if (PyDict_DelItem(table, k) < 0) {
+            Py_DECREF(val);
+            Py_DECREF(keys);
+            return -1;
+        }
+        PyObject *res = PyNumber_InPlaceOr(d->work, val);
+        Py_DECREF(val);
+        if (res == NULL) {
+            Py_DECREF(keys);
+            return -1;
+        }
+        Py_DECREF(res);
+    }
+    Py_DECREF(keys);
+    return 0;
+}
+
+/* Walk rank r from where it is processed; `forced`: its first merge stop is
+ * forced (the end of input). */
+static int visit(Drive *d, Py_ssize_t r, int forced)
+{
+    Walk *w = &d->w;
+    int64_t *lam_last = d->lam_last.b.buf;
     Py_ssize_t nprocs = w->R.nprocs;
     int64_t a = done_of(w, r);
     if (a < 0) {
@@ -963,10 +1154,10 @@ static int visit(Drive *d, Py_ssize_t r, int cause, int64_t cx, int64_t clam, in
     const int64_t *ev = w->events.b.buf;
     const int32_t *stops = w->merge_at.b.buf;
     Py_ssize_t n = w->events.b.len / 8, nat = w->merge_at.b.len / 4;
+    int rc = -1;
     if (a >= n) {
-        release(&w->events);
-        release(&w->merge_at);
-        return 0;
+        rc = 0;
+        goto out;
     }
     Py_ssize_t lo = 0, hi = nat; /* first merge stop at or after a */
     while (lo < hi) {
@@ -980,81 +1171,89 @@ static int visit(Drive *d, Py_ssize_t r, int cause, int64_t cx, int64_t clam, in
     int64_t forced_seq = forced && lo < nat ? stops[lo] : -1;
     if (lam_last[r] < -1 || lam_last[r] >= INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "advance(): a Lamport clock out of range");
-        return -1;
+        goto out;
     }
     w->r = r;
     w->a = (Py_ssize_t)a;
     w->lo = lo;
     w->lam = lam_last[r] + 1;
-    w->cause = cause;
-    w->cause_x = cx;
-    w->cause_lam = clam;
-    int status;
+    w->cause = C_WALK;
+    /* rank r's rows: its last row is read when the walk first merges */
+    View own;
+    if (view_of(&w->R, r, &own) < 0) {
+        goto out;
+    }
+    w->R.own = r;
+    w->R.own_n = own.n;
+    w->R.nnew = 0;
+    w->R.ndelta = 0;
+    w->have_cur = 0;
+    if (own.n > 0) {
+        Py_ssize_t f = dense_before(&w->R, &own, own.n - 1);
+        if (f < 0) {
+            goto out;
+        }
+        w->R.own_since = own.n - 1 - f;
+    } else {
+        memset(w->cur, 0, (size_t)nprocs * sizeof(int32_t));
+        w->have_cur = 1;
+        w->R.own_since = w->R.every; /* the first merge keeps a dense row */
+    }
+    int status = -1;
     const int64_t *pre = w->pre.b.buf;
     int64_t g0 = ev[a];
-    if (cause == C_WALK && lo < nat && stops[lo] == a && pre[3 * r] != a && g0 >= 0
-        && g0 < w->kind.b.len && ((const int8_t *)w->kind.b.buf)[g0] == w->k_exit) {
+    if (lo < nat && stops[lo] == a && pre[3 * r] != a && g0 >= 0 && g0 < w->kind.b.len
+        && ((const int8_t *)w->kind.b.buf)[g0] == w->k_exit) {
         status = ST_COLL_EXIT; /* woken at a collective exit: nothing to walk before it */
-    } else {
-        /* rank r's rows: its last row is read when the walk first merges */
-        View own;
-        if (view_of(&w->R, r, &own) < 0) {
-            return -1;
-        }
-        w->R.own = r;
-        w->R.own_n = own.n;
-        w->R.nnew = 0;
-        w->R.ndelta = 0;
-        w->R.delta_base = w->R.deltas.b.len / 4;
-        w->have_cur = 0;
-        if (own.n > 0) {
-            Py_ssize_t f = dense_before(&w->R, &own, own.n - 1);
-            if (f < 0) {
-                return -1;
+    }
+    while (1) {
+        if (status < 0) {
+            while (1) {
+                if (run(w, &status) < 0) {
+                    goto out;
+                }
+                if (status < ST_WIDEN) {
+                    break;
+                }
+                if (grow_rows(d, status) < 0) {
+                    goto out;
+                }
             }
-            w->R.own_since = own.n - 1 - f;
-        } else {
-            memset(w->cur, 0, (size_t)nprocs * sizeof(int32_t));
-            w->have_cur = 1;
-            w->R.own_since = w->R.every; /* the first merge keeps a dense row */
-        }
-        while (1) {
-            if (run(w, &status) < 0) {
-                return -1;
+            /* what is decided below may read it (own entries) */
+            if (set_done(w->done, r, w->a) < 0) {
+                goto out;
             }
-            if (status < ST_WIDEN) {
+            if (status == ST_END) {
                 break;
             }
-            if (grow_rows(d, status) < 0) {
-                return -1;
+        }
+        Py_ssize_t s = w->a;
+        if (status == ST_SEND_LATE && s != forced_seq) {
+            int64_t sg = ((const int64_t *)w->partner.b.buf)[ev[s]]; /* checked by the walk */
+            if (add_waiter(d, r, ((const int32_t *)w->crank.b.buf)[sg],
+                           ((const int32_t *)w->cseq.b.buf)[sg]) < 0) {
+                goto out;
             }
+            break;
         }
-        if (w->R.nnew > 0) { /* the merge lists and deltas grow: hold no buffer of them */
-            rows_release(&w->R);
-            if (rows_commit(&w->R, PyTuple_GET_ITEM(PyTuple_GET_ITEM(d->ctx, X_ROWS), 4)) < 0
-                || get_buf(&w->R.deltas, PyTuple_GET_ITEM(PyTuple_GET_ITEM(d->ctx, X_ROWS), 4),
-                           "i", 0, "deltas") < 0) {
-                return -1;
-            }
+        int got = decide(d, status, s, s == forced_seq);
+        if (got < 0) {
+            goto out;
         }
-        w->R.own = -1;
-        w->R.nnew = 0;
-        w->R.ndelta = 0;
+        if (got == 0) {
+            break;
+        }
+        status = -1;
     }
-    Py_ssize_t s = w->a;
-    for (Py_ssize_t i = 0; i < w->nentered; i++) {
-        PyObject *e = Py_BuildValue("(ni)", r, w->entered[i]);
-        if (e == NULL || PyList_Append(d->entered, e) < 0) {
-            Py_XDECREF(e);
-            return -1;
-        }
-        Py_DECREF(e);
+    if (set_done(w->done, r, w->a) < 0 || flush_entered(d) < 0 || rows_sync(d) < 0) {
+        goto out;
     }
-    w->nentered = 0;
+    w->R.own = -1;
+    int64_t s = w->a;
+    if (set_done(w->done, r, s) < 0) {
+        goto out;
+    }
     if (s > a) {
-        if (set_done(w->done, r, s) < 0) {
-            return -1;
-        }
         lam_last[r] = w->lam - 1;
         if (d->out != Py_None) {
             while (d->nreleased + (s - a) > d->cap_released) {
@@ -1062,7 +1261,7 @@ static int visit(Drive *d, Py_ssize_t r, int cause, int64_t cx, int64_t clam, in
                 int64_t *p = PyMem_Realloc(d->released, (size_t)cap2 * sizeof(int64_t));
                 if (p == NULL) {
                     PyErr_NoMemory();
-                    return -1;
+                    goto out;
                 }
                 d->released = p;
                 d->cap_released = cap2;
@@ -1070,74 +1269,59 @@ static int visit(Drive *d, Py_ssize_t r, int cause, int64_t cx, int64_t clam, in
             memcpy(d->released + d->nreleased, ev + a, (size_t)(s - a) * sizeof(int64_t));
             d->nreleased += s - a;
         }
-        if (waits[2 * nprocs + r] > 0) { /* wake who waits for an event processed now */
-            for (Py_ssize_t x = 0; x < nprocs; x++) {
-                if (waits[x] == r && waits[nprocs + x] < s) {
-                    waits[x] = -1;
-                    waits[2 * nprocs + r]--;
-                    push(d, x);
-                }
-            }
+        if (wake(d, r, a, s) < 0) {
+            goto out;
         }
     }
-    if (status == ST_SEND_LATE && s != forced_seq) {
-        int64_t sg = ((const int64_t *)w->partner.b.buf)[ev[s]]; /* checked by the walk */
-        if (link_wait(waits, nprocs, r, ((const int32_t *)w->crank.b.buf)[sg],
-                      ((const int32_t *)w->cseq.b.buf)[sg]) < 0) {
-            return -1;
-        }
-    } else if (status != ST_END) {
-        PyObject *st = Py_BuildValue("(ninN)", r, status, s, PyBool_FromLong(s == forced_seq));
-        if (st == NULL || PyList_Append(d->stops, st) < 0) {
-            Py_XDECREF(st);
-            return -1;
-        }
-        Py_DECREF(st);
+    if (get_buf(&w->R.deltas, d->deltas_obj, "i", 0, "deltas") < 0) {
+        goto out;
     }
+    w->R.delta_base = w->R.deltas.b.len / 4;
+    rc = 0;
+out:
     release(&w->events);
     release(&w->merge_at);
-    return 0;
+    return rc;
 }
 
 PyDoc_STRVAR(advance_doc,
-"advance(ctx, work, r0, cause, cause_x, cause_lam, force, nrows, limit)\n"
-"    -> (nrows, stops, entered)\n\n"
+"advance(ctx, work, force, nrows, limit) -> nrows\n\n"
 "ctx = (by_rank, merge_at, kind, partner, rank, seq, lamport, done, pre, rows,\n"
-"       k_consume, k_coll, k_exit, lam_last, waits, out, grow): the store's rank\n"
-"event lists and columns, each rank's merge stops, how far each rank is\n"
-"processed (done, a list), the exits decided ahead (int64, three per rank: the\n"
-"exit's seq or -1, its joined row and Lamport clock; the walk passes such an\n"
-"exit and sets its seq to -1), the clock rows' context (see clock_row), the kind\n"
-"codes, each rank's last Lamport clock (int64), the waiter table (int64, see\n"
-"wait()), the array (int64) the released global indices are appended to (or\n"
-"None), and grow(status) -> limit, called when the rows must be widened (4) or\n"
-"need a new chunk (5).\n"
-"Walks rank r0 first (if >= 0) with `cause` (0 walk, 1 none, 2 event cause_x,\n"
-"3 joined row cause_x with Lamport cause_lam) for its next event, then the\n"
-"ranks of `work` and every rank woken meanwhile.  The first merge stop of rank\n"
-"`force` (if >= 0) is handed back (forced at the end of input).  Returns the\n"
-"dense row count, the stops Python decides: (rank, why, seq, forced) with why\n"
-"1 a consume without send, 2 a consume whose send is not processed (forced\n"
-"only), 3 a collective exit; and the collective entries passed (rank, seq).");
+"       k_consume, k_coll, k_exit, lam_last, waiters, sink, out, grow, decide,\n"
+"       entered): the store's rank event lists and columns, each rank's merge\n"
+"stops, how far each rank is processed (done, a list), the exits decided ahead\n"
+"(int64, three per rank: the exit's seq or -1, its joined row and Lamport clock;\n"
+"the walk passes such an exit and sets its seq to -1), the clock rows' context\n"
+"(see clock_row), the kind codes, each rank's last Lamport clock (int64), the\n"
+"waiter table (a dict per rank: seq -> set of the ranks waiting for it), the set\n"
+"of ranks Python wakes, the array (int64) the released global indices are\n"
+"appended to (or None), grow(status) -> limit (rows widened, 4, or a new chunk,\n"
+"5), decide(r, why, seq, forced, nrows, seqs) -> (cause, cause_x, cause_lam,\n"
+"nrows, limit) (cause -1: it waits; why 1 a consume without send, 2 a consume\n"
+"whose send is not processed (forced only), 3 a collective exit; seqs: the\n"
+"collective entries of r passed since Python last heard), entered(r, seqs) (the\n"
+"entries passed, at the end of a rank's walk).\n"
+"Walks the ranks of the set `work` (popped) until it is empty; the first merge\n"
+"stop of rank `force` (if >= 0) is forced.  Returns the dense row count.");
 
-enum { X_LAMLAST = NCTX, X_WAITS, X_OUT, X_GROW, NCTX2 };
+enum { X_LAMLAST = NCTX, X_WAITERS, X_SINK, X_OUT, X_GROW, X_DECIDE, X_ENTERED, NCTX2 };
 
 static PyObject *advance(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    enum { B_CTX, B_WORK, B_R0, B_CAUSE, B_CX, B_CLAM, B_FORCE, B_NROWS, B_LIMIT, NB };
+    enum { B_CTX, B_WORK, B_FORCE, B_NROWS, B_LIMIT, NB };
     if (nargs != NB) {
         PyErr_Format(PyExc_TypeError, "advance() takes %d arguments (%zd given)", NB, nargs);
         return NULL;
     }
     PyObject *ctx = args[B_CTX], *work = args[B_WORK];
-    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != NCTX2 || !PyList_Check(work)) {
-        PyErr_Format(PyExc_TypeError, "advance(): ctx must be a tuple of %d items, work a list",
+    if (!PyTuple_Check(ctx) || PyTuple_GET_SIZE(ctx) != NCTX2 || !PySet_Check(work)) {
+        PyErr_Format(PyExc_TypeError, "advance(): ctx must be a tuple of %d items, work a set",
                      NCTX2);
         return NULL;
     }
     int64_t v[NB], x[NCTX];
-    static const int ints[] = {B_R0, B_CAUSE, B_CX, B_CLAM, B_FORCE, B_NROWS, B_LIMIT};
+    static const int ints[] = {B_FORCE, B_NROWS, B_LIMIT};
     for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
         if (int_arg(args[ints[i]], &v[ints[i]]) < 0) {
             return NULL;
@@ -1154,10 +1338,16 @@ static PyObject *advance(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     Walk *w = &d.w;
     PyObject *result = NULL;
     d.ctx = ctx;
+    d.work = work;
     d.by_rank = PyTuple_GET_ITEM(ctx, X_BY_RANK);
     d.at_lists = PyTuple_GET_ITEM(ctx, X_AT);
+    d.waiters = PyTuple_GET_ITEM(ctx, X_WAITERS);
+    d.sink = PyTuple_GET_ITEM(ctx, X_SINK);
     d.out = PyTuple_GET_ITEM(ctx, X_OUT);
     d.grow_cb = PyTuple_GET_ITEM(ctx, X_GROW);
+    d.decide_cb = PyTuple_GET_ITEM(ctx, X_DECIDE);
+    d.entered_cb = PyTuple_GET_ITEM(ctx, X_ENTERED);
+    d.deltas_obj = PyTuple_GET_ITEM(PyTuple_GET_ITEM(ctx, X_ROWS), 4);
     if (rows_open(&w->R, PyTuple_GET_ITEM(ctx, X_ROWS)) < 0) {
         goto done;
     }
@@ -1171,14 +1361,15 @@ static PyObject *advance(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     if (!PyList_Check(w->done) || PyList_GET_SIZE(w->done) != nprocs
         || !PyList_Check(d.by_rank) || PyList_GET_SIZE(d.by_rank) != nprocs
         || !PyList_Check(d.at_lists) || PyList_GET_SIZE(d.at_lists) != nprocs
-        || !PyCallable_Check(d.grow_cb)) {
+        || !PyList_Check(d.waiters) || PyList_GET_SIZE(d.waiters) != nprocs
+        || !PySet_Check(d.sink) || !PyCallable_Check(d.grow_cb)
+        || !PyCallable_Check(d.decide_cb) || !PyCallable_Check(d.entered_cb)) {
         PyErr_SetString(PyExc_TypeError,
-                        "advance(): done, by_rank and merge_at must be lists with an entry per "
-                        "rank, grow a callable");
+                        "advance(): done, by_rank, merge_at and waiters must be lists with an "
+                        "entry per rank, sink a set, grow, decide and entered callables");
         goto done;
     }
-    if (v[B_R0] < -1 || v[B_R0] >= nprocs || v[B_FORCE] < -1 || v[B_FORCE] >= nprocs
-        || v[B_CAUSE] < C_WALK || v[B_CAUSE] > C_JOINED || w->nrows < 1 || w->nrows > w->R.cap
+    if (v[B_FORCE] < -1 || v[B_FORCE] >= nprocs || w->nrows < 1 || w->nrows > w->R.cap
         || w->limit < 0) {
         PyErr_SetString(PyExc_ValueError, "advance(): arguments out of range");
         goto done;
@@ -1193,8 +1384,7 @@ static PyObject *advance(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         || get_buf(&w->cseq, PyTuple_GET_ITEM(ctx, X_SEQ), "i", 0, "seqs") < 0
         || get_buf(&w->lamport, PyTuple_GET_ITEM(ctx, X_LAMPORT), "i", 1, "Lamport clocks") < 0
         || get_buf(&w->pre, PyTuple_GET_ITEM(ctx, X_PRE), "q", 1, "exits decided ahead") < 0
-        || get_buf(&d.lam_last, PyTuple_GET_ITEM(ctx, X_LAMLAST), "q", 1, "Lamport clocks") < 0
-        || get_buf(&d.waits, PyTuple_GET_ITEM(ctx, X_WAITS), "q", 1, "waits") < 0) {
+        || get_buf(&d.lam_last, PyTuple_GET_ITEM(ctx, X_LAMLAST), "q", 1, "Lamport clocks") < 0) {
         goto done;
     }
     if (w->pre.b.len != 3 * 8 * nprocs) {
@@ -1202,53 +1392,46 @@ static PyObject *advance(PyObject *self, PyObject *const *args, Py_ssize_t nargs
                         "advance(): three entries per rank of exits decided ahead");
         goto done;
     }
-    if (d.lam_last.b.len != 8 * nprocs || d.waits.b.len != 3 * 8 * nprocs) {
-        PyErr_SetString(PyExc_ValueError,
-                        "advance(): a Lamport clock and three wait entries per rank");
+    if (d.lam_last.b.len != 8 * nprocs) {
+        PyErr_SetString(PyExc_ValueError, "advance(): a Lamport clock per rank");
         goto done;
     }
     w->cur = PyMem_Malloc((size_t)nprocs * sizeof(int32_t) + 1);
     w->tmp = PyMem_Malloc((size_t)nprocs * sizeof(int32_t) + 1);
-    d.stack = PyMem_Malloc((size_t)nprocs * sizeof(int32_t) + 1);
-    d.queued = PyMem_Calloc((size_t)nprocs + 1, 1);
-    d.stops = PyList_New(0);
-    d.entered = PyList_New(0);
-    if (w->cur == NULL || w->tmp == NULL || d.stack == NULL || d.queued == NULL) {
+    if (w->cur == NULL || w->tmp == NULL) {
         PyErr_NoMemory();
         goto done;
     }
-    if (d.stops == NULL || d.entered == NULL) {
-        goto done;
-    }
-    for (Py_ssize_t i = PyList_GET_SIZE(work) - 1; i >= 0; i--) {
-        int64_t q;
-        if (int_arg(PyList_GET_ITEM(work, i), &q) < 0) {
+    Py_ssize_t force = (Py_ssize_t)v[B_FORCE];
+    while (PySet_GET_SIZE(work) > 0) {
+        PyObject *item = PySet_Pop(work);
+        if (item == NULL) {
             goto done;
         }
-        if (q < 0 || q >= nprocs) {
+        Py_ssize_t r = PyLong_AsSsize_t(item);
+        Py_DECREF(item);
+        if (r == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (r < 0 || r >= nprocs) {
             PyErr_SetString(PyExc_ValueError, "advance(): a rank out of range");
             goto done;
         }
-        push(&d, (Py_ssize_t)q);
-    }
-    Py_ssize_t force = (Py_ssize_t)v[B_FORCE];
-    if (v[B_R0] >= 0) {
-        Py_ssize_t r0 = (Py_ssize_t)v[B_R0];
-        if (visit(&d, r0, (int)v[B_CAUSE], v[B_CX], v[B_CLAM], r0 == force) < 0) {
-            goto done;
-        }
-        if (r0 == force) {
-            force = -1;
-        }
-    }
-    while (d.nstack > 0) {
-        Py_ssize_t r = d.stack[--d.nstack];
-        d.queued[r] = 0;
-        if (visit(&d, r, C_WALK, 0, 0, r == force) < 0) {
+        if (visit(&d, r, r == force) < 0) {
             goto done;
         }
         if (r == force) {
             force = -1;
+        }
+        if (PySet_GET_SIZE(d.sink) > 0) {
+            PyObject *res = PyNumber_InPlaceOr(work, d.sink);
+            if (res == NULL) {
+                goto done;
+            }
+            Py_DECREF(res);
+            if (PySet_Clear(d.sink) < 0) {
+                goto done;
+            }
         }
     }
     walk_release(w); /* the released indices' array grows */
@@ -1265,49 +1448,16 @@ static PyObject *advance(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         }
         Py_DECREF(res);
     }
-    result = Py_BuildValue("(nOO)", w->nrows, d.stops, d.entered);
+    result = PyLong_FromSsize_t(w->nrows);
 done:
     walk_release(w);
     release(&d.lam_last);
-    release(&d.waits);
     rows_free(&w->R);
     PyMem_Free(w->cur);
     PyMem_Free(w->tmp);
     PyMem_Free(w->entered);
-    PyMem_Free(d.stack);
-    PyMem_Free(d.queued);
     PyMem_Free(d.released);
-    Py_XDECREF(d.stops);
-    Py_XDECREF(d.entered);
     return result;
-}
-
-PyDoc_STRVAR(wait_doc,
-"wait(waits, r, q, s) -> None\n\n"
-"Rank r waits until rank q is processed past seq s (advance() wakes it); it\n"
-"waits on nothing else in the table.  waits: int64, three entries per rank\n"
-"(the rank waited on or -1, the seq, how many wait on the rank).");
-
-static PyObject *wait(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "wait() takes 4 arguments");
-        return NULL;
-    }
-    int64_t r, q, s;
-    Buf waits = {0};
-    if (int_arg(args[1], &r) < 0 || int_arg(args[2], &q) < 0 || int_arg(args[3], &s) < 0
-        || get_buf(&waits, args[0], "q", 1, "waits") < 0) {
-        return NULL;
-    }
-    Py_ssize_t n = waits.b.len / 24;
-    int rc = waits.b.len % 24 == 0 ? link_wait(waits.b.buf, n, (Py_ssize_t)r, q, s) : -1;
-    if (waits.b.len % 24 != 0) {
-        PyErr_SetString(PyExc_ValueError, "wait(): three entries per rank");
-    }
-    release(&waits);
-    return rc < 0 ? NULL : Py_NewRef(Py_None);
 }
 
 /* Parse (rows, q, s, ...) of a query: the context, a rank and a seq. */
@@ -1543,7 +1693,6 @@ done:
 
 static PyMethodDef methods[] = {
     {"advance", FASTCALL(advance), advance_doc},
-    {"wait", FASTCALL(wait), wait_doc},
     {"clock_row", FASTCALL(clock_row), clock_row_doc},
     {"component", FASTCALL(component), component_doc},
     {"rows", FASTCALL(rows), rows_doc},

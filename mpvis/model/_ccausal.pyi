@@ -12,26 +12,16 @@ RowsContext = tuple[
     list[npt.NDArray[Any]], int, list[array[int]], list[array[int]], array[int], int, int,
 ]
 #: (by_rank, merge_at, kind, partner, rank, seq, lamport, done, ahead, rows,
-#: k_consume, k_coll, k_exit, lam_last, waits, out, grow)
+#: k_consume, k_coll, k_exit, lam_last, waiters, sink, out, grow, decide, entered)
 AdvanceContext = tuple[
     list[array[int]], list[array[int]], array[int], array[int], array[int], array[int],
-    array[int], list[int], array[int], RowsContext, int, int, int, array[int], array[int],
-    array[int] | None, Callable[[int], int],
+    array[int], list[int], array[int], RowsContext, int, int, int, array[int],
+    list[dict[int, set[int]]], set[int], array[int] | None, Callable[[int], int],
+    Callable[[int, int, int, bool, int, list[int]], tuple[int, int, int, int, int]],
+    Callable[[int, list[int]], None],
 ]
 
-def advance(
-    ctx: AdvanceContext,
-    work: list[int],
-    r0: int,
-    cause: int,
-    cause_x: int,
-    cause_lam: int,
-    force: int,
-    nrows: int,
-    limit: int,
-    /,
-) -> tuple[int, list[tuple[int, int, int, bool]], list[tuple[int, int]]]: ...
-def wait(waits: array[int], r: int, q: int, s: int, /) -> None: ...
+def advance(ctx: AdvanceContext, work: set[int], force: int, nrows: int, limit: int, /) -> int: ...
 def clock_row(rows: RowsContext, q: int, s: int, out: npt.NDArray[Any], /) -> None: ...
 def component(rows: RowsContext, q: int, s: int, j: int, /) -> int: ...
 def rows(rows: RowsContext, q: int, start: int, out: npt.NDArray[Any], /) -> None: ...

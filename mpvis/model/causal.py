@@ -38,10 +38,8 @@ from mpvis.model.clocks import (
     COLL_EXIT,
     NO_CAUSE,
     NO_SEND,
-    WALK,
     Cause,
     ClockStore,
-    Stop,
     event_cause,
     joined_cause,
 )
@@ -93,19 +91,20 @@ class CausalRelease:
         #: (comm, instance) -> rank -> seq of its exit, for all-members
         #: collectives whose joined row is not known yet
         self._exits: dict[tuple[int, int], dict[int, int]] = {}
-        #: who waits for another rank's event to be processed (ClockStore.wait)
-        self._waits = array("q", [-1] * n + [0] * (2 * n))
+        #: rank -> seq -> the ranks waiting for that event to be processed
+        self._done_waiters: list[dict[int, set[int]]] = [{} for _ in range(n)]
         self._out_idx = array("q")  # global indices of the records being released
-        self._advance = self.clocks.releaser(
-            store, self._merge_at, self.done, ahead=self._ahead, lam_last=self._lam_last,
-            waits=self._waits, out=self._out_idx)
         self._entry_of: dict[Key, int] = {}  # coll -> instance, until processed
         self._coll_processed: dict[tuple[int, int], int] = {}  # (comm, instance) -> entries
         self._wake: dict[Any, set[int]] = {}  # what is awaited -> the ranks waiting
-        self._touched_sink: set[int] = set()  # ranks woken while ingesting
+        self._touched_sink: set[int] = set()  # ranks woken while ingesting or walking
         self._exit_of: dict[Key, tuple[int, str]] = {}  # coll_exit -> (instance, op)
         #: comm -> (instance, joined clock row, largest Lamport clock of its entries)
         self._coll_cache: dict[int, tuple[int, int, int]] = {}
+        self._advance = self.clocks.releaser(
+            store, self._merge_at, self.done, ahead=self._ahead, lam_last=self._lam_last,
+            waiters=self._done_waiters, sink=self._touched_sink, out=self._out_idx,
+            decide=self._decide, entered=self._entered_all)
 
     # ------------------------------------------------------------ told by others
     def appended(self, cols: Batch, k: int) -> None:
@@ -207,57 +206,28 @@ class CausalRelease:
 
         The ranks are walked in C (:meth:`ClockStore.releaser
         <mpvis.model.clocks.ClockStore.releaser>`: clock merges, Lamport
-        clocks, waits for another rank's send, the ranks they wake); it comes
-        back here only where a cause needs deciding (:meth:`_decide`) and with
-        the collective entries it passed (:meth:`_entered`).  With ``final``
-        (the input has ended), the first event of the first rank in
-        ``touched`` is processed even though a cause is missing; everything
-        after it again waits for its causes."""
-        work = sorted(set(touched) | self._touched_sink)
-        self._touched_sink = set()
-        stops = self._walk(work, -1, WALK, min(touched) if final and touched else -1)
-        while stops or self._touched_sink:
-            walk_again, self._touched_sink = self._touched_sink, set()
-            caused: list[tuple[int, Cause]] = []
-            seen: set[int] = set()
-            for r, st, s, forced in stops:
-                # a rank may stop twice at one event (woken again meanwhile): decided once
-                if r in seen or self.done[r] != s:
-                    continue
-                seen.add(r)
-                cause = self._decide(r, st, s, forced)
-                if cause == WALK:
-                    walk_again.add(r)
-                elif cause is not None:
-                    caused.append((r, cause))
-            stops = []
-            for r, cause in caused:
-                stops += self._walk([], r, cause, -1)
-            if walk_again:
-                stops += self._walk(sorted(walk_again), -1, WALK, -1)
+        clocks, the work set of ranks, waits for another rank's send and the
+        ranks they wake); it calls back only where a cause needs deciding
+        (:meth:`_decide`) and with the collective entries it passed
+        (:meth:`_entered_all`).  With ``final`` (the input has ended), the first
+        event of the first rank in ``touched`` is processed even though a cause
+        is missing; everything after it again waits for its causes."""
+        work = set(touched) | self._touched_sink
+        self._touched_sink.clear()
+        self._advance(work, min(touched) if final and touched else -1)
         if self._out_idx:
             if self.analyzers:
                 self._feed()
             else:
                 del self._out_idx[:]
 
-    def _walk(self, work: list[int], r0: int, cause: Cause, force: int) -> list[Stop]:
-        """One call of the C walk (see :meth:`advance`); count the collective
-        entries it passed; the stops it hands back."""
-        stops, entered = self._advance(work, r0, cause, force)
-        for r, e in entered:
-            self._entered(r, e)
-        return stops
-
     def _decide(self, r: int, st: int, s: int, forced: bool) -> Cause | None:
         """The cause of event ``s`` of rank ``r``, where its walk stopped
         (``st``: why, ``forced``: the end of input forces it), or ``None``
         after registering what it waits for: a collective exit's joined row
         (:meth:`_collective_clock`), a forced consume's lost send (its rank's
-        last event) or nothing, a consume whose send is unknown waits for its
+        last event) or nothing; a consume whose send is unknown waits for its
         message to be linked."""
-        if st == COLL_EXIT and self._ahead[3 * r] == s:
-            return WALK  # decided ahead since it stopped (_decide_exit): the walk passes it
         if st == COLL_EXIT:
             joined = self._collective_clock(r, s, forced)
             return None if joined is None else joined_cause(*joined)
@@ -285,6 +255,11 @@ class CausalRelease:
                 if records is None:
                     records = cols.records()
                 a.feed(records)
+
+    def _entered_all(self, r: int, seqs: list[int]) -> None:
+        """The walk of rank ``r`` passed its collective entries ``seqs``."""
+        for s in seqs:
+            self._entered(r, s)
 
     def _entered(self, r: int, s: int) -> None:
         """A ``coll`` is processed: count it toward its instance's entries."""
@@ -337,9 +312,9 @@ class CausalRelease:
     def _wait_on(self, key: Any, r: int) -> None:
         """Rank ``r`` waits for ``key`` (sets: every member of a collective may
         wait on one key); for another rank's event to be processed, in the
-        walk's waiter table (:meth:`ClockStore.wait`: the walk wakes it)."""
+        walk's waiter table (the walk wakes it)."""
         if key[0] == "done":
-            ClockStore.wait(self._waits, r, key[1], key[2])
+            self._done_waiters[key[1]].setdefault(key[2], set()).add(r)
         else:
             self._wake.setdefault(key, set()).add(r)
 

@@ -71,23 +71,20 @@ def joined_cause(row: int, lamport: int) -> Cause:
     return (CAUSE_JOINED, row, lamport)
 
 
-#: Why a walk stopped at an event the caller decides (:data:`Advanced`).
+#: Why a walk stopped at an event the caller decides (:data:`Decide`).
 END, NO_SEND, SEND_LATE, COLL_EXIT = 0, 1, 2, 3
 _WIDEN = 4
 _MERGE_KINDS = (R.KIND_CODE[R.CONSUME], R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_EXIT])
 
-#: A rank stopped where the caller decides: ``(rank, why, seq, forced)``, ``why``
-#: :data:`NO_SEND` (a consume whose send is unknown), :data:`SEND_LATE` (a
-#: consume whose send is not processed: only the stop forced at the end of
-#: input) or :data:`COLL_EXIT` (a collective exit); ``seq`` the event (not
-#: processed: the rank is processed up to it); ``forced``: it is the stop
-#: forced at the end of input.
-Stop = tuple[int, int, int, bool]
-#: What a :meth:`ClockStore.releaser` call did: the stops for the caller and
-#: the collective entries processed, ``(rank, seq)``, in order.
-Advanced = tuple[list[Stop], list[tuple[int, int]]]
+#: What the caller decides where a walk stopped: ``decide(rank, why, seq,
+#: forced)`` -> the :data:`Cause` of event ``seq`` of ``rank`` or ``None`` (it
+#: waits; the caller registered what for).  ``why`` is :data:`NO_SEND` (a
+#: consume whose send is unknown), :data:`SEND_LATE` (a consume whose send is
+#: not processed: only the stop forced at the end of input) or
+#: :data:`COLL_EXIT` (a collective exit); ``forced``: the end of input forces it.
+Decide = Callable[[int, int, int, bool], Cause | None]
 #: See :meth:`ClockStore.releaser`.
-Releaser = Callable[[list[int], int, Cause, int], Advanced]
+Releaser = Callable[[set[int], int], None]
 
 #: Bytes of one chunk of rows at most (its row count is a power of two, at most 8192,
 #: so a header with many ranks never reserves rows it may not need).
@@ -170,44 +167,56 @@ class ClockStore:
         return row
 
     def releaser(self, store: EventStore, merge_at: list[array[int]], done: list[int], *,
-                 ahead: array[int], lam_last: array[int], waits: array[int],
-                 out: array[int]) -> Releaser:
+                 ahead: array[int], lam_last: array[int], waiters: list[dict[int, set[int]]],
+                 sink: set[int], out: array[int], decide: Decide,
+                 entered: Callable[[int, list[int]], None]) -> Releaser:
         """Causal release's walks over ``store``, in C (:func:`_ccausal.advance
         <mpvis.model._ccausal.advance>`, the one implementation): a function
-        ``advance(work, r0, cause, force)`` that walks rank ``r0`` (if >= 0)
-        with ``cause`` for its next event (:data:`WALK`: nothing decided, look
-        for yourself), then each rank of ``work``, and every rank woken
-        meanwhile, until none can go further without the caller.
+        ``advance(work, force)`` that pops ranks from the set ``work`` and walks
+        each until ``work`` is empty.
 
         Walking rank ``r`` processes its events from ``done[r]`` in seq order:
         each consume whose send is processed gets its merge row, every event
         its Lamport clock (the store's ``c_lamport``; ``lam_last[r]`` is its
-        last processed event's), the processed events' global indices are
-        appended to ``out`` and ``done[r]`` moves past them.  A consume whose
-        send is not processed yet makes ``r`` wait in ``waits`` (:meth:`wait`)
-        for the send's rank; when that rank is processed past the send, ``r``
-        is walked again in the same call.  ``ahead`` (``int64``, three per
-        rank) holds a collective exit decided ahead: ``ahead[3 * q]`` its seq
-        (-1: none), then its joined row (:meth:`join`) and the largest
-        Lamport clock joined; the walk passes that exit without stopping and
-        sets its seq to -1.  ``merge_at[r]`` lists the seqs of rank ``r``'s
-        consumes, collective entries and exits.  The first merge stop of rank
-        ``force`` (if >= 0) is handed back whatever it is (the end of input
-        forces it).  Widening the rows and new chunks of rows happen during
-        the call.  Returns the stops the caller decides and the collective
-        entries processed (:data:`Advanced`).
+        last processed event's).  A consume whose send ``(q, qs)`` is not
+        processed makes ``r`` wait: ``waiters[q][qs]`` gets ``r``.  Where the
+        caller decides (``decide``: a collective exit, a consume whose send is
+        unknown, the first merge stop of rank ``force`` when >= 0, forced at
+        the end of input) the walk asks it and goes on with the cause it
+        returns, or stops.  The collective entries a walk passes go to
+        ``entered(r, seqs)`` (``done[r]`` already past them) before the next
+        decision of that walk, or at its end.  After a walk,
+        ``done[r]`` is past the events processed, their global indices are
+        appended to ``out``, the ranks waiting for one of them join ``work``,
+        and so do the ranks in ``sink`` (emptied): the ranks the caller woke.
+        ``ahead`` (``int64``, three per rank) holds a collective exit decided
+        ahead: ``ahead[3 * q]`` its seq (-1: none), then its joined row
+        (:meth:`join`) and the largest Lamport clock joined; the walk passes
+        that exit without asking and sets its seq to -1.  ``merge_at[r]`` lists
+        the seqs of rank ``r``'s consumes, collective entries and exits.
+        Widening the rows and new chunks of rows happen during the call; the
+        rows are consistent whenever ``decide`` or ``entered`` runs.
 
-        ``store``'s columns and every list and array passed are held, not
-        copied: they must be the objects the caller keeps growing."""
+        ``store``'s columns and every list, dict, set and array passed are
+        held, not copied: they must be the objects the caller keeps growing."""
+
+        def decided(r: int, why: int, seq: int, forced: bool, nrows: int,  # noqa: PLR0917 (C calls it)
+                    seqs: list[int]) -> tuple[int, int, int, int, int]:
+            self._nrows = nrows
+            if seqs:
+                entered(r, seqs)
+            cause = decide(r, why, seq, forced)
+            how, x, lam = (-1, 0, 0) if cause is None else cause
+            return how, x, lam, self._nrows, self._limit
+
         ctx = (store.by_rank, merge_at, store.c_kind.data, store.c_partner.data,
                store.c_rank.data, store.c_seq.data, store.c_lamport.data, done, ahead,
-               self._rows_ctx, *_MERGE_KINDS, lam_last, waits, out, self._grow)
+               self._rows_ctx, *_MERGE_KINDS, lam_last, waiters, sink, out, self._grow,
+               decided, entered)
         c_advance = _ccausal.advance
 
-        def advance(work: list[int], r0: int, cause: Cause, force: int) -> Advanced:
-            self._nrows, stops, entered = c_advance(ctx, work, r0, *cause, force, self._nrows,
-                                                    self._limit)
-            return stops, entered
+        def advance(work: set[int], force: int) -> None:
+            self._nrows = c_advance(ctx, work, force, self._nrows, self._limit)
 
         return advance
 
@@ -219,12 +228,6 @@ class ClockStore:
         else:
             self._chunks.append(np.empty((1 << self._shift, self.nprocs), dtype=self._dtype))
         return self._limit
-
-    @staticmethod
-    def wait(waits: array[int], rank: int, q: int, seq: int) -> None:
-        """Rank ``rank`` waits in ``waits`` (``int64``, three per rank; see
-        :meth:`releaser`) until rank ``q`` is processed past ``seq``."""
-        _ccausal.wait(waits, rank, q, seq)
 
     # -- queries --------------------------------------------------------
     def clock(self, rank: int, seq: int) -> IntVec:
