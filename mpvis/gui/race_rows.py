@@ -71,16 +71,12 @@ class RaceRows:
             return RaceRows(t, _NONE)
         codes = [i for i, v in enumerate(VERDICTS) if v in verdicts]
         keep = np.isin(t.verdict.view()[rows], codes)
-        store = t.facts.store
         if rank is not None or receive is not None:
-            g1 = t.g1.view()[rows]
-            ranks = store.c_rank.view()[g1]
+            ranks, seq1, seq2 = t.receive_keys(rows)
             if rank is not None:
                 keep &= ranks == rank
             if receive is not None:
-                seq = store.c_seq.view()
-                keep &= (ranks == receive[0]) & (
-                    (seq[g1] == receive[1]) | (seq[t.g2.view()[rows]] == receive[1]))
+                keep &= (ranks == receive[0]) & ((seq1 == receive[1]) | (seq2 == receive[1]))
         if situation is not None:
             keep &= t.situation.view()[rows] == situation
         return RaceRows(t, rows[keep])

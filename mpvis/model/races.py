@@ -272,6 +272,14 @@ class RaceColumns(Sequence[Race]):
         """The races of ``rows``, in that order."""
         return [self[i] for i in rows.tolist()]
 
+    def receive_keys(self, rows: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+        """The rank and the two receives' seqs of the races of ``rows`` (arrays in
+        that order): what a list of races filters on without a view per row."""
+        st = self.facts.store
+        c_seq = st.c_seq.view()
+        g1, g2 = self.g1.view()[rows], self.g2.view()[rows]
+        return st.c_rank.view()[g1], c_seq[g1], c_seq[g2]
+
     def report_columns(self, rows: IntArray) -> dict[str, IntArray]:
         """What the races of ``rows`` report (:meth:`Race.to_report`), as ``int64``
         columns in that order, without a :class:`Race` per row: ``rank``,
