@@ -36,6 +36,7 @@ from mpvis.analysis.race_table import RaceTable
 from mpvis.analysis.report import Report, build_report, confirm
 from mpvis.analysis.request_leaks import request_leaks
 from mpvis.analysis.unsafe_sends import potential_deadlocks
+from mpvis.model.heap import release_freed_memory
 from mpvis.model.manager import ModelManager
 from mpvis.model.stream import ReleasedColumns
 
@@ -166,6 +167,8 @@ class Analyses:
         if release and self.exact is not None:
             self.model.analyzers.remove(self.exact)
             self.exact = None
+        if release:  # the whole-run passes' arrays: mapped, returned when freed
+            release_freed_memory()
         dl, errors = self._deadlocks_and_errors()
         rep = build_report(self.model, nonadjacent=nonadjacent, extra_races=exact,
                            deadlocks=dl, errors=errors, columns=True)

@@ -1,18 +1,21 @@
-"""Big blocks handed back to the system when freed (glibc's ``malloc``).
+"""Freed memory handed back to the system (glibc's ``malloc``), for one-shot reports.
 
 glibc serves an allocation above its *mmap threshold* with a mapping of its
 own, which ``free`` returns to the system at once; smaller ones come from the
 heap, whose free space is reused but seldom returned.  The threshold starts at
 128 KiB and, by default, rises to the size of each mapped block freed (up to
 32 MiB).  Loading a trace frees many batch-sized NumPy temporaries, so
-afterwards arrays of up to 32 MiB (a report's race table, a window's layout)
-came from the heap, and once freed their memory stayed resident beside the
-model: ``mpvis check --json`` of the 1M-event trace peaked 18 MiB higher, and
-held 40 MiB more after its report was built, than with the threshold fixed.
+afterwards arrays of up to 32 MiB (the report's whole-run passes, its race
+table) came from the heap, and the free space the load left there stayed
+resident beside them: ``mpvis check --json`` of the 1M-event trace peaked
+about 16 MiB higher.
 
-:func:`fix_mmap_threshold` fixes it at its initial value (which also stops the
-automatic rise of the heap's trim threshold): the process's resident size
-stays near what it uses.  Elsewhere (no glibc) it does nothing.
+:func:`release_freed_memory` gives the heap's free space back and fixes the
+threshold at its initial value from then on (which also stops the automatic
+rise of the heap's trim threshold).  Fixing it for the load too would cost
+more CPU (a fresh mapping, zeroed by the kernel, for each batch's temporaries:
+about 1 s more on that trace) for no lower peak.  Elsewhere (no glibc) it does
+nothing.
 """
 
 from __future__ import annotations
@@ -25,20 +28,25 @@ M_MMAP_THRESHOLD = -3
 #: glibc's initial threshold, kept.
 MMAP_THRESHOLD = 128 * 1024
 
-_fixed = False
 
-
-def fix_mmap_threshold() -> bool:
-    """Fix the process's mmap threshold at :data:`MMAP_THRESHOLD` (once; later
-    calls do nothing); whether it is fixed (``False`` without glibc)."""
-    global _fixed
-    if _fixed or not sys.platform.startswith("linux"):
-        return _fixed
+def _libc() -> ctypes.CDLL | None:
+    if not sys.platform.startswith("linux"):
+        return None
     try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+        libc = ctypes.CDLL(None)
+        libc.mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+        libc.malloc_trim.argtypes = (ctypes.c_size_t,)
+    except (OSError, AttributeError):  # no glibc
+        return None
+    return libc
+
+
+def release_freed_memory() -> bool:
+    """Return the heap's free space to the system and map big blocks of their
+    own from now on (module docstring); whether it could (``False`` without glibc)."""
+    libc = _libc()
+    if libc is None:
         return False
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt.restype = ctypes.c_int
-    _fixed = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1)
-    return _fixed
+    fixed = libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
+    libc.malloc_trim(0)
+    return bool(fixed)

@@ -28,7 +28,6 @@ import numpy as np
 
 from mpvis.model.columns import Column
 from mpvis.model.extras import Extras
-from mpvis.model.heap import fix_mmap_threshold
 from mpvis.model.ingest import Batch, SiteTable
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING, F_SYNC
@@ -48,8 +47,6 @@ class EventStore:
     """Every event of one run in growable typed columns, and queries over them."""
 
     def __init__(self, nprocs: int) -> None:
-        # a run's arrays are big: their memory goes back to the system when freed
-        fix_mmap_threshold()
         self.nprocs = nprocs
         # -- event columns, by global index in arrival order --
         self.c_rank, self.c_seq, self.c_kind = Column("i"), Column("i"), Column("b")
