@@ -12,34 +12,24 @@ lines of a rank's compact batch (``mpvis/protocol/_cjournal.c``),
 
 from setuptools import Extension, setup
 
+_FLAGS = ["-O2", "-std=c11", "-Wall", "-Wextra"]
+_CODES = "mpvis/instrument/pmpi/mvcodes.h"  # mpvis/protocol/codes.py
+
+
+def _c(module: str, *, codes: bool = False) -> Extension:
+    """The extension ``module`` built from its one C file (``codes``: it takes
+    the record codes from mvcodes.h, which its Python callers share)."""
+    extra = ["-Wno-unused-parameter"] if codes else []
+    return Extension(module, [module.replace(".", "/") + ".c"],
+                     depends=[_CODES] if codes else [], extra_compile_args=_FLAGS + extra)
+
+
 setup(
     ext_modules=[
-        Extension(
-            "mpvis.instrument._crecorder",
-            ["mpvis/instrument/_crecorder.c"],
-            depends=["mpvis/instrument/pmpi/mvcodes.h"],  # mpvis/protocol/codes.py
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        ),
-        Extension(
-            "mpvis.analysis._cexact",
-            ["mpvis/analysis/_cexact.c"],
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
-        ),
-        Extension(
-            "mpvis.protocol._cjournal",
-            ["mpvis/protocol/_cjournal.c"],
-            depends=["mpvis/instrument/pmpi/mvcodes.h"],  # mpvis/protocol/codes.py
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra", "-Wno-unused-parameter"],
-        ),
-        Extension(
-            "mpvis.analysis._cjson",
-            ["mpvis/analysis/_cjson.c"],
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
-        ),
-        Extension(
-            "mpvis.model._ccausal",
-            ["mpvis/model/_ccausal.c"],
-            extra_compile_args=["-O2", "-std=c11", "-Wall", "-Wextra"],
-        ),
+        _c("mpvis.instrument._crecorder", codes=True),
+        _c("mpvis.analysis._cexact"),
+        _c("mpvis.protocol._cjournal", codes=True),
+        _c("mpvis.analysis._cjson"),
+        _c("mpvis.model._ccausal"),
     ]
 )

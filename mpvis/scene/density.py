@@ -218,6 +218,20 @@ def _cover(out: npt.NDArray[np.float64], row: IntArray, a: FloatArray, b: FloatA
     out += np.cumsum(diff, axis=1)[:, :w]
 
 
+def empty_grid(layout: Layout, row_of_rank: IntArray | None, nrows: int | None,
+               width: int) -> tuple[IntArray, int, npt.NDArray[np.float64], IntArray]:
+    """What :func:`activity_density` fills, zeroed: ``row_of_rank`` (default the
+    layout's rows) as int64, the width (at least 1), the time shares
+    ``(nrows, width, activities)`` and the event counts ``(nrows, width)``;
+    ``nrows`` defaults to one more than the largest row."""
+    rows = np.asarray(layout.rows if row_of_rank is None else row_of_rank, dtype=np.int64)
+    if nrows is None:
+        nrows = int(rows.max()) + 1 if len(rows) else 0
+    width = max(int(width), 1)
+    return (rows, width, np.zeros((nrows, width, len(ACTIVITIES)), dtype=np.float64),
+            np.zeros((nrows, width), dtype=np.int64))
+
+
 def activity_density(
     layout: Layout,
     logical: bool,
@@ -243,14 +257,8 @@ def activity_density(
     ``acts``: :func:`event_activities` of at least the laid-out events, when the
     caller keeps them between frames.
     """
-    if row_of_rank is None:
-        row_of_rank = layout.rows.astype(np.int64)
-    row_of_rank = np.asarray(row_of_rank, dtype=np.int64)
-    if nrows is None:
-        nrows = int(row_of_rank.max()) + 1 if len(row_of_rank) else 0
-    width = max(int(width), 1)
-    shares = np.zeros((nrows, width, len(ACTIVITIES)), dtype=np.float64)
-    events = np.zeros((nrows, width), dtype=np.int64)
+    row_of_rank, width, shares, events = empty_grid(layout, row_of_rank, nrows, width)
+    nrows = len(events)
     n = layout.count
     span = x1 - x0
     if n == 0 or nrows == 0 or not span > 0:

@@ -38,13 +38,13 @@ import numpy.typing as npt
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING
 from mpvis.scene.density import (
-    ACTIVITIES,
     BLOCKED,
     COLLECTIVE,
     OTHER,
     RECEIVING,
     SENDING,
     DensityGrid,
+    empty_grid,
     event_activities,
 )
 from mpvis.scene.layout import Layout
@@ -278,14 +278,8 @@ class DensityIndex:
         """:func:`~mpvis.scene.density.activity_density` of the events taken in, from
         the sorted columns (the same arguments: ``row_of_rank``, ``nrows``)."""
         lay = self.layout
-        if row_of_rank is None:
-            row_of_rank = lay.rows.astype(np.int64)
-        row_of_rank = np.asarray(row_of_rank, dtype=np.int64)
-        if nrows is None:
-            nrows = int(row_of_rank.max()) + 1 if len(row_of_rank) else 0
-        width = max(int(width), 1)
-        shares = np.zeros((nrows, width, len(ACTIVITIES)), dtype=np.float64)
-        events = np.zeros((nrows, width), dtype=np.int64)
+        row_of_rank, width, shares, events = empty_grid(lay, row_of_rank, nrows, width)
+        nrows = len(events)
         span = x1 - x0
         if nrows == 0 or not span > 0:
             return DensityGrid(x0, x1, shares.astype(np.float32), events)
