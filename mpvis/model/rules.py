@@ -42,7 +42,8 @@ from mpvis.model.collectives import CollectiveBook
 from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import Batch
 from mpvis.model.matching import ChannelBook
-from mpvis.model.races import RaceTracker, gather_gidx
+from mpvis.model.races import RaceTracker
+from mpvis.model.rule_plans import ConsumePlan, RequestPlan, Rows
 from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING
@@ -52,40 +53,6 @@ Channel = tuple[int, int, int, int]  # (src, dst, comm, tag)
 
 K_SEND, K_RECV, K_CONSUME, K_WAIT = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.CONSUME, R.WAIT))
 K_COLL, K_COLL_EXIT, K_FINAL = R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_EXIT], R.KIND_CODE[R.FINAL]
-
-
-_ROW_COLUMNS = frozenset({"code", "comm", "flags", "peer", "rank", "ref", "req", "seq", "sseq",
-                          "tag"})
-
-
-class Rows:
-    """The first ``k`` records of a :class:`~mpvis.model.ingest.Batch` as Python
-    lists (cheap to index one record at a time), and their extras.  Record
-    ``i`` has global index ``start + i``.  A column becomes a list when first
-    read (the handlers that run record by record read a few)."""
-
-    code: list[int]
-    comm: list[int]
-    flags: list[int]
-    peer: list[int]
-    rank: list[int]
-    ref: list[int]
-    req: list[int]
-    seq: list[int]
-    sseq: list[int]
-    tag: list[int]
-
-    def __init__(self, cols: Batch, start: int, k: int) -> None:
-        self.start = start
-        self.extras = cols.extras
-        self._cols, self._k = cols, k
-
-    def __getattr__(self, name: str) -> list[int]:
-        if name not in _ROW_COLUMNS:
-            raise AttributeError(name)
-        out: list[int] = getattr(self._cols, name)[:self._k].tolist()
-        setattr(self, name, out)
-        return out
 
 
 #: Kinds whose context rules run record by record (and nonblocking sends and
@@ -99,166 +66,6 @@ def _special_mask(codes: Any, flags: Any) -> Any:
     nonblocking = ((codes == K_SEND) | (codes == K_RECV)) & ((flags & F_BLOCKING) == 0)
     return np.isin(codes, _SPECIAL_CODES) | nonblocking
 
-
-class _ConsumePlan:
-    """A batch's consumes checked with whole-array operations.
-
-    :meth:`make` gives a plan only when every consume of the batch names its
-    send, that send is in the store, and every rule of
-    :meth:`RecordRules._on_consume` holds for each consume in batch order
-    (including: no receive and no send consumed twice, within the batch or
-    before it); otherwise ``None``, and the consumes are checked record by
-    record, which also names the first bad one.  The consumes do not read
-    what the other records of the batch change, and only a ``wait`` reads
-    what they change (:attr:`RecordRules._consumed_at`), so the plan's
-    effects are written after the other records are checked
-    (:meth:`apply`), for the consumes before the first bad record."""
-
-    __slots__ = ("cg", "pos", "rank", "rg", "rs", "seq", "sg")
-
-    def __init__(self, *, pos: Any, rank: Any, seq: Any, rs: Any, rg: Any, sg: Any,
-                 cg: Any) -> None:
-        self.pos, self.rank, self.seq, self.rs = pos, rank, seq, rs
-        self.rg, self.sg, self.cg = rg, sg, cg
-
-    @classmethod
-    def make(cls, store: EventStore, cols: Batch, start: int, k: int) -> _ConsumePlan | None:
-        pos = np.flatnonzero(cols.code[:k] == K_CONSUME)
-        if len(pos) == 0:
-            return None
-        rank, seq = cols.rank[pos].astype(np.int64), cols.seq[pos].astype(np.int64)
-        comm, csrc, ctag = cols.comm[pos], cols.peer[pos].astype(np.int64), cols.tag[pos]
-        rs, qs = cols.ref[pos].astype(np.int64), cols.sseq[pos].astype(np.int64)
-        if (qs < 0).any() or (rs < 0).any() or (rs >= seq).any():
-            return None
-        by_rank = store.by_rank
-        if (csrc < 0).any() or (csrc >= store.nprocs).any():
-            return None
-        counts = np.fromiter((len(b) for b in by_rank), dtype=np.int64, count=len(by_rank))
-        if (qs >= counts[csrc]).any():
-            return None
-        rg, sg = np.split(gather_gidx(by_rank, np.r_[rank, csrc], np.r_[rs, qs]), [len(pos)])
-        kind, ref, c_comm = store.c_kind.view(), store.c_ref.view(), store.c_comm.view()
-        peer, tag, flags = store.c_peer.view(), store.c_tag.view(), store.c_flags.view()
-        src, rtag = peer[rg], tag[rg]
-        ok = ((kind[rg] == K_RECV) & (ref[rg] == -1) & (c_comm[rg] == comm)
-              & (((flags[rg] & F_BLOCKING) == 0) | (rs == seq - 1))
-              & ((src == -1) | (src == csrc)) & ((rtag == -1) | (rtag == ctag))
-              & (kind[sg] == K_SEND) & (store.c_partner.view()[sg] == -1)
-              & (peer[sg] == rank) & (tag[sg] == ctag) & (c_comm[sg] == comm))
-        if not ok.all() or len(np.unique(rg)) < len(rg) or len(np.unique(sg)) < len(sg):
-            return None
-        return cls(pos=pos, rank=rank, seq=seq, rs=rs, rg=rg, sg=sg, cg=pos + start)
-
-    def consumed_at(self) -> dict[int, int]:
-        """Receive gidx -> position of its consume in the batch."""
-        return dict(zip(self.rg.tolist(), self.pos.tolist(), strict=True))
-
-    def apply(self, rules: RecordRules, limit: int) -> list[int]:
-        """Write the effects of the consumes before position ``limit``: each
-        receive's consume, each message's link, and tell causal release and
-        the race tracker (:meth:`RecordRules.linked_many`).  Returns the sends
-        linked, in batch order, for the caller to list as new messages."""
-        n = int(np.searchsorted(self.pos, limit))
-        if n == 0:
-            return []
-        np.frombuffer(rules.store.c_ref.data, dtype=np.int32)[self.rg[:n]] = self.seq[:n]
-        sends: list[int] = self.sg[:n].tolist()
-        rules.linked_many(sends, self.cg[:n].tolist(), self.rank[:n].tolist(),
-                          self.seq[:n].tolist(), self.rg[:n])
-        return sends
-
-
-class _RequestPlan:
-    """A batch's request rules checked with whole-array operations.
-
-    The rules (:meth:`RecordRules._new_req`, :meth:`RecordRules._on_wait`): a
-    nonblocking send or receive makes its request live, and the request must
-    not be live already; a wait names live requests, each once, and ends
-    them; a receive request is waited only after its consume.  Per rank and
-    request, the batch's creations and waits in batch order must therefore
-    alternate, starting with a wait when the request is live before the
-    batch, with a creation when not.  :meth:`make` gives a plan only when
-    every creation and wait of the batch keeps the rules; otherwise ``None``
-    and they are checked record by record, which also names the first bad
-    one.  A receive's consume is known before the batch (``c_ref``) or at its
-    position in the batch (``consumed_at``: the batch's consumes are planned,
-    or it has none), so the check does not depend on the other records.
-    :meth:`apply` then writes the live requests as the records before the
-    first bad record (of another rule) leave them."""
-
-    __slots__ = ("mask", "pos", "rank", "req", "seq")
-
-    def __init__(self, *, mask: Any, pos: Any, rank: Any, req: Any, seq: Any) -> None:
-        self.mask, self.pos, self.rank, self.req, self.seq = mask, pos, rank, req, seq
-
-    @classmethod
-    def make(cls, store: EventStore, live: list[dict[int, int]], cols: Batch, *, start: int,
-             k: int, consumed_at: dict[int, int]) -> _RequestPlan | None:
-        """``live``: per rank, the live requests before the batch (request ->
-        the seq of the event that made it)."""
-        codes, flags = cols.code[:k], cols.flags[:k]
-        create = ((codes == K_SEND) | (codes == K_RECV)) & ((flags & F_BLOCKING) == 0)
-        wait = codes == K_WAIT
-        cpos, wpos = np.flatnonzero(create), np.flatnonzero(wait)
-        if len(cpos) == 0 and len(wpos) == 0:
-            return None
-        extras = cols.extras
-        try:
-            reqs = [extras[i]["reqs"] for i in wpos.tolist()]
-            wreq = np.fromiter((q for qs in reqs for q in qs), dtype=np.int64)
-        except (KeyError, TypeError, ValueError, OverflowError):
-            return None
-        nreq = np.fromiter(map(len, reqs), dtype=np.int64, count=len(reqs))
-        pos = np.r_[cpos, np.repeat(wpos, nreq)]
-        rank = cols.rank[pos].astype(np.int64)
-        req = np.r_[cols.req[cpos].astype(np.int64), wreq]
-        is_wait = np.r_[np.zeros(len(cpos), dtype=bool), np.ones(len(wreq), dtype=bool)]
-        order = np.lexsort((pos, req, rank))
-        pos, rank, req, is_wait = pos[order], rank[order], req[order], is_wait[order]
-        n = len(pos)
-        first = np.r_[True, (rank[1:] != rank[:-1]) | (req[1:] != req[:-1])]
-        starts = np.flatnonzero(first)
-        held = [live[r].get(q) for r, q in zip(rank[starts].tolist(), req[starts].tolist(),
-                                               strict=True)]
-        was_live = np.fromiter((h is not None for h in held), dtype=bool, count=len(held))
-        group = np.cumsum(first) - 1
-        j = np.arange(n) - starts[group]
-        if ((j + was_live[group]) % 2 != is_wait).any():
-            return None
-        # the receive requests waited: each consumed before its wait
-        wait_at = np.flatnonzero(is_wait)
-        maker = np.empty(len(wait_at), dtype=np.int64)  # gidx of the event that made it
-        inside = j[wait_at] > 0
-        maker[inside] = pos[wait_at[inside] - 1] + start
-        outside = wait_at[~inside]
-        if len(outside):
-            seqs = np.array([held[g] for g in group[outside].tolist()], dtype=np.int64)
-            maker[~inside] = gather_gidx(store.by_rank, rank[outside], seqs)
-        is_recv = store.c_kind.view()[maker] == K_RECV
-        unknown = is_recv & (store.c_ref.view()[maker] == -1)
-        if unknown.any():
-            wp = pos[wait_at[unknown]].tolist()
-            if any(consumed_at.get(g, p) >= p
-                   for g, p in zip(maker[unknown].tolist(), wp, strict=True)):
-                return None
-        seq = cols.seq[pos].astype(np.int64)
-        return cls(mask=create | wait, pos=pos, rank=rank, req=req, seq=np.where(is_wait, -1, seq))
-
-    def apply(self, live: list[dict[int, int]], limit: int) -> None:
-        """The creations and waits before position ``limit`` take effect on
-        ``live`` (as :meth:`make`'s)."""
-        keep = self.pos < limit
-        rank, req, seq = self.rank[keep], self.req[keep], self.seq[keep]
-        if len(rank) == 0:
-            return
-        last = np.r_[(rank[1:] != rank[:-1]) | (req[1:] != req[:-1]), True]
-        for r, q, s in zip(rank[last].tolist(), req[last].tolist(), seq[last].tolist(),
-                           strict=True):
-            if s >= 0:
-                live[r][q] = s
-            else:
-                live[r].pop(q, None)
 
 
 class RecordRules:
@@ -291,14 +98,14 @@ class RecordRules:
         self._channel_upto = 0
         self._new_messages: list[int] = []
         #: Check a batch's consumes with whole-array operations when they are all
-        #: simple (:class:`_ConsumePlan`); False: always record by record (the
+        #: simple (:class:`ConsumePlan`); False: always record by record (the
         #: reference the tests compare with).
         self.batch_consumes = True
         #: Check a batch's nonblocking sends and receives and its waits with
-        #: whole-array operations when they keep the rules (:class:`_RequestPlan`);
+        #: whole-array operations when they keep the rules (:class:`RequestPlan`);
         #: False: always record by record (the reference the tests compare with).
         self.batch_requests = True
-        #: While :meth:`apply` leaves a batch's consumes to a :class:`_ConsumePlan`:
+        #: While :meth:`apply` leaves a batch's consumes to a :class:`ConsumePlan`:
         #: receive gidx -> position in the batch of the consume that consumes it.
         self._consumed_at: dict[int, int] = {}
         self._handlers: dict[int, Callable[[Rows, int], None]] = {
@@ -361,14 +168,14 @@ class RecordRules:
         special = _special_mask(cols.code[:k], cols.flags[:k])
         early_at = self._early_sends(rows, cols, k)
         special[list(early_at)] = True
-        plan = (_ConsumePlan.make(self.store, cols, start, k)
+        plan = (ConsumePlan.make(self.store, cols, start, k)
                 if self.batch_consumes and not self._inferring else None)
         if plan is not None and early_at and np.isin(plan.sg, [start + i for i in early_at]).any():
             plan = None  # a send both named early and consumed here: in batch order
         if plan is not None:  # the consumes are checked already: leave them to plan.apply
             special &= cols.code[:k] != K_CONSUME
             self._consumed_at = plan.consumed_at()
-        requests = (_RequestPlan.make(self.store, self._live_reqs, cols, start=start, k=k,
+        requests = (RequestPlan.make(self.store, self._live_reqs, cols, start=start, k=k,
                                       consumed_at=self._consumed_at)
                     if self.batch_requests and (plan is not None
                                                 or not (cols.code[:k] == K_CONSUME).any())
@@ -411,7 +218,7 @@ class RecordRules:
         self._channel_upto = start + k
         return None
 
-    def _apply_plan(self, plan: _ConsumePlan, limit: int, linked_before: int,
+    def _apply_plan(self, plan: ConsumePlan, limit: int, linked_before: int,
                     early_at: set[int]) -> None:
         """The planned consumes before position ``limit`` take effect; the new
         messages stay in batch order (the early sends linked by the loop, from

@@ -2,7 +2,7 @@
 
 :class:`~mpvis.model.rules.RecordRules` checks a batch's consumes with
 whole-array operations when they all name a send already in the store
-(``_ConsumePlan``), and writes their effects after the batch's other records
+(``mpvis.model.rule_plans.ConsumePlan``), and writes their effects after the batch's other records
 are checked.  The reference is the same model with ``batch_consumes`` off.
 Random executions, valid and broken (a consume naming the wrong receive or
 send, a receive or send consumed twice, a wait before the consume of its

@@ -3,7 +3,7 @@ record-by-record check.
 
 :class:`~mpvis.model.rules.RecordRules` checks a batch's nonblocking sends
 and receives and its waits with whole-array operations when they keep the
-rules (``_RequestPlan``).  The reference is the same model with
+rules (``mpvis.model.rule_plans.RequestPlan``).  The reference is the same model with
 ``batch_requests`` off.  Random executions, valid and broken (a consume made
 wrong, as in ``test_consume_batches``, or a wait made wrong: naming a request
 twice, one that is not live, one of another rank, or coming before the
