@@ -25,21 +25,9 @@ from mpvis.analysis.deadlock_monitor import DeadlockMonitor
 from mpvis.model.manager import ModelManager
 from mpvis.model.stream import ReleasedColumns
 from mpvis.protocol.record_types import Record
+from tests.analysis.batch_feeding import Recorder, add_in_random_batches, killed
 from tests.analysis.exec_generator import generate
 from tests.model.random_traces import interleave, random_execution
-
-
-class _Recorder:
-    """A plain analyzer: keeps the batches the model released, as released."""
-
-    def __init__(self) -> None:
-        self.batches: list[list[Record]] = []
-
-    def feed(self, batch: list[Record]) -> None:
-        self.batches.append(list(batch))
-
-    def finish(self) -> None:
-        pass
 
 
 class _Counting(DeadlockMonitor):
@@ -58,33 +46,17 @@ def _state(mon: DeadlockMonitor, nprocs: int) -> Any:
     return live, mon._p2p.in_flight(), reqs
 
 
-def _killed(recs: list[Record], rng: random.Random) -> list[Record]:
-    """A rank died after recording some of its events (no ``final``)."""
-    rank = rng.choice(sorted({x["rank"] for x in recs}))
-    mine = sum(1 for x in recs if x["rank"] == rank)
-    k = rng.randrange(mine + 1)
-    return [x for x in recs if not (x["rank"] == rank and x["seq"] >= k)]
-
-
 def _compare(header: Record, records: list[Record], rng: random.Random) -> None:
     nprocs = header["nprocs"]
     m = ModelManager(header)
-    mon, rec = _Counting(nprocs), _Recorder()
+    mon, rec = _Counting(nprocs), Recorder()
     m.analyzers.extend([mon, rec])
     ref = DeadlockMonitor(nprocs)
-    fed = 0
-    i = 0
-    while i < len(records):
-        k = rng.randint(1, 12)
-        m.add_batch(records[i:i + k])
-        i += k
-        for batch in rec.batches[fed:]:
-            ref.feed(batch)
-        fed = len(rec.batches)
+
+    def check() -> None:
         assert _state(mon, nprocs) == _state(ref, nprocs)
-    m.finish()
-    for batch in rec.batches[fed:]:
-        ref.feed(batch)
+
+    add_in_random_batches(m, rec, records, rng, ref_feed=ref.feed, check=check)
     for r in m.rules.lost_senders():
         ref.mark_dead(r, m.dead[r])
     ref.finish()
@@ -99,7 +71,7 @@ def test_batch_path_equals_record_path_on_random_executions(seed: int, kill: boo
     rng = random.Random(seed)
     header, *records = generate(seed, max_procs=4, max_messages=14)
     if kill:
-        records = _killed(records, rng)
+        records = killed(records, rng)
     _compare(header, records, rng)
 
 
@@ -111,7 +83,7 @@ def test_batch_path_equals_record_path_on_interleavings(seed: int, nprocs: int,
     header, records = random_execution(seed, nprocs=nprocs, steps=30)
     records = interleave(records, rng)
     if kill:
-        records = _killed(records, rng)
+        records = killed(records, rng)
     _compare(header, records, rng)
 
 

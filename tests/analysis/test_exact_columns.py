@@ -27,8 +27,8 @@ from mpvis.analysis.exact_races import ExactRaceDetector
 from mpvis.model.collectives import ALL_TO_ALL, FROM_ROOT, TO_ROOT
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.record_types import Record
+from tests.analysis.batch_feeding import Recorder, add_in_random_batches, killed
 from tests.analysis.exec_generator import generate
-from tests.analysis.test_deadlock_columns import _killed, _Recorder
 from tests.model.random_traces import interleave, random_execution
 
 
@@ -45,23 +45,15 @@ class _Counting(ExactRaceDetector):
 def _compare(header: Record, records: list[Record], rng: random.Random) -> None:
     nprocs = header["nprocs"]
     m = ModelManager(header)
-    det, rec = _Counting(nprocs), _Recorder()
+    det, rec = _Counting(nprocs), Recorder()
     m.analyzers.extend([det, rec])
     ref = ExactRaceDetector(nprocs)
-    fed = 0
-    i = 0
-    while i < len(records):
-        k = rng.randint(1, 12)
-        m.add_batch(records[i:i + k])
-        i += k
-        for batch in rec.batches[fed:]:
-            ref.feed(batch)
-        fed = len(rec.batches)
+
+    def check() -> None:
         assert list(det.conflicts()) == list(ref.conflicts())
         assert det.held() == ref.held()
-    m.finish()
-    for batch in rec.batches[fed:]:
-        ref.feed(batch)
+
+    add_in_random_batches(m, rec, records, rng, ref_feed=ref.feed, check=check)
     ref.finish()
     assert list(det.conflicts()) == list(ref.conflicts())
     assert det.held() == ref.held()
@@ -74,7 +66,7 @@ def test_columns_equal_records_on_random_executions(seed: int, kill: bool) -> No
     rng = random.Random(seed)
     header, *records = generate(seed, max_procs=4, max_messages=14)
     if kill:
-        records = _killed(records, rng)
+        records = killed(records, rng)
     _compare(header, records, rng)
 
 
@@ -85,7 +77,7 @@ def test_columns_equal_records_on_interleavings(seed: int, nprocs: int, kill: bo
     header, records = random_execution(seed, nprocs=nprocs, steps=30)
     records = interleave(records, rng)
     if kill:
-        records = _killed(records, rng)
+        records = killed(records, rng)
     _compare(header, records, rng)
 
 
