@@ -14,6 +14,7 @@ from mpvis.scene.density import activity_density
 from mpvis.scene.density_index import DensityIndex, column_edges
 from mpvis.scene.layout import Layout
 from mpvis.sim.synthetic import generate_records
+from tests.scene.growing import grow
 
 
 @settings(max_examples=30, deadline=None)
@@ -34,13 +35,7 @@ def test_grids_from_the_index_are_activity_density_at_every_step_of_a_growing_mo
     lay = Layout(m)
     index = DensityIndex(lay, logical)
     rows = (np.arange(ranks, dtype=np.int64) // 2) if folded else None
-    at = 0
-    for cut in [*cuts, len(recs)]:
-        m.add_batch(recs[at:at + cut])
-        at += cut
-        if at >= len(recs):
-            m.finish()
-        lay.update()
+    for _ in grow(m, lay, recs, cuts):
         index.update()
         lo, hi = lay.bounds(logical)
         for start, share, width in views:
@@ -55,8 +50,6 @@ def test_grids_from_the_index_are_activity_density_at_every_step_of_a_growing_mo
         counts = index.counts(edges)
         for r in range(ranks.max(initial=-1) + 1):
             assert np.array_equal(counts[r], np.histogram(x[ranks == r], edges)[0])
-        if at >= len(recs):
-            break
 
 
 @given(st.floats(-1e6, 1e6).filter(lambda v: abs(v) > 1e-100), st.floats(1e-3, 1e9),

@@ -13,6 +13,7 @@ from mpvis.protocol.records import make_header
 from mpvis.scene.layout import Layout
 from mpvis.scene.messages import message_index, rank_extents
 from mpvis.sim.synthetic import generate_records
+from tests.scene.growing import grow
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -34,13 +35,7 @@ def test_what_grows_with_the_model_is_what_a_fresh_pass_computes(
     m = ModelManager(make_header(ranks, program="synthetic.py"))
     lay = Layout(m)
     msgs = None
-    at = 0
-    for cut in [*cuts, len(recs)]:
-        m.add_batch(recs[at:at + cut])
-        at += cut
-        if at >= len(recs):
-            m.finish()
-        lay.update()
+    for _ in grow(m, lay, recs, cuts):
         _ = lay.y  # cached, then extended
         msgs = message_index(lay, msgs)
         fresh = Layout(m)
@@ -58,8 +53,6 @@ def test_what_grows_with_the_model_is_what_a_fresh_pass_computes(
         assert msgs.send.tolist() == want.send.tolist()
         assert msgs.consume.tolist() == want.consume.tolist()
         assert msgs.unconsumed.tolist() == want.unconsumed.tolist()
-        if at >= len(recs):
-            break
 
 
 def _extents_by_scan(lay: Layout, logical: bool) -> np.ndarray:
