@@ -60,6 +60,7 @@ from mpvis.collector import rendezvous
 from mpvis.collector.auth import Address, format_address, new_token, token_matches
 from mpvis.collector.journal import Journal
 from mpvis.collector.loopthread import Connections, LoopThread
+from mpvis.collector.refusal import refuse
 from mpvis.protocol import messages as m
 from mpvis.protocol.chansend import SendResolver
 from mpvis.protocol.compact import CompactDecoder, needs_channels
@@ -308,7 +309,7 @@ class CentralProcess:
             self._incident(peer, "no HELLO in time")
         except m.RefusedError as exc:
             self._incident(peer, f"refused: {exc}")
-            writer.write(encode_frame(MsgType.REFUSED, {"reason": str(exc)}))
+            await refuse(reader, writer, str(exc))
         except ProtocolError as exc:
             self._incident(peer, f"protocol error: {exc.reason}")
         except (ConnectionError, OSError) as exc:

@@ -40,6 +40,7 @@ from collections import deque
 
 from mpvis.collector.auth import Address, format_address, token_matches
 from mpvis.collector.loopthread import Connections, LoopThread
+from mpvis.collector.refusal import refuse
 from mpvis.collector.symbolize import SiteSymbolizer
 from mpvis.collector.tls import TlsError, check_pin, client_context
 from mpvis.protocol import messages as m
@@ -363,7 +364,7 @@ class Collector:
             self._refusal("a rank connection sent no HELLO in time")
         except m.RefusedError as exc:
             self._refusal(f"refused a rank connection: {exc}")
-            writer.write(encode_frame(MsgType.REFUSED, {"reason": str(exc)}))
+            await refuse(reader, writer, str(exc))
         except ProtocolError as exc:
             detail = f"protocol error: {exc.reason}"
             if rank is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import socket
 import threading
@@ -119,6 +120,32 @@ def test_a_rank_with_a_wrong_token_is_refused_and_logged(
     assert reply and reply[0].type == MsgType.REFUSED and reply[0].body["reason"] == "wrong token"
     assert "wrong token" in caplog.text
     assert_each_record_once(journal_lines(recorded.ends[0]["journal"]), {0: 3})
+
+
+@pytest.mark.parametrize("side", ["collector", "central"])
+def test_a_refused_peer_that_sent_more_still_reads_why(central: CentralProcess, side: str
+                                                       ) -> None:
+    """A peer refused while more of its bytes are unread (a HELLO and then records)
+    gets the REFUSED frame and an orderly end, not a reset that drops the frame."""
+    if side == "collector":
+        address = start_collector(central, 1).address
+        hello = encode_frame(MsgType.HELLO, m.hello_rank(0, "guess", pid=1, host="x"))
+    else:
+        address = central.address
+        hello = encode_frame(MsgType.HELLO, m.hello_collector("c1", "run-x", "guess", pid=1, host="x"))
+    peer = socket.create_connection(address)
+    more = threading.Thread(target=_send_ignoring_errors, args=(peer, hello + b"\0" * 600_000))
+    more.start()
+    time.sleep(0.5)  # the server has refused and closed its side by now
+    reply = read_messages(peer)
+    more.join(10)
+    assert [r.type for r in reply] == [MsgType.REFUSED]
+    assert reply[0].body["reason"] == "wrong token"
+
+
+def _send_ignoring_errors(sock: socket.socket, data: bytes) -> None:
+    with contextlib.suppress(OSError):
+        sock.sendall(data)
 
 
 def test_a_collector_with_a_wrong_token_is_refused(central: CentralProcess) -> None:
