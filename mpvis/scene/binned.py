@@ -39,6 +39,8 @@ MIN_ITEMS_PER_BUCKET = 2
 EXACT_COUNT_FACTOR = 8
 #: A level is built only while it keeps at most this share of the items below it.
 LEVEL_SHRINK = 0.6
+#: A level's representatives are picked this many items at a time (bounded temporaries).
+RUN_CHUNK = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -67,11 +69,73 @@ class _Sorted:
         return int(np.searchsorted(self.x, x1, side="right")) - i0
 
 
-def _sorted(ids: IntArray, x: FloatArray, x_hi: FloatArray) -> _Sorted:
+def _narrow_ids(ids: npt.NDArray[np.integer]) -> npt.NDArray[np.integer]:
+    """``ids`` as ``int32`` when every value fits (no copy if they are already)."""
     if len(ids) and int(ids.max()) < 2**31 and int(ids.min()) >= -(2**31):
-        ids = ids.astype(np.int32)
+        return ids.astype(np.int32, copy=False)
+    return ids
+
+
+def _sorted(ids: npt.NDArray[np.integer], x: FloatArray, x_hi: FloatArray) -> _Sorted:
+    ids = _narrow_ids(ids)
     reach = float((x_hi - x).max()) if len(x) else 0.0
     return _Sorted(ids, x, x_hi, max(reach, 0.0))
+
+
+@dataclass(frozen=True)
+class _Items:
+    """The short items in ``x`` order, as the levels are picked from: ``x``,
+    group and class at each position, and the span the buckets cut."""
+
+    x: FloatArray
+    group: npt.NDArray[np.integer]
+    cls: npt.NDArray[np.integer]
+    lo: float
+    span: float
+
+    def keys(self, pos: npt.NDArray[np.integer], nb: int) -> IntArray:
+        """The (group, bucket of ``nb``) key of the items at ``pos``."""
+        b = np.minimum(((self.x[pos] - self.lo) / self.span * nb).astype(np.int64), nb - 1)
+        key: IntArray = self.group[pos].astype(np.int64) * nb + b
+        return key
+
+    def runs_best(self, pos: npt.NDArray[np.integer], nb: int) -> npt.NDArray[np.integer]:
+        """Of ``pos`` (positions grouped by group, ascending within a group), the
+        first of the highest class in every run of one key (:meth:`keys`)."""
+        key = self.keys(pos, nb)
+        heads = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        run = np.repeat(np.arange(len(heads)), np.diff(np.r_[heads, len(key)]))
+        del key
+        c = self.cls[pos]
+        cand = np.flatnonzero(np.maximum.reduceat(c, heads)[run] == c)
+        del c, heads
+        first = cand[np.r_[True, run[cand[1:]] != run[cand[:-1]]]]
+        return pos[first]
+
+    def best_of_runs(self, keep: npt.NDArray[np.integer], nb: int) -> npt.NDArray[np.integer]:
+        """:meth:`runs_best` of ``keep``, a chunk of :data:`RUN_CHUNK` items at a
+        time: its temporaries (about 50 bytes an item) are bounded by the chunk
+        (over 1M events they were the window's peak at the end of a load).  A
+        run cut by a chunk's edge leaves a candidate on each side: the later one
+        replaces the earlier only if of a higher class (the first of the highest
+        class of the run, as in one pass); a run over several chunks is merged
+        from chunk to chunk."""
+        if len(keep) <= RUN_CHUNK:
+            return self.runs_best(keep, nb)
+        parts: list[npt.NDArray[np.integer]] = []
+        held: npt.NDArray[np.integer] | None = None  # the part ending with the last candidate
+        last_key = -1  # and its key
+        for i in range(0, len(keep), RUN_CHUNK):
+            part = self.runs_best(keep[i:i + RUN_CHUNK], nb)
+            ends = self.keys(part[[0, -1]], nb)
+            if held is not None and int(ends[0]) == last_key:  # the run goes on
+                if self.cls[part[0]] > self.cls[held[-1]]:
+                    held[-1] = part[0]
+                part = part[1:]
+            if len(part):
+                held, last_key = part, int(ends[1])
+            parts.append(part)
+        return np.concatenate(parts)
 
 
 class BinnedItems:
@@ -79,7 +143,7 @@ class BinnedItems:
 
     def __init__(
         self,
-        ids: IntArray,
+        ids: npt.NDArray[np.integer],
         x: FloatArray,
         x_hi: FloatArray,
         group: npt.NDArray[np.integer],
@@ -93,6 +157,7 @@ class BinnedItems:
             ids, x, group, cls = ids[ok], x[ok], group[ok], cls[ok]
             x_hi = x if point else x_hi[ok]
         del ok
+        ids = _narrow_ids(ids)  # before permuting: the int64 copy is never made
         order = np.argsort(x)
         ids, x, group, cls = ids[order], x[order], group[order], cls[order]
         x_hi = x if point else x_hi[order]
@@ -126,17 +191,13 @@ class BinnedItems:
         while nb * 2 <= len(sx) / (present * MIN_ITEMS_PER_BUCKET):
             nb *= 2
         small = sg.astype(np.int16) if n_groups < 2**15 else sg  # radix sort for small ints
-        keep = np.argsort(small, kind="stable")  # positions in x order, grouped: keys ascend
+        # positions in x order, grouped: keys ascend (int32: half argsort's int64)
+        keep = _narrow_ids(np.argsort(small, kind="stable"))
+        del small
         prev = len(sx)
+        items = _Items(sx, sg, sc, self.lo, span)
         while nb >= MIN_LEVEL_BUCKETS and len(keep):
-            b = np.minimum(((sx[keep] - self.lo) / span * nb).astype(np.int64), nb - 1)
-            key = sg[keep].astype(np.int64) * nb + b
-            heads = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            run = np.repeat(np.arange(len(heads)), np.diff(np.r_[heads, len(key)]))
-            best = np.maximum.reduceat(sc[keep], heads)[run] == sc[keep]
-            cand = np.flatnonzero(best)
-            first = cand[np.r_[True, run[cand[1:]] != run[cand[:-1]]]]
-            keep = keep[first]
+            keep = items.best_of_runs(keep, nb)
             if len(keep) <= prev * LEVEL_SHRINK:
                 at = np.sort(keep)
                 lx = sx[at]
