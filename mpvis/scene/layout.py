@@ -76,9 +76,20 @@ class Layout:
 
     @property
     def x_logical(self) -> FloatArray:
+        """The logical ``x``, kept from this first use on; an empty layout's are
+        asked for without keeping them (a window shows a trace empty before its
+        first events bring wall clocks: 8 bytes an event never looked at, and
+        their updates, on every trace)."""
         if not self._logical_on:
+            if not self.count:
+                return np.zeros(0)
             self._use_logical()
         return np.frombuffer(self._logical, dtype=np.float64) if self._logical else np.zeros(0)
+
+    @property
+    def keeps_logical(self) -> bool:
+        """Whether the logical ``x`` are kept (asked for once events were laid out)."""
+        return self._logical_on
 
     def x(self, logical: bool) -> FloatArray:
         """The x of every event in the chosen layout (NaN: not laid out yet)."""
@@ -102,8 +113,8 @@ class Layout:
             y = self._y_cache = self.rows[self.ranks].astype(np.float32)
             n = self._y_count = self.count
         elif n < self.count:  # rows of the new events only, in a buffer grown by doubling
-            if len(y) < self.count:
-                grown = np.empty(max(self.count, 2 * len(y)), dtype=np.float32)
+            if len(y) < self.count:  # by a quarter: the slack is never given back
+                grown = np.empty(max(self.count, len(y) + len(y) // 4), dtype=np.float32)
                 grown[:n] = y[:n]
                 y = self._y_cache = grown
             y[n:self.count] = self.rows[self.ranks[n:]]
@@ -182,7 +193,7 @@ class Layout:
             m.c_tag.view()[start:stop],
         )
         if len(self._cls) < stop:
-            grown = np.zeros(max(stop, 2 * len(self._cls)), dtype=np.int8)
+            grown = np.zeros(max(stop, len(self._cls) + len(self._cls) // 4), dtype=np.int8)
             grown[:start] = self._cls[:start]
             self._cls = grown
         self._cls[start:stop] = new

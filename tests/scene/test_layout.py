@@ -119,3 +119,41 @@ def test_logical_x_asked_for_late_are_those_kept_from_the_start(
     early.update()
     np.testing.assert_array_equal(late.x_logical, early.x_logical)
     assert late.bounds(True) == early.bounds(True)
+
+
+def test_an_empty_layout_asked_for_its_logical_x_does_not_keep_them() -> None:
+    """A window shows a trace before its first events (no wall clock seen yet: the
+    logical axis is the one asked for): the logical x are kept only when asked
+    for with events laid out, so a trace looked at in real time never holds them."""
+    header, recs = simulate("wildcard_race", 0)
+    m = ModelManager(header)
+    lay, kept = Layout(m), Layout(m)
+    assert len(lay.x(True)) == 0 and not lay.keeps_logical  # empty: nothing kept
+    m.add_batch(recs)
+    m.finish()
+    for layout in (lay, kept):
+        layout.update()
+    assert lay.has_time and not lay.keeps_logical
+    assert len(lay.x(False)) == lay.count and not lay.keeps_logical  # real time only
+    np.testing.assert_array_equal(kept.x_logical, lay.x_logical)  # asked now: computed
+    assert lay.keeps_logical
+
+
+def test_rows_and_classes_grow_with_a_quarter_of_slack() -> None:
+    """The rows' ``y`` and the classes grow by a quarter (never given back: a
+    doubling left up to half of them unused), with the values of a layout built
+    in one step."""
+    header, recs = simulate("ring", 0)
+    m = ModelManager(header)
+    steps, whole = Layout(m), None
+    for i in range(0, len(recs), 3):
+        m.add_batch(recs[i: i + 3])
+        steps.update()
+        assert len(steps.y) == steps.count
+    m.finish()
+    steps.update()
+    whole = Layout(m)
+    whole.update()
+    np.testing.assert_array_equal(steps.y, whole.y)
+    np.testing.assert_array_equal(steps.cls, whole.cls)
+    assert steps._y_cache is not None and len(steps._y_cache) <= 1.25 * steps.count + 1
