@@ -77,8 +77,8 @@ class _Sorted:
             return
         new = np.sort(new)
         n, k = self.n, len(new)
-        if n + k > len(self.values):
-            grown = np.zeros(max(2 * len(self.values), n + k))
+        if n + k > len(self.values):  # by a quarter (see :meth:`trim`)
+            grown = np.zeros(max(len(self.values) + len(self.values) // 4, n + k))
             grown[:n] = self.values[:n]
             self.values = grown
         in_order = n == 0 or new[0] >= self.values[n - 1]
@@ -95,6 +95,14 @@ class _Sorted:
                 self.sums = grown
             self.sums[first + 1: self.n + 1] = self.sums[first] + np.cumsum(
                 self.values[first: self.n])
+
+    def trim(self) -> None:
+        """Drop the room left for growth (the input ended: a 1M-event trace's
+        columns kept about 40% of theirs unused)."""
+        if len(self.values) > self.n:
+            self.values = self.values[: self.n].copy()
+        if self.sums is not None and len(self.sums) > self.n + 1:
+            self.sums = self.sums[: self.n + 1].copy()
 
     def below(self, t: FloatArray) -> IntArray:
         """How many values are ``< t``, for each ``t``."""
@@ -190,6 +198,16 @@ class DensityIndex:
         self._waiting_spans = spans[~ok]
         self._add_spans(spans[ok], x)
         self.done = stop
+        if lay.model.input_ended and stop == lay.model.event_count and not len(self._waiting) \
+                and not len(self._waiting_spans):
+            self.trim()
+
+    def trim(self) -> None:
+        """Every column without room for growth (done once the input ended and every
+        event is in)."""
+        for cols in (*self.points, *self.begins, *self.ends):
+            for col in cols:
+                col.trim()
 
     def _group(self, ids: IntArray, key: IntArray, nkeys: int) -> list[tuple[int, IntArray]]:
         """``ids`` split by ``key`` (``0 <= key < nkeys``): ``[(key, ids), ...]``."""

@@ -4,6 +4,8 @@ brute-force oracle in ``test_density.py``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -77,3 +79,27 @@ def test_ranks_fold_alike_from_the_index_and_from_a_pass_over_the_events() -> No
     want = fold_ranks(lay, False, max_groups=12)
     assert len(want) > 1
     assert fold_ranks(lay, False, max_groups=12, grid_of=index.grid) == want
+
+
+def test_the_columns_are_trimmed_once_the_input_ended_and_give_the_same_grids() -> None:
+    """While the model grows the columns keep room to grow (by a quarter); once
+    its input ended and every event is in, none is kept, and the grids are those
+    of the columns with room."""
+    recs = list(generate_records(3_000, 4, seed=2))
+    m = ModelManager(make_header(4, program="synthetic.py"))
+    lay = Layout(m)
+    index = DensityIndex(lay, False)
+    def cols() -> list[Any]:
+        return [c for r in (*index.points, *index.begins, *index.ends) for c in r]
+
+    for _ in grow(m, lay, recs, [700, 900]):
+        index.update()
+        if not m.input_ended:
+            assert any(len(c.values) > c.n for c in cols())  # room to grow
+    assert m.input_ended and all(len(c.values) == c.n for c in cols())
+    assert all(c.sums is None or len(c.sums) == c.n + 1 for c in cols())
+    lo, hi = lay.bounds(False)
+    want = activity_density(lay, False, lo, hi, 97)
+    got = index.grid(lo, hi, 97)
+    assert np.array_equal(got.events, want.events)
+    assert np.allclose(got.shares, want.shares, atol=1e-5)
