@@ -8,6 +8,12 @@ and offers *Show*, *Mute site*, *Mute rank*, *Mute tag* and *Intended*
 (saved per program by :mod:`mpvis.gui.race_settings`).  Races the settings
 silence are never queued.  It never takes the focus or blocks input.
 
+The waiting races are row ids of the model's race columns
+(:class:`~mpvis.model.races.RaceColumns`), read from the columns when picked
+or filtered: a 1M-event trace has about 100,000 of them waiting, which as
+``Race`` views with a list and a set of their ids held about 20 MB (issue 16).
+A view is made for the race shown only.
+
 It never covers the race it announces: the window docks it as a bar above the
 diagram (``docked=True``), in the central layout.  *Escape* closes it (the waiting races stay
 queued), *Dismiss all* forgets them, and exports leave it out
@@ -19,13 +25,21 @@ from __future__ import annotations
 import html
 from collections.abc import Callable
 
+import numpy as np
+import numpy.typing as npt
 from PySide6 import QtCore, QtGui, QtWidgets
 
-from mpvis.gui.race_settings import RaceSettings, race_identity
-from mpvis.model.races import Race
+from mpvis.gui.race_settings import NOTIFY_VERDICTS, RaceSettings, race_identity
+from mpvis.model import classifier
+from mpvis.model.races import Race, RaceColumns
 from mpvis.scene.vocabulary import CONSUMPTION, VERDICTS, event, situation_text
 
-_RANK = {"legitimate": 2, "unverified": 1}
+IntArray = npt.NDArray[np.int64]
+#: Verdict codes (:data:`~mpvis.model.classifier.VERDICTS`) in the order a waiting
+#: race is picked: a legitimate race before an unverified one.
+_PICK = tuple(classifier.VERDICTS.index(v) for v in ("legitimate", "unverified"))
+_NOTIFY_CODES = np.array([classifier.VERDICTS.index(v) for v in sorted(NOTIFY_VERDICTS)],
+                         dtype=np.int8)
 #: Widgets with this property set are hidden while a view is exported.
 NO_EXPORT = "mpvisNoExport"
 
@@ -41,13 +55,17 @@ class RaceNotifier(QtWidgets.QFrame):
         #: in its parent's layout (a bar above the diagram) rather than floating
         self.docked = docked
         self.settings = RaceSettings()
+        #: tags of races offered with them, by row (see :meth:`tags`)
         self.tags_of: dict[int, set[int]] = {}
         #: computes a race's tags when first needed (an offer without tags): most
         #: offered races are never shown, and their tags matter only once a tag is muted
         self.tags_for: Callable[[Race], set[int]] | None = None
-        self.pending: list[Race] = []
-        self._queued: set[int] = set()  # ids of the races in ``pending``
-        #: :meth:`_settings_shape` when ``pending`` was last filtered by the settings
+        #: the race columns the waiting rows are of (the model shown)
+        self.table: RaceColumns | None = None
+        self._rows = np.zeros(0, dtype=np.int64)  # the waiting rows, oldest first ...
+        self._n = 0  # ... in ``_rows[:_n]``
+        self._queued = np.zeros(0, dtype=bool)  # by row: waiting
+        #: :meth:`_settings_shape` when the waiting rows were last filtered by the settings
         self._filtered_for: tuple[int, ...] = ()
         self.current: Race | None = None
         self.shown_count = 0
@@ -106,49 +124,130 @@ class RaceNotifier(QtWidgets.QFrame):
     def reset(self, settings: RaceSettings) -> None:
         """A new run: new settings, nothing pending."""
         self.settings = settings
-        self.pending, self.current, self.tags_of = [], None, {}
-        self._queued = set()
+        self.current, self.tags_of, self.table = None, {}, None
+        self._clear()
         self.hide()
+
+    @property
+    def waiting(self) -> int:
+        """How many races wait (the shown one aside)."""
+        return self._n
+
+    @property
+    def pending(self) -> list[Race]:
+        """The waiting races, oldest first, as the model's views (made now: for
+        inspection; the notifier itself keeps rows)."""
+        t = self.table
+        return [] if t is None else [t[int(i)] for i in self._rows[: self._n]]
 
     def offer(self, race: Race, tags: set[int] | None, *, count: bool = True) -> bool:
         """Consider ``race`` for notification; returns whether it was queued.
         ``count=False``: the "more waiting" line is left for :meth:`update_more`
         (many offers at once)."""
         if tags is not None:
-            self.tags_of[id(race)] = tags
-        if not self._notify(race):
-            return False
-        if self.current is race or id(race) in self._queued:
-            return False
-        self.pending.append(race)
-        self._queued.add(id(race))
+            self._take_table(race.table)
+            self.tags_of[race.row] = tags
+        return self.offer_rows(race.table, np.array([race.row], dtype=np.int64),
+                               count=count) > 0
+
+    def offer_rows(self, table: RaceColumns, rows: IntArray, *, count: bool = True) -> int:
+        """Consider rows ``rows`` of ``table`` (in the order they came, as
+        :meth:`offer` one by one would); returns how many were queued.  Those
+        whose verdict pops up are kept with a pass over the columns; the
+        settings are asked race by race only when they could silence one
+        (:meth:`_silencing`).  Rows of another table than the waiting ones'
+        (another model) replace them."""
+        self._take_table(table)
+        rows = np.asarray(rows, dtype=np.int64)
+        if not len(rows):
+            return 0
+        _, first = np.unique(rows, return_index=True)  # a row offered twice: its first offer
+        rows = rows[np.sort(first)]
+        self._grow_mask(len(table))
+        keep = np.isin(table.verdict.view()[rows], _NOTIFY_CODES) & ~self._queued[rows]
+        cur = self.current
+        if cur is not None and cur.table is table:
+            keep &= rows != cur.row
+        rows = rows[keep]
+        if len(rows) and self._silencing():
+            rows = rows[[self._notify(Race(table, int(r))) for r in rows]]
+        if not len(rows):
+            return 0
+        self._append(rows)
         if self.current is None:
             self.next()
         elif count:
             self._update_more()
-        return True
+        return len(rows)
+
+    def _take_table(self, table: RaceColumns) -> None:
+        """Waiting rows are of ``table`` from now (another table's are dropped)."""
+        if table is not self.table:
+            self.table, self.tags_of = table, {}
+            self._clear()
+
+    def _clear(self) -> None:
+        self._rows, self._n = np.zeros(0, dtype=np.int64), 0
+        self._queued = np.zeros(0, dtype=bool)
+
+    def _grow_mask(self, n: int) -> None:
+        if len(self._queued) < n:
+            grown = np.zeros(max(n, len(self._queued) * 5 // 4), dtype=bool)
+            grown[: len(self._queued)] = self._queued
+            self._queued = grown
+
+    def _append(self, rows: IntArray) -> None:
+        """Queue ``rows`` (of :attr:`table`, none waiting yet) after the waiting ones."""
+        n, k = self._n, len(rows)
+        if n + k > len(self._rows):
+            grown = np.zeros(max(n + k, len(self._rows) * 5 // 4), dtype=np.int64)
+            grown[:n] = self._rows[:n]
+            self._rows = grown
+        self._rows[n: n + k] = rows
+        self._n = n + k
+        assert self.table is not None
+        self._grow_mask(len(self.table))
+        self._queued[rows] = True
+
+    def _keep_waiting(self, keep: npt.NDArray[np.bool_]) -> None:
+        """Keep the waiting rows where ``keep`` (over ``_rows[:_n]``) holds."""
+        rows = self._rows[: self._n]
+        self._queued[rows[~keep]] = False
+        kept = rows[keep]
+        self._rows[: len(kept)] = kept
+        self._n = len(kept)
 
     def next(self) -> None:
         """Show the next race still worth notifying, or hide.
 
         The waiting races the settings now silence are dropped when the
-        settings changed since the last look (a pass over every waiting race:
-        100,000 of them on a 1M-event trace, about 0.35 s); otherwise a race
-        picked and found no longer worth notifying (its verdict changed) is
-        dropped and the next one picked."""
+        settings changed since the last look (a pass over the waiting rows'
+        verdicts, and race by race over those the settings could silence:
+        100,000 of them on a 1M-event trace); otherwise a race picked and found
+        no longer worth notifying (its verdict changed) is dropped and the next
+        one picked."""
+        t = self.table
         shape = self._settings_shape()
         if shape != self._filtered_for:
-            self.pending = [r for r in self.pending if self._notify(r)]
-            self._queued = {id(r) for r in self.pending}
+            if t is not None and self._n:
+                rows = self._rows[: self._n]
+                keep = np.isin(t.verdict.view()[rows], _NOTIFY_CODES)
+                if self._silencing():
+                    keep[keep] = [self._notify(Race(t, int(r))) for r in rows[keep]]
+                self._keep_waiting(keep)
             self._filtered_for = shape
         self.current = None
-        while self.pending and self.current is None:
+        while self._n and self.current is None:
+            assert t is not None
             best = self._best()
             if best < 0:  # none is legitimate or unverified any more
-                self.pending, self._queued = [], set()
+                self._keep_waiting(np.zeros(self._n, dtype=bool))
                 break
-            race = self.pending.pop(best)
-            self._queued.discard(id(race))
+            row = int(self._rows[best])
+            self._rows[best: self._n - 1] = self._rows[best + 1: self._n]
+            self._n -= 1
+            self._queued[row] = False
+            race = t[row]
             if self._notify(race):
                 self.current = race
         if self.current is None:
@@ -161,14 +260,20 @@ class RaceNotifier(QtWidgets.QFrame):
         self.place()
 
     def _best(self) -> int:
-        """Index of the most relevant waiting race: legitimate before unverified,
-        then the newest (searched from the end); -1 if none is either."""
-        p = self.pending
-        for verdict in sorted(_RANK, key=_RANK.__getitem__, reverse=True):
-            for i in range(len(p) - 1, -1, -1):
-                if p[i].verdict == verdict:
-                    return i
+        """Index (into the waiting rows) of the most relevant waiting race:
+        legitimate before unverified, then the newest; -1 if none is either."""
+        assert self.table is not None
+        codes = self.table.verdict.view()[self._rows[: self._n]]
+        for code in _PICK:
+            hit = np.flatnonzero(codes == code)
+            if len(hit):
+                return int(hit[-1])
         return -1
+
+    def _silencing(self) -> bool:
+        """Could the settings silence a race whose verdict pops up?"""
+        s = self.settings
+        return bool(s.muted_sites or s.muted_ranks or s.muted_tags or s.intended)
 
     def _settings_shape(self) -> tuple[int, ...]:
         """What changes when the settings do (muting adds, a new run replaces them)."""
@@ -210,11 +315,14 @@ class RaceNotifier(QtWidgets.QFrame):
         self._update_more()
 
     def tags(self, race: Race) -> set[int]:
-        """The tags ``race`` was offered with, or computed by :attr:`tags_for` now."""
-        got = self.tags_of.get(id(race))
+        """The tags ``race`` was offered with, or computed by :attr:`tags_for` now
+        (kept for the race shown, not for every race a filter asks about)."""
+        got = self.tags_of.get(race.row) if race.table is self.table else None
         if got is None:
             got = self.tags_for(race) if self.tags_for is not None else set()
-            self.tags_of[id(race)] = got
+            if self.current is not None and race.row == self.current.row \
+                    and race.table is self.table:
+                self.tags_of[race.row] = got
         return got
 
     def _notify(self, race: Race) -> bool:
@@ -227,22 +335,24 @@ class RaceNotifier(QtWidgets.QFrame):
         self._update_more()
 
     def _update_more(self) -> None:
-        n = len(self.pending)
+        n = self._n
         self.more.setText(
             f"{n} more race{'s' if n != 1 else ''} waiting (Dismiss shows the next)" if n else ""
         )
 
     def close_box(self) -> None:
         """Escape: hide the box; the waiting races stay queued for later."""
-        if self.current is not None:
-            self.pending.append(self.current)
-            self._queued.add(id(self.current))
+        r = self.current
+        if r is not None:
             self.current = None
+            self._take_table(r.table)
+            self._append(np.array([r.row], dtype=np.int64))
         self.hide()
 
     def dismiss_all(self) -> None:
         """Forget the shown race and every waiting one, and hide."""
-        self.pending, self._queued, self.current = [], set(), None
+        self.current = None
+        self._clear()
         self.hide()
 
     def place(self) -> None:

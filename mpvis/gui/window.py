@@ -17,6 +17,8 @@ from collections.abc import Callable, Container
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+import numpy.typing as npt
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.analysis.exact_events import ExactRace
@@ -78,8 +80,11 @@ LOADING_REDRAW_S = 1.0
 LOADING_REDRAW_SHARE = 0.2
 #: ... and its race list (a pass over every race: 2 s at 10M events) at most this often.
 LOADING_LIST_S = 5.0
-#: Races are offered to the notifier for at most this long per drain (ms).
+#: Races are offered to the notifier for at most this long per drain (ms) ...
 OFFER_MS = 30
+#: ... this many at a time (a pass over their columns; race by race only when
+#: the settings could silence one).
+OFFER_ROWS = 8192
 
 
 class _Observer:
@@ -129,8 +134,8 @@ class MainWindow(WindowApi):
             | None = None
         #: (id of that list, classifier race count) the race panel shows
         self._races_shown: tuple[int, int] | None = None
-        #: ids of races to offer to the notifier (:meth:`_offer_some`)
-        self._to_offer: deque[int] = deque()
+        #: ids of races to offer to the notifier, in arrays (:meth:`_offer_some`)
+        self._to_offer: deque[npt.NDArray[np.int64]] = deque()
         self._flagged = 0  # potential races, as last listed
         self._unlisted = False  # races changed since listed (a trace loading)
         self._list_next = 0.0  # when a trace loading may list its races again
@@ -424,7 +429,7 @@ class MainWindow(WindowApi):
         if self.model is not None:
             self.diagram.data_changed()
             if added and loading:  # offered at once, listed in a turn of its own now and then
-                self._to_offer.extend(added)
+                self._to_offer.append(np.array(added, dtype=np.int64))
                 self._unlisted = True
                 if time.monotonic() >= self._list_next:
                     self._list_next = math.inf  # one refresh pending at a time
@@ -523,7 +528,8 @@ class MainWindow(WindowApi):
             self.races.set_lists(potential, exact if new else None, keys)
             self._races_shown, self._unlisted = shown, False
             self._update_title()
-        self._to_offer.extend(ids)
+        if ids:
+            self._to_offer.append(np.array(ids, dtype=np.int64))
         self._offer_some()
 
     def _list_while_loading(self) -> None:
@@ -548,12 +554,14 @@ class MainWindow(WindowApi):
             return
         clock = QtCore.QElapsedTimer()
         clock.start()
-        todo = self._to_offer
+        todo, table = self._to_offer, m.races.races
         while todo and clock.elapsed() < OFFER_MS:
-            for rid in [todo.popleft() for _ in range(min(len(todo), 256))]:
-                race = m.races.races[rid]
-                if race.potential:
-                    self.notifier.offer(race, None, count=False)  # tags when needed
+            rows = todo.popleft()
+            if len(rows) > OFFER_ROWS:
+                todo.appendleft(rows[OFFER_ROWS:])
+                rows = rows[:OFFER_ROWS]
+            # the potential races, as rows (no view per race; tags when needed)
+            self.notifier.offer_rows(table, rows[table.potential.view()[rows] != 0], count=False)
         self.notifier.update_more()
         self.notifier.refresh()
 
