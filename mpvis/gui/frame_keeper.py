@@ -8,7 +8,8 @@ issue 16).  :class:`FrameKeeper` owns the diagram's index:
 * small layouts (under :data:`ASYNC_INDEX_MIN` events) get their index rebuilt
   in place when it is stale (:meth:`FrameKeeper.current`);
 * larger ones get it rebuilt on a worker thread from copies of the layout's
-  columns (:class:`~mpvis.scene.frame.IndexInput`) while the previous index
+  columns (:class:`~mpvis.scene.frame.IndexInput`, copied a piece a turn of the
+  event loop on the GUI thread: :data:`COPY_STEP`) while the previous index
   keeps serving frames; the diagram draws the events newer than the index by
   a plain pass meanwhile.  The rebuild starts when the newer events exceed
   :data:`ASYNC_GROWTH` of the index (geometric growth: the builds of a whole
@@ -25,6 +26,7 @@ import threading
 
 from PySide6 import QtCore
 
+from mpvis.gui import turns
 from mpvis.scene import frame
 from mpvis.scene.layout import Layout
 from mpvis.scene.messages import MessageIndex
@@ -37,6 +39,9 @@ INDEX_MS = 1000
 ASYNC_INDEX_MIN = 20_000
 #: ... when the events newer than it exceed this share of it (or the input ended).
 ASYNC_GROWTH = 0.4
+#: The copies it is built from are made this many events a turn of the event loop
+#: (13 bytes an event: about 10 ms of the GUI thread).
+COPY_STEP = 1 << 20
 
 
 class FrameKeeper(QtCore.QObject):
@@ -105,20 +110,30 @@ class FrameKeeper(QtCore.QObject):
 
     def _build_async(self, lay: Layout, msgs: MessageIndex, logical: bool) -> None:
         """Build the next index on a worker thread from a copy of the layout's
-        events; :meth:`_take` installs it.  One build at a time: a stale index
-        asked for meanwhile waits for it."""
+        events, made :data:`COPY_STEP` events a turn of the event loop
+        (:class:`~mpvis.scene.frame.InputCopy`); :meth:`_take` installs it.  One
+        build at a time: a stale index asked for meanwhile waits for it."""
         if self.building:
             return
         self.building = True
-        data = frame.IndexInput.copy_of(lay, logical)
+        copy = frame.InputCopy(lay, logical)
         gen = self.gen
 
-        def build() -> None:
+        def copy_some() -> None:
+            if gen != self.gen:  # the model, layout or axis changed: not needed
+                self.building = False
+            elif not copy.step(COPY_STEP):
+                turns.later(copy_some, self)
+            else:
+                threading.Thread(target=build, args=(copy.result(),),
+                                 name="mpvis-frame-index", daemon=True).start()
+
+        def build(data: frame.IndexInput) -> None:
             index = frame.FrameIndex(lay, msgs, logical, data)
             with contextlib.suppress(RuntimeError):  # the view was deleted meanwhile
                 self._built.emit(index, gen)
 
-        threading.Thread(target=build, name="mpvis-frame-index", daemon=True).start()
+        turns.later(copy_some, self)
 
     def _take(self, index: frame.FrameIndex, gen: int) -> None:
         """GUI thread: a built index, installed unless the model, layout or axis

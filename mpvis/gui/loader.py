@@ -72,10 +72,17 @@ FEED_MS = 30
 #: slow the load down); a turn takes no step it would likely end past
 #: :data:`FEED_MS` with (from what the last steps took).
 FEED_STEP = 2048
-#: A turn of feeding is skipped (once) when the GUI thread's other slots took more
-#: than this many milliseconds since the last turn (a redraw, the drain, the race
-#: list): feeding right after them would add to the same wait between two frames.
+#: A turn of feeding is skipped when the GUI thread's other slots took more than
+#: this many milliseconds since the last turn (or skip) of feeding (a redraw, the
+#: drain, the race list: each on a turn of its own, :mod:`mpvis.gui.turns`):
+#: feeding right after them would add to the same wait between two frames ...
 OTHERS_MS = 20
+#: ... at most this many times in a row (the load goes on however busy the window).
+MAX_SKIPS = 4
+#: When no parsed batch is waiting, the next turn of feeding looks again after
+#: this many milliseconds (a zero-interval timer would spin the GUI thread: it
+#: took the GIL from the loader thread and a core from the parser process).
+IDLE_MS = 5
 #: Parsed batches waiting for the GUI thread at most (each about 16k events).
 QUEUED_BATCHES = 4
 #: What the worker queues: a parsed batch, the end (``None``), or why reading stopped.
@@ -121,6 +128,10 @@ class TraceLoader(QtCore.QThread):
     exact_ready = QtCore.Signal()
     phase = QtCore.Signal(str)  # one of PHASES
     started = QtCore.Signal(object)  # Analyses, its model empty: shown while it grows
+    #: GUI thread, at the start of a turn of feeding after the model grew: the
+    #: window keeps its layout up with the model here (``DiagramView.keep_up``),
+    #: in the turn's :data:`FEED_MS`, so that its redraw has little left to lay out
+    grew = QtCore.Signal()
 
     def __init__(self, path: str | Path, parent: QtCore.QObject | None = None) -> None:
         super().__init__(parent)
@@ -141,7 +152,8 @@ class TraceLoader(QtCore.QThread):
         self._step_ms = 10.0  # what a step of :meth:`_feed` took lately (a moving average)
         self._since_turn = QtCore.QElapsedTimer()  # since the end of the last turn of feeding
         self._since_turn.start()
-        self._skipped = False  # the last turn was skipped (see :data:`OTHERS_MS`)
+        self._skips = 0  # turns skipped in a row (see :data:`OTHERS_MS`)
+        self._grown = False  # events were added since ``grew`` was last emitted
         self._gc_was_enabled = True
         self._feeder = QtCore.QTimer(self)  # lives in the GUI thread, like this object
         self._feeder.setInterval(0)
@@ -299,11 +311,11 @@ class TraceLoader(QtCore.QThread):
         loop (:data:`OTHERS_MS`), so that the frames in between get their turn."""
         a = self._analyses
         assert a is not None
-        if self._since_turn.elapsed() > OTHERS_MS and not self._skipped:
-            self._skipped = True
+        if self._since_turn.elapsed() > OTHERS_MS and self._skips < MAX_SKIPS:
+            self._skips += 1
             self._since_turn.restart()
             return
-        self._skipped = False
+        self._skips = 0
         try:
             self._feed_turn(a)
         finally:
@@ -313,6 +325,9 @@ class TraceLoader(QtCore.QThread):
         """:meth:`_feed`'s turn: steps of :data:`FEED_STEP` events until :data:`FEED_MS`."""
         clock = QtCore.QElapsedTimer()
         clock.start()
+        if self._grown:  # what it triggers is part of the turn
+            self._grown = False
+            self.grew.emit()
         total = self.path.stat().st_size if self._seen else 0
         try:
             stepped = False  # at least one step per turn, however long steps take
@@ -325,8 +340,10 @@ class TraceLoader(QtCore.QThread):
                 else:
                     try:
                         item = self._queue.get_nowait()
-                    except queue.Empty:
+                    except queue.Empty:  # the parser is behind: look again in a while
+                        self._feeder.setInterval(IDLE_MS)
                         return
+                    self._feeder.setInterval(0)
                     if isinstance(item, ParsedBatch):
                         self._parts.extend(split_parsed(item, FEED_STEP))
                         continue
@@ -340,6 +357,7 @@ class TraceLoader(QtCore.QThread):
                     raise unreadable(self.path, item, a.model)
                 began, stepped = clock.nsecsElapsed(), True
                 add_parsed(a.model, self.path, item)
+                self._grown = True
                 took = (clock.nsecsElapsed() - began) / 1e6
                 self._step_ms = 0.7 * self._step_ms + 0.3 * took
                 self._seen += item.nbytes

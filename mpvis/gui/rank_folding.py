@@ -103,7 +103,7 @@ class RankFolder:
             if i not in self.expanded:
                 rows[members] = rows[members[0]]
         view.density_rows = rows
-        view.redraw()
+        view.schedule_redraw()  # on a turn of its own: the density of 256+ ranks
 
     def toggle_row(self, row: int) -> None:
         """Expand the folded group shown in ``row``, or fold the expanded group there."""

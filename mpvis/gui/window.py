@@ -34,6 +34,7 @@ from mpvis.gui import (
     orderings_view,
     predicate_panel,  # noqa: F401  (registers its panel on import)
     receive_actions,
+    turns,
 )
 from mpvis.gui.deadlock_panel import DeadlockPanel
 from mpvis.gui.details import DetailsPanel
@@ -287,6 +288,7 @@ class MainWindow(WindowApi):
         loader.failed.connect(lambda msg, a, lay, ix: self._loaded(loader, a, lay, ix, msg))
         loader.logical_ready.connect(lambda: self._logical_ready(loader))
         loader.exact_ready.connect(lambda: self._exact_ready(loader))
+        loader.grew.connect(self.diagram.keep_up)  # lays out as it grows, in the turn
         loader.start()
 
     def _load_phase(self, loader: TraceLoader, name: str) -> None:
@@ -337,7 +339,7 @@ class MainWindow(WindowApi):
             else:  # lay out its last events now
                 self.drain()
             if analyses.model.nprocs >= FOLD_MIN_RANKS:  # rows of similar ranks, click expands
-                self.folder.fold_similar()
+                self._part(shown, self.folder.fold_similar)  # after the last redraw
             if not shown or error is not None:  # else drained with the model's end
                 self._note_deadlocks()
         if error is not None:
@@ -442,17 +444,18 @@ class MainWindow(WindowApi):
         self._update_title()
         if loading:  # the next redraw: in a second, or later if this one is long
             self._load_drawn = began + LOADING_REDRAW_S
-            # after the diagram's redraw, scheduled the same way just before
-            QtCore.QTimer.singleShot(0, lambda: self._loading_redrawn(began))
+            # after the diagram's redraw and the parts above, queued the same way before
+            turns.later(lambda: self._loading_redrawn(began), self)
 
     def _part(self, later: bool, part: Callable[[], object]) -> None:
-        """Run ``part`` of a drain now, or ``later``: at the next turn of the event
-        loop (after the diagram's redraw), unless the model shown changed meanwhile."""
+        """Run ``part`` of a drain now, or ``later``: on a turn of the event loop of
+        its own (after the diagram's redraw: :func:`mpvis.gui.turns.later`), unless
+        the model shown changed meanwhile."""
         model = self.model
         if not later:
             part()
         else:
-            QtCore.QTimer.singleShot(0, lambda: part() if self.model is model else None)
+            turns.later(lambda: part() if self.model is model else None, self)
 
     def _loading_redrawn(self, began: float) -> None:
         """A trace shown while it loads was laid out and redrawn since ``began``:
