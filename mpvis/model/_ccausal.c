@@ -593,7 +593,118 @@ typedef struct {
     int have_cur;
     int32_t *entered;   /* the walk's collective entries of rank r (their seqs) */
     Py_ssize_t nentered, cap_entered;
+    /* collective instances counted here ("collectives" below) */
+    PyObject *sink, *inst_wait; /* borrowed: the set of ranks woken, a list per instance */
+    Buf coll_at, coll_iid;      /* rank r's registered collective events: seqs, instances */
+    Buf inst_need, inst_count, inst_joined;
+    Py_ssize_t ci;              /* the first of rank r's collective events not passed */
 } Walk;
+
+/* ------------------------------------------------------------ collectives
+ *
+ * CausalRelease numbers the collective instances whose members are known
+ * when their first entry is registered (instance ids, iid): inst_need[iid]
+ * entries complete one, inst_count[iid] have been processed, inst_joined[iid]
+ * says CausalRelease made its joined row, inst_wait[iid] is None or the set
+ * of ranks waiting at an exit of it for the last entry (CausalRelease's
+ * "colldone" key).  coll_at[r] / coll_iid[r] list rank r's registered
+ * collective entries and the exits of all-members operations (seqs, in
+ * order) with their instance, -1 where CausalRelease decides in Python.
+ * The walk counts an entry of a numbered instance when it passes it, and
+ * when the instance is complete its waiting ranks join the sink (as
+ * CausalRelease._entered does); it stops a rank at an exit of a numbered,
+ * incomplete, not joined instance and adds it to the waiting set (as
+ * CausalRelease._collective_clock does), without calling Python.  While
+ * entries handed to Python are pending (w->nentered > 0) both are left to
+ * Python, so the ranks woken join the sink in the order they did. */
+
+/* The instance of rank r's collective event s (-1: none numbered). */
+static int coll_instance(Walk *w, int64_t s, Py_ssize_t *iid)
+{
+    const int32_t *at = w->coll_at.b.buf, *ids = w->coll_iid.b.buf;
+    Py_ssize_t n = w->coll_at.b.len / 4;
+    while (w->ci < n && at[w->ci] < s) {
+        w->ci++;
+    }
+    *iid = -1;
+    if (w->ci < n && at[w->ci] == s) {
+        int32_t x = ids[w->ci];
+        if (x < -1 || x >= w->inst_need.b.len / 4) {
+            PyErr_SetString(PyExc_ValueError, "advance(): a collective instance out of range");
+            return -1;
+        }
+        *iid = x;
+    }
+    return 0;
+}
+
+/* The walk passed an entry of instance iid: count it; once complete, the
+ * ranks waiting at its exits join the sink. */
+static int count_entry(Walk *w, Py_ssize_t iid)
+{
+    int32_t *count = w->inst_count.b.buf;
+    const int32_t *need = w->inst_need.b.buf;
+    if (count[iid] == INT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "advance(): a collective's entry count overflows");
+        return -1;
+    }
+    if (++count[iid] < need[iid]) {
+        return 0;
+    }
+    if (iid >= PyList_GET_SIZE(w->inst_wait)) {
+        PyErr_SetString(PyExc_ValueError, "advance(): inst_wait lost entries");
+        return -1;
+    }
+    PyObject *waiting = PyList_GET_ITEM(w->inst_wait, iid);
+    if (waiting == Py_None) {
+        return 0;
+    }
+    if (!PySet_Check(waiting)) {
+        PyErr_SetString(PyExc_TypeError, "advance(): waiting ranks must be a set or None");
+        return -1;
+    }
+    PyObject *res = PyNumber_InPlaceOr(w->sink, waiting);
+    if (res == NULL) {
+        return -1;
+    }
+    Py_DECREF(res);
+    Py_INCREF(Py_None);
+    return PyList_SetItem(w->inst_wait, iid, Py_None);
+}
+
+/* Rank r stopped at an exit of instance iid: 1 after it waits (the
+ * instance is incomplete and not joined), 0 when Python decides. */
+static int wait_exit(Walk *w, Py_ssize_t r, Py_ssize_t iid)
+{
+    const int32_t *count = w->inst_count.b.buf, *need = w->inst_need.b.buf;
+    const int8_t *joined = w->inst_joined.b.buf;
+    if (iid < 0 || joined[iid] || count[iid] >= need[iid]) {
+        return 0;
+    }
+    if (iid >= PyList_GET_SIZE(w->inst_wait)) {
+        PyErr_SetString(PyExc_ValueError, "advance(): inst_wait lost entries");
+        return -1;
+    }
+    PyObject *waiting = PyList_GET_ITEM(w->inst_wait, iid);
+    if (waiting == Py_None) {
+        if ((waiting = PySet_New(NULL)) == NULL) {
+            return -1;
+        }
+        if (PyList_SetItem(w->inst_wait, iid, waiting) < 0) {
+            return -1;
+        }
+    } else if (!PySet_Check(waiting)) {
+        PyErr_SetString(PyExc_TypeError, "advance(): waiting ranks must be a set or None");
+        return -1;
+    }
+    PyObject *rr = PyLong_FromSsize_t(r);
+    if (rr == NULL) {
+        return -1;
+    }
+    int rc = PySet_Add(waiting, rr);
+    Py_DECREF(rr);
+    return rc < 0 ? -1 : 1;
+}
 
 /* Rank r's event seq merges the joined row `joined` (when > 0) or the clock
  * of event (q, qs): its row is the componentwise maximum of that and its
@@ -718,10 +829,20 @@ static int run(Walk *w, int *status)
                 PyErr_SetString(PyExc_ValueError, "a cause given for a collective entry");
                 return -1;
             }
-            if (grow(&w->entered, w->nentered, &w->cap_entered) < 0) {
+            Py_ssize_t iid;
+            if (coll_instance(w, s, &iid) < 0) {
                 return -1;
             }
-            w->entered[w->nentered++] = (int32_t)s;
+            if (iid >= 0 && w->nentered == 0) {
+                if (count_entry(w, iid) < 0) {
+                    return -1;
+                }
+            } else {
+                if (grow(&w->entered, w->nentered, &w->cap_entered) < 0) {
+                    return -1;
+                }
+                w->entered[w->nentered++] = (int32_t)s;
+            }
         } else if (cause == C_NONE) {
             /* forced at the end of input: nothing to merge */
         } else if (k == w->k_consume ? cause == C_JOINED : cause == C_EVENT) {
@@ -833,6 +954,9 @@ static void walk_release(Walk *w)
     release(&w->cseq);
     release(&w->lamport);
     release(&w->pre);
+    release(&w->inst_need);
+    release(&w->inst_count);
+    release(&w->inst_joined);
     rows_release(&w->R);
 }
 
@@ -868,7 +992,7 @@ enum { X_BY_RANK, X_AT, X_KIND, X_PARTNER, X_RANK, X_SEQ, X_LAMPORT, X_DONE, X_P
 typedef struct {
     Walk w;
     PyObject *ctx, *by_rank, *at_lists, *grow_cb, *decide_cb, *entered_cb, *out;
-    PyObject *waiters, *sink, *work, *deltas_obj;
+    PyObject *waiters, *sink, *work, *deltas_obj, *coll_at, *coll_iid;
     Buf lam_last;
     int64_t *released;  /* global indices released, in order */
     Py_ssize_t nreleased, cap_released;
@@ -1144,11 +1268,27 @@ static int visit(Drive *d, Py_ssize_t r, int forced)
     if (a < 0) {
         return PyErr_Occurred() ? -1 : 0;
     }
-    PyObject *events, *at;
+    PyObject *events, *at, *cat, *cid;
     if (list_item(d->by_rank, r, &events, "by_rank") < 0
         || list_item(d->at_lists, r, &at, "merge_at") < 0
+        || list_item(d->coll_at, r, &cat, "coll_at") < 0
+        || list_item(d->coll_iid, r, &cid, "coll_iid") < 0
         || get_buf(&w->events, events, "q", 0, "rank events") < 0
-        || get_buf(&w->merge_at, at, "i", 0, "merge stops") < 0) {
+        || get_buf(&w->merge_at, at, "i", 0, "merge stops") < 0
+        || get_buf(&w->coll_at, cat, "i", 0, "collective events") < 0
+        || get_buf(&w->coll_iid, cid, "i", 0, "collective instances") < 0) {
+        release(&w->events);
+        release(&w->merge_at);
+        release(&w->coll_at);
+        release(&w->coll_iid);
+        return -1;
+    }
+    if (w->coll_at.b.len != w->coll_iid.b.len) {
+        PyErr_SetString(PyExc_ValueError, "advance(): coll_at and coll_iid differ in length");
+        release(&w->events);
+        release(&w->merge_at);
+        release(&w->coll_at);
+        release(&w->coll_iid);
         return -1;
     }
     const int64_t *ev = w->events.b.buf;
@@ -1169,6 +1309,19 @@ static int visit(Drive *d, Py_ssize_t r, int forced)
         }
     }
     int64_t forced_seq = forced && lo < nat ? stops[lo] : -1;
+    { /* the first collective event at or after a */
+        const int32_t *cs = w->coll_at.b.buf;
+        Py_ssize_t clo = 0, chi = w->coll_at.b.len / 4;
+        while (clo < chi) {
+            Py_ssize_t mid = clo + (chi - clo) / 2;
+            if (cs[mid] < a) {
+                clo = mid + 1;
+            } else {
+                chi = mid;
+            }
+        }
+        w->ci = clo;
+    }
     if (lam_last[r] < -1 || lam_last[r] >= INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "advance(): a Lamport clock out of range");
         goto out;
@@ -1236,6 +1389,16 @@ static int visit(Drive *d, Py_ssize_t r, int forced)
             }
             break;
         }
+        if (status == ST_COLL_EXIT && s != forced_seq && w->nentered == 0) {
+            Py_ssize_t iid;
+            int waits = coll_instance(w, s, &iid) < 0 ? -1 : wait_exit(w, r, iid);
+            if (waits < 0) {
+                goto out;
+            }
+            if (waits > 0) {
+                break;
+            }
+        }
         int got = decide(d, status, s, s == forced_seq);
         if (got < 0) {
             goto out;
@@ -1281,6 +1444,8 @@ static int visit(Drive *d, Py_ssize_t r, int forced)
 out:
     release(&w->events);
     release(&w->merge_at);
+    release(&w->coll_at);
+    release(&w->coll_iid);
     return rc;
 }
 
@@ -1288,7 +1453,8 @@ PyDoc_STRVAR(advance_doc,
 "advance(ctx, work, force, nrows, limit) -> nrows\n\n"
 "ctx = (by_rank, merge_at, kind, partner, rank, seq, lamport, done, pre, rows,\n"
 "       k_consume, k_coll, k_exit, lam_last, waiters, sink, out, grow, decide,\n"
-"       entered): the store's rank event lists and columns, each rank's merge\n"
+"       entered, coll_at, coll_iid, inst_need, inst_count, inst_joined,\n"
+"       inst_wait): the store's rank event lists and columns, each rank's merge\n"
 "stops, how far each rank is processed (done, a list), the exits decided ahead\n"
 "(int64, three per rank: the exit's seq or -1, its joined row and Lamport clock;\n"
 "the walk passes such an exit and sets its seq to -1), the clock rows' context\n"
@@ -1300,11 +1466,15 @@ PyDoc_STRVAR(advance_doc,
 "nrows, limit) (cause -1: it waits; why 1 a consume without send, 2 a consume\n"
 "whose send is not processed (forced only), 3 a collective exit; seqs: the\n"
 "collective entries of r passed since Python last heard), entered(r, seqs) (the\n"
-"entries passed, at the end of a rank's walk).\n"
+"entries passed, at the end of a rank's walk), each rank's collective events\n"
+"counted here and their instances (lists of int32 arrays: seqs, instance ids or\n"
+"-1) and the instances' sizes, entries processed (int32), joined flags (int8)\n"
+"and waiting ranks (a list: None or a set; see \"collectives\").\n"
 "Walks the ranks of the set `work` (popped) until it is empty; the first merge\n"
 "stop of rank `force` (if >= 0) is forced.  Returns the dense row count.");
 
-enum { X_LAMLAST = NCTX, X_WAITERS, X_SINK, X_OUT, X_GROW, X_DECIDE, X_ENTERED, NCTX2 };
+enum { X_LAMLAST = NCTX, X_WAITERS, X_SINK, X_OUT, X_GROW, X_DECIDE, X_ENTERED, X_COLL_AT,
+       X_COLL_IID, X_INEED, X_ICOUNT, X_IJOINED, X_IWAIT, NCTX2 };
 
 static PyObject *advance(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1347,6 +1517,10 @@ static PyObject *advance(PyObject *self, PyObject *const *args, Py_ssize_t nargs
     d.grow_cb = PyTuple_GET_ITEM(ctx, X_GROW);
     d.decide_cb = PyTuple_GET_ITEM(ctx, X_DECIDE);
     d.entered_cb = PyTuple_GET_ITEM(ctx, X_ENTERED);
+    d.coll_at = PyTuple_GET_ITEM(ctx, X_COLL_AT);
+    d.coll_iid = PyTuple_GET_ITEM(ctx, X_COLL_IID);
+    w->sink = d.sink;
+    w->inst_wait = PyTuple_GET_ITEM(ctx, X_IWAIT);
     d.deltas_obj = PyTuple_GET_ITEM(PyTuple_GET_ITEM(ctx, X_ROWS), 4);
     if (rows_open(&w->R, PyTuple_GET_ITEM(ctx, X_ROWS)) < 0) {
         goto done;
@@ -1362,11 +1536,15 @@ static PyObject *advance(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         || !PyList_Check(d.by_rank) || PyList_GET_SIZE(d.by_rank) != nprocs
         || !PyList_Check(d.at_lists) || PyList_GET_SIZE(d.at_lists) != nprocs
         || !PyList_Check(d.waiters) || PyList_GET_SIZE(d.waiters) != nprocs
+        || !PyList_Check(d.coll_at) || PyList_GET_SIZE(d.coll_at) != nprocs
+        || !PyList_Check(d.coll_iid) || PyList_GET_SIZE(d.coll_iid) != nprocs
+        || !PyList_Check(w->inst_wait)
         || !PySet_Check(d.sink) || !PyCallable_Check(d.grow_cb)
         || !PyCallable_Check(d.decide_cb) || !PyCallable_Check(d.entered_cb)) {
         PyErr_SetString(PyExc_TypeError,
-                        "advance(): done, by_rank, merge_at and waiters must be lists with an "
-                        "entry per rank, sink a set, grow, decide and entered callables");
+                        "advance(): done, by_rank, merge_at, waiters, coll_at and coll_iid must "
+                        "be lists with an entry per rank, inst_wait a list, sink a set, grow, "
+                        "decide and entered callables");
         goto done;
     }
     if (v[B_FORCE] < -1 || v[B_FORCE] >= nprocs || w->nrows < 1 || w->nrows > w->R.cap
@@ -1384,8 +1562,21 @@ static PyObject *advance(PyObject *self, PyObject *const *args, Py_ssize_t nargs
         || get_buf(&w->cseq, PyTuple_GET_ITEM(ctx, X_SEQ), "i", 0, "seqs") < 0
         || get_buf(&w->lamport, PyTuple_GET_ITEM(ctx, X_LAMPORT), "i", 1, "Lamport clocks") < 0
         || get_buf(&w->pre, PyTuple_GET_ITEM(ctx, X_PRE), "q", 1, "exits decided ahead") < 0
-        || get_buf(&d.lam_last, PyTuple_GET_ITEM(ctx, X_LAMLAST), "q", 1, "Lamport clocks") < 0) {
+        || get_buf(&d.lam_last, PyTuple_GET_ITEM(ctx, X_LAMLAST), "q", 1, "Lamport clocks") < 0
+        || get_buf(&w->inst_need, PyTuple_GET_ITEM(ctx, X_INEED), "i", 0, "instance sizes") < 0
+        || get_buf(&w->inst_count, PyTuple_GET_ITEM(ctx, X_ICOUNT), "i", 1, "instance counts") < 0
+        || get_buf(&w->inst_joined, PyTuple_GET_ITEM(ctx, X_IJOINED), "b", 0, "instances joined")
+               < 0) {
         goto done;
+    }
+    {
+        Py_ssize_t ninst = w->inst_need.b.len / 4;
+        if (w->inst_count.b.len / 4 != ninst || w->inst_joined.b.len != ninst
+            || PyList_GET_SIZE(w->inst_wait) != ninst) {
+            PyErr_SetString(PyExc_ValueError,
+                            "advance(): the collective instances' arrays differ in length");
+            goto done;
+        }
     }
     if (w->pre.b.len != 3 * 8 * nprocs) {
         PyErr_SetString(PyExc_ValueError,

@@ -12,13 +12,16 @@ RowsContext = tuple[
     list[npt.NDArray[Any]], int, list[array[int]], list[array[int]], array[int], int, int,
 ]
 #: (by_rank, merge_at, kind, partner, rank, seq, lamport, done, ahead, rows,
-#: k_consume, k_coll, k_exit, lam_last, waiters, sink, out, grow, decide, entered)
+#: k_consume, k_coll, k_exit, lam_last, waiters, sink, out, grow, decide, entered,
+#: coll_at, coll_iid, inst_need, inst_count, inst_joined, inst_wait)
 AdvanceContext = tuple[
     list[array[int]], list[array[int]], array[int], array[int], array[int], array[int],
     array[int], list[int], array[int], RowsContext, int, int, int, array[int],
     list[dict[int, set[int]]], set[int], array[int] | None, Callable[[int], int],
     Callable[[int, int, int, bool, int, list[int]], tuple[int, int, int, int, int]],
     Callable[[int, list[int]], None],
+    list[array[int]], list[array[int]], array[int], array[int], array[int],
+    list[set[int] | None],
 ]
 
 def advance(ctx: AdvanceContext, work: set[int], force: int, nrows: int, limit: int, /) -> int: ...

@@ -40,6 +40,7 @@ from mpvis.model.clocks import (
     NO_SEND,
     Cause,
     ClockStore,
+    CollectiveCounts,
     event_cause,
     joined_cause,
 )
@@ -101,10 +102,19 @@ class CausalRelease:
         self._exit_of: dict[Key, tuple[int, str]] = {}  # coll_exit -> (instance, op)
         #: comm -> (instance, joined clock row, largest Lamport clock of its entries)
         self._coll_cache: dict[int, tuple[int, int, int]] = {}
+        #: The instances whose members are known at their first entry, counted
+        #: and waited on by the walk in C; (comm, instance) -> id, -1 for the
+        #: others (counted in ``_coll_processed``, their entries in ``_entry_of``).
+        self._counts = CollectiveCounts(n)
+        self._iid: dict[tuple[int, int], int] = {}
+        #: Let the walk count collectives in C (False: every entry and exit is
+        #: handed to Python, the reference the tests compare with).  Read when
+        #: an instance's first entry is registered.
+        self.c_collectives = True
         self._advance = self.clocks.releaser(
             store, self._merge_at, self.done, ahead=self._ahead, lam_last=self._lam_last,
             waiters=self._done_waiters, sink=self._touched_sink, out=self._out_idx,
-            decide=self._decide, entered=self._entered_all)
+            decide=self._decide, entered=self._entered_all, collectives=self._counts)
 
     # ------------------------------------------------------------ told by others
     def appended(self, cols: Batch, k: int) -> None:
@@ -126,6 +136,7 @@ class CausalRelease:
             del at[bisect_left(at, cut):]
             if self._ahead[3 * r] >= cut:
                 self._ahead[3 * r] = -1
+            self._counts.truncate(r, cut)
         for exits in self._exits.values():
             for r in [r for r, s in exits.items() if s >= kept[r]]:
                 del exits[r]
@@ -141,21 +152,62 @@ class CausalRelease:
             for r, s in zip(ranks, consume_seqs, strict=True):
                 self._wake_key(("match", r, s))
 
+    def waits_on_entries(self) -> bool:
+        """Does a rank wait for a collective entry to arrive (its exit's
+        dependencies unknown)?  Then telling of entries wakes it, and the
+        record rules tell of them in batch order among the other records."""
+        return any(key[0] == "coll" for key in self._wake)
+
     def coll_entered(self, rank: int, seq: int, comm: int, instance: int) -> None:
         """``coll`` ``(rank, seq)`` is entry ``instance`` of ``comm``'s collectives."""
-        self._entry_of[(rank, seq)] = instance
-        self._wake_key(("coll", comm, instance, rank))
+        self.colls_passed(exits=[False], ranks=[rank], seqs=[seq], comms=[comm],
+                          instances=[instance], ops=[""])
 
     def coll_exited(self, rank: int, seq: int, instance: int, op: str) -> None:
         """``coll_exit`` ``(rank, seq)`` leaves ``comm``'s collective ``instance`` (``op``)."""
-        self._exit_of[(rank, seq)] = (instance, op)
-        if op in ALL_TO_ALL:  # every member's exit merges one joined row
-            comm = self.store.c_comm.data[self.store.by_rank[rank][seq]]
-            cached = self._coll_cache.get(comm)
-            if cached is not None and cached[0] == instance:
-                self._decide_exit(rank, seq, cached[1], cached[2])
-            else:
-                self._exits.setdefault((comm, instance), {})[rank] = seq
+        comm = self.store.c_comm.data[self.store.by_rank[rank][seq]]
+        self.colls_passed(exits=[True], ranks=[rank], seqs=[seq], comms=[comm],
+                          instances=[instance], ops=[op])
+
+    def colls_passed(self, *, exits: list[bool], ranks: list[int], seqs: list[int],
+                     comms: list[int], instances: list[int], ops: list[str]) -> None:
+        """Collective entries (``exits[i]`` false: :meth:`coll_entered`) and exits
+        (:meth:`coll_exited`, of ``ops[i]``; an entry's op is not read) in this
+        order: record ``i`` is event ``(ranks[i], seqs[i])`` of communicator
+        ``comms[i]``'s collective ``instances[i]``.  An instance whose members
+        are known at its first entry is counted by the walk
+        (:class:`~mpvis.model.clocks.CollectiveCounts`), the others here; an
+        all-members collective's exit is decided ahead once its joined row is
+        known."""
+        iids, counts, coll_cache = self._iid, self._counts, self._coll_cache
+        at, at_iid = counts.at, counts.iid
+        for ex, rank, seq, comm, instance, op in zip(exits, ranks, seqs, comms, instances, ops,
+                                                     strict=True):
+            key = (comm, instance)
+            if not ex:
+                iid = iids.get(key)
+                if iid is None:
+                    members = self.colls.members(comm, False) if self.c_collectives else None
+                    iid = -1 if members is None else counts.new_instance(len(members))
+                    iids[key] = iid
+                if iid < 0:
+                    self._entry_of[(rank, seq)] = instance
+                at[rank].append(seq)
+                at_iid[rank].append(iid)
+                if self._wake:
+                    self._wake_key(("coll", comm, instance, rank))
+                continue
+            self._exit_of[(rank, seq)] = (instance, op)
+            if op in ALL_TO_ALL:  # every member's exit merges one joined row
+                iid = iids.get(key, -1)
+                if iid >= 0:
+                    at[rank].append(seq)
+                    at_iid[rank].append(iid)
+                cached = coll_cache.get(comm)
+                if cached is not None and cached[0] == instance:
+                    self._decide_exit(rank, seq, cached[1], cached[2])
+                else:
+                    self._exits.setdefault(key, {})[rank] = seq
 
     def _decide_exit(self, rank: int, seq: int, row: int, lmax: int) -> None:
         """The walk of ``rank`` passes its exit ``seq`` with the joined ``row``
@@ -263,8 +315,16 @@ class CausalRelease:
 
     def _entered(self, r: int, s: int) -> None:
         """A ``coll`` is processed: count it toward its instance's entries."""
+        n_inst = self._entry_of.pop((r, s), None)
+        if n_inst is None:  # an instance the walk counts (handed here in order)
+            iid = self._counts.instance_at(r, s)
+            if iid < 0:
+                raise KeyError((r, s))  # an entry nobody registered: a bug
+            ranks = self._counts.entered(iid)
+            if ranks:
+                self._touched_sink.update(ranks)
+            return
         comm = self.store.c_comm.data[self.store.by_rank[r][s]]
-        n_inst = self._entry_of.pop((r, s))
         cnt = self._coll_processed.get((comm, n_inst), 0) + 1
         self._coll_processed[(comm, n_inst)] = cnt
         members = self.colls.members(comm, self.input_ended)
@@ -284,8 +344,10 @@ class CausalRelease:
                 del self._exit_of[(r, s)]
                 return cached[1], cached[2]
             members = self.colls.members(comm, final)
-            if members is not None and not final and self._coll_processed.get(
-                    (comm, n_inst), 0) < len(members):
+            iid = self._iid.get((comm, n_inst), -1)
+            processed = (self._counts.count[iid] if iid >= 0
+                         else self._coll_processed.get((comm, n_inst), 0))
+            if members is not None and not final and processed < len(members):
                 self._wait_on(("colldone", comm, n_inst), r)
                 return None
         deps = self.colls.exit_deps(r, comm, n_inst, op, final)
@@ -304,6 +366,9 @@ class CausalRelease:
         del self._exit_of[(r, s)]
         if shared:
             self._coll_cache[comm] = (n_inst, vec, lmax)
+            iid = self._iid.get((comm, n_inst), -1)
+            if iid >= 0:
+                self._counts.joined[iid] = 1
             for q, sq in self._exits.pop((comm, n_inst), {}).items():
                 if q != r:
                     self._decide_exit(q, sq, vec, lmax)
@@ -315,6 +380,8 @@ class CausalRelease:
         walk's waiter table (the walk wakes it)."""
         if key[0] == "done":
             self._done_waiters[key[1]].setdefault(key[2], set()).add(r)
+        elif key[0] == "colldone" and self._iid.get(key[1:], -1) >= 0:
+            self._counts.wait(self._iid[key[1:]], r)
         else:
             self._wake.setdefault(key, set()).add(r)
 

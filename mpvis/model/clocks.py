@@ -37,6 +37,7 @@ Queries return 32-bit values whatever the storage.
 from __future__ import annotations
 
 from array import array
+from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -85,6 +86,68 @@ _MERGE_KINDS = (R.KIND_CODE[R.CONSUME], R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_
 Decide = Callable[[int, int, int, bool], Cause | None]
 #: See :meth:`ClockStore.releaser`.
 Releaser = Callable[[set[int], int], None]
+
+
+class CollectiveCounts:
+    """The collective instances whose entries the walk counts in C
+    (:meth:`ClockStore.releaser`), numbered 0, 1, ... (instance ids).
+
+    Instance ``i`` is complete when ``count[i]`` (its entries processed)
+    reaches ``need[i]`` (its members); ``joined[i]`` is set once its joined
+    row is made (the walk then leaves its exits to the caller);
+    ``waiting[i]`` is ``None`` or the set of ranks stopped at one of its
+    exits until it is complete (emptied to ``None`` when they are woken).
+    ``at[r]`` and ``iid[r]`` list rank ``r``'s registered collective events
+    in seq order (entries, and exits of all-members operations) with their
+    instance id, -1 for an event the caller decides itself.  Every array is
+    held by the walk, not copied: only append between walks."""
+
+    __slots__ = ("at", "count", "iid", "joined", "need", "waiting")
+
+    def __init__(self, nprocs: int) -> None:
+        self.at: list[array[int]] = [array("i") for _ in range(nprocs)]
+        self.iid: list[array[int]] = [array("i") for _ in range(nprocs)]
+        self.need = array("i")
+        self.count = array("i")
+        self.joined = array("b")
+        self.waiting: list[set[int] | None] = []
+
+    def new_instance(self, members: int) -> int:
+        """Number an instance of ``members`` members; returns its id."""
+        self.need.append(members)
+        self.count.append(0)
+        self.joined.append(0)
+        self.waiting.append(None)
+        return len(self.need) - 1
+
+    def instance_at(self, rank: int, seq: int) -> int:
+        """The instance id registered for event ``(rank, seq)``, -1 if none."""
+        at = self.at[rank]
+        i = bisect_left(at, seq)
+        return self.iid[rank][i] if i < len(at) and at[i] == seq else -1
+
+    def truncate(self, rank: int, cut: int) -> None:
+        """Forget rank ``rank``'s events from seq ``cut`` on."""
+        i = bisect_left(self.at[rank], cut)
+        del self.at[rank][i:]
+        del self.iid[rank][i:]
+
+    def entered(self, iid: int) -> set[int] | None:
+        """Count a processed entry of instance ``iid`` (the walk's rule, for
+        entries handed to Python); returns the ranks to wake, if it is now
+        complete and some wait."""
+        self.count[iid] += 1
+        if self.count[iid] < self.need[iid]:
+            return None
+        ranks, self.waiting[iid] = self.waiting[iid], None
+        return ranks
+
+    def wait(self, iid: int, rank: int) -> None:
+        """``rank`` waits at an exit of instance ``iid`` for its last entry."""
+        ranks = self.waiting[iid]
+        if ranks is None:
+            self.waiting[iid] = ranks = set()
+        ranks.add(rank)
 
 #: Bytes of one chunk of rows at most (its row count is a power of two, at most 8192,
 #: so a header with many ranks never reserves rows it may not need).
@@ -169,7 +232,8 @@ class ClockStore:
     def releaser(self, store: EventStore, merge_at: list[array[int]], done: list[int], *,
                  ahead: array[int], lam_last: array[int], waiters: list[dict[int, set[int]]],
                  sink: set[int], out: array[int], decide: Decide,
-                 entered: Callable[[int, list[int]], None]) -> Releaser:
+                 entered: Callable[[int, list[int]], None],
+                 collectives: CollectiveCounts) -> Releaser:
         """Causal release's walks over ``store``, in C (:func:`_ccausal.advance
         <mpvis.model._ccausal.advance>`, the one implementation): a function
         ``advance(work, force)`` that pops ranks from the set ``work`` and walks
@@ -189,6 +253,15 @@ class ClockStore:
         ``done[r]`` is past the events processed, their global indices are
         appended to ``out``, the ranks waiting for one of them join ``work``,
         and so do the ranks in ``sink`` (emptied): the ranks the caller woke.
+        The walk counts the entries of the collective instances
+        ``collectives`` numbers itself (:class:`CollectiveCounts`; the other
+        entries go to ``entered``) and, at an exit of such an instance that is
+        not complete nor joined (not forced), makes the rank wait in the
+        instance's set of waiting ranks instead of asking ``decide``; when an
+        instance's last entry is counted, its waiting ranks join the work
+        through ``sink``.  While entries handed to ``entered`` are pending in a
+        walk, both are left to ``decide`` and ``entered`` (the ranks woken join
+        ``sink`` in the order of their entries either way).
         ``ahead`` (``int64``, three per rank) holds a collective exit decided
         ahead: ``ahead[3 * q]`` its seq (-1: none), then its joined row
         (:meth:`join`) and the largest Lamport clock joined; the walk passes
@@ -212,7 +285,8 @@ class ClockStore:
         ctx = (store.by_rank, merge_at, store.c_kind.data, store.c_partner.data,
                store.c_rank.data, store.c_seq.data, store.c_lamport.data, done, ahead,
                self._rows_ctx, *_MERGE_KINDS, lam_last, waiters, sink, out, self._grow,
-               decided, entered)
+               decided, entered, collectives.at, collectives.iid, collectives.need,
+               collectives.count, collectives.joined, collectives.waiting)
         c_advance = _ccausal.advance
 
         def advance(work: set[int], force: int) -> None:

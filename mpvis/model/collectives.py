@@ -46,18 +46,42 @@ class CollectiveBook:
     def enter(self, rank: int, seq: int, comm: int, op: str, *, root: int | None,
               group: list[int] | None) -> int:
         """Record a ``coll``; returns its instance number."""
-        n = self._count.get((comm, rank), 0)
-        self._count[(comm, rank)] = n + 1
-        inst = self.instances.setdefault((comm, n), Instance())
-        inst.entries[rank] = seq
-        inst.ops[rank] = op
-        if root is not None:
-            inst.roots[rank] = root
-        if group is not None and comm not in self.groups:
-            self.groups[comm] = tuple(group)
-        self.seen.setdefault(comm, set()).add(rank)
-        self._open[(comm, rank)] = (n, seq, op)
-        return n
+        return self.passed(exits=[False], ranks=[rank], seqs=[seq], comms=[comm], ops=[op],
+                           roots=[root], groups=[group])[0]
+
+    def passed(self, *, exits: list[bool], ranks: list[int], seqs: list[int],
+               comms: list[int], ops: list[str], roots: list[int | None],
+               groups: list[list[int] | None]) -> list[int]:
+        """Record ``coll`` (``exits[i]`` false) and ``coll_exit`` records in
+        this order, each as :meth:`enter` or :meth:`leave` would (an exit's
+        ``op``, ``root`` and ``group`` are not read); returns their instance
+        numbers.  The caller checked the rules: an exit leaves an open
+        collective, an entry is made outside one."""
+        count, instances, opened, seen = self._count, self.instances, self._open, self.seen
+        out: list[int] = []
+        for ex, rank, seq, comm, op, root, group in zip(exits, ranks, seqs, comms, ops, roots,
+                                                          groups, strict=True):
+            if ex:
+                out.append(opened.pop((comm, rank))[0])
+                continue
+            n = count.get((comm, rank), 0)
+            count[(comm, rank)] = n + 1
+            inst = instances.get((comm, n))
+            if inst is None:
+                instances[(comm, n)] = inst = Instance()
+            inst.entries[rank] = seq
+            inst.ops[rank] = op
+            if root is not None:
+                inst.roots[rank] = root
+            if group is not None and comm not in self.groups:
+                self.groups[comm] = tuple(group)
+            on = seen.get(comm)
+            if on is None:
+                seen[comm] = on = set()
+            on.add(rank)
+            opened[(comm, rank)] = (n, seq, op)
+            out.append(n)
+        return out
 
     def open_collective(self, rank: int, comm: int) -> tuple[int, int, str] | None:
         """The collective ``rank`` is inside on ``comm``: (instance, coll seq, op)."""

@@ -1,8 +1,9 @@
 """A batch's context rules checked with whole-array operations, and its rows.
 
 :class:`~mpvis.model.rules.RecordRules` checks most of a batch record by
-record only where it must: :class:`ConsumePlan` checks a batch's consumes and
-:class:`RequestPlan` its requests (nonblocking sends and receives, waits) as
+record only where it must: :class:`ConsumePlan` checks a batch's consumes,
+:class:`RequestPlan` its requests (nonblocking sends and receives, waits) and
+:class:`CollPlan` its collective entries and exits as
 whole arrays when the batch keeps the rules, and says so by returning a plan;
 otherwise (``None``) the record rules take those records one by one, which
 names the first bad record.  :class:`Rows` is a batch's columns read as
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from mpvis.model.collectives import CollectiveBook
 from mpvis.model.ingest import Batch
 from mpvis.model.races import gather_gidx
 from mpvis.model.store import EventStore
@@ -25,6 +27,7 @@ from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING
 
 K_SEND, K_RECV, K_CONSUME, K_WAIT = (R.KIND_CODE[k] for k in (R.SEND, R.RECV, R.CONSUME, R.WAIT))
+K_COLL, K_COLL_EXIT = R.KIND_CODE[R.COLL], R.KIND_CODE[R.COLL_EXIT]
 
 
 class Linker(Protocol):
@@ -36,6 +39,15 @@ class Linker(Protocol):
                     seqs: list[int], recvs: Any) -> None:
         """Link each planned consume to its send (:meth:`RecordRules.linked_many
         <mpvis.model.rules.RecordRules.linked_many>`)."""
+
+
+class CollListener(Protocol):
+    """What :meth:`CollPlan.apply` tells of the collectives (causal release)."""
+
+    def colls_passed(self, *, exits: list[bool], ranks: list[int], seqs: list[int],
+                     comms: list[int], instances: list[int], ops: list[str]) -> None:
+        """Entries and exits in batch order (:meth:`CausalRelease.colls_passed
+        <mpvis.model.causal.CausalRelease.colls_passed>`)."""
 
 
 _ROW_COLUMNS = frozenset({"code", "comm", "flags", "peer", "rank", "ref", "req", "seq", "sseq",
@@ -233,3 +245,92 @@ class RequestPlan:
                 live[r][q] = s
             else:
                 live[r].pop(q, None)
+
+
+class CollPlan:
+    """A batch's collective entries and exits checked with whole-array operations.
+
+    The rules (:meth:`RecordRules._on_coll <mpvis.model.rules.RecordRules._on_coll>`,
+    ``_on_coll_exit``): per rank and communicator, a ``coll`` comes while no
+    collective is open and a ``coll_exit`` while one is, with the op of its
+    ``coll``; a ``group`` lists the communicator's ranks, the entry's own
+    included.  Per rank and communicator the batch's entries and exits must
+    therefore alternate in batch order, starting with an exit when a
+    collective is open before the batch, and each exit must name the op of the
+    entry before it (or of the open one).  :meth:`make` gives a plan only
+    when every entry and exit of the batch keeps the rules and no entry's
+    ``group`` is the first of its communicator (a communicator's members are
+    then the same for all the batch's records, so causal release numbers its
+    instances as record by record); otherwise ``None``, and they are checked
+    record by record, which also names the first bad one.  Nothing else in
+    a batch reads or writes what they change, so :meth:`apply` writes them
+    after the batch's other records are checked, for the records before the
+    first bad record (of another rule)."""
+
+    __slots__ = ("comms", "exits", "groups", "mask", "ops", "pos", "ranks", "roots", "seqs")
+
+    def __init__(self, *, mask: Any, pos: list[int], exits: list[bool], ranks: list[int],
+                 seqs: list[int], comms: list[int], ops: list[str], roots: list[Any],
+                 groups: list[Any]) -> None:
+        self.mask, self.pos, self.exits, self.ranks, self.seqs = mask, pos, exits, ranks, seqs
+        self.comms, self.ops, self.roots, self.groups = comms, ops, roots, groups
+
+    @classmethod
+    def make(cls, book: CollectiveBook, cols: Batch, k: int) -> CollPlan | None:
+        codes = cols.code[:k]
+        mask = (codes == K_COLL) | (codes == K_COLL_EXIT)
+        pos = np.flatnonzero(mask)
+        n = len(pos)
+        if n == 0:
+            return None
+        plist = pos.tolist()
+        extras = cols.extras
+        try:
+            args = [extras[i] for i in plist]
+            ops: list[str] = [a["op"] for a in args]
+        except (KeyError, TypeError):
+            return None
+        exits = codes[pos] == K_COLL_EXIT
+        rank, comm = cols.rank[pos].astype(np.int64), cols.comm[pos].astype(np.int64)
+        ranks, comms, xl = rank.tolist(), comm.tolist(), exits.tolist()
+        groups = [a.get("group") for a in args]
+        for i in [i for i, g in enumerate(groups) if g is not None and not xl[i]]:
+            g = groups[i]
+            if comms[i] not in book.groups or not (isinstance(g, list) and ranks[i] in g):
+                return None  # a first group, or a bad one: record by record
+        order = np.lexsort((pos, comm, rank))
+        r_o, c_o, x_o = rank[order], comm[order], exits[order]
+        first = np.r_[True, (r_o[1:] != r_o[:-1]) | (c_o[1:] != c_o[:-1])]
+        starts = np.flatnonzero(first)
+        opened = [book.open_collective(r, c)
+                  for r, c in zip(r_o[starts].tolist(), c_o[starts].tolist(), strict=True)]
+        was_open = np.fromiter((o is not None for o in opened), dtype=bool, count=len(opened))
+        group = np.cumsum(first) - 1
+        j = np.arange(n) - starts[group]
+        if (((j + was_open[group]) % 2 == 1) != x_o).any():
+            return None
+        code_of: dict[str, int] = {}
+        opc = np.fromiter((code_of.setdefault(o, len(code_of)) for o in ops), dtype=np.int64,
+                          count=n)[order]
+        before = np.empty(n, dtype=np.int64)  # the op of the entry an exit leaves
+        before[1:] = opc[:-1]
+        before[starts] = [code_of.setdefault(o[2], len(code_of)) if o is not None else -1
+                          for o in opened]
+        if (opc[x_o] != before[x_o]).any():
+            return None
+        return cls(mask=mask, pos=plist, exits=xl, ranks=ranks,
+                   seqs=cols.seq[pos].tolist(), comms=comms, ops=ops,
+                   roots=[a.get("root") for a in args], groups=groups)
+
+    def apply(self, book: CollectiveBook, causal: CollListener, limit: int) -> None:
+        """The entries and exits before position ``limit`` take effect: in the
+        collective book, then causal release is told."""
+        n = int(np.searchsorted(self.pos, limit))
+        if n == 0:
+            return
+        exits, ranks, seqs, comms = self.exits[:n], self.ranks[:n], self.seqs[:n], self.comms[:n]
+        ops = self.ops[:n]
+        instances = book.passed(exits=exits, ranks=ranks, seqs=seqs, comms=comms, ops=ops,
+                                roots=self.roots[:n], groups=self.groups[:n])
+        causal.colls_passed(exits=exits, ranks=ranks, seqs=seqs, comms=comms,
+                            instances=instances, ops=ops)

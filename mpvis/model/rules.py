@@ -43,7 +43,7 @@ from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import Batch
 from mpvis.model.matching import ChannelBook
 from mpvis.model.races import RaceTracker
-from mpvis.model.rule_plans import ConsumePlan, RequestPlan, Rows
+from mpvis.model.rule_plans import CollPlan, ConsumePlan, RequestPlan, Rows
 from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING
@@ -105,6 +105,10 @@ class RecordRules:
         #: whole-array operations when they keep the rules (:class:`RequestPlan`);
         #: False: always record by record (the reference the tests compare with).
         self.batch_requests = True
+        #: Check a batch's collective entries and exits with whole-array
+        #: operations when they keep the rules (:class:`CollPlan`); False:
+        #: always record by record (the reference the tests compare with).
+        self.batch_colls = True
         #: While :meth:`apply` leaves a batch's consumes to a :class:`ConsumePlan`:
         #: receive gidx -> position in the batch of the consume that consumes it.
         self._consumed_at: dict[int, int] = {}
@@ -183,6 +187,10 @@ class RecordRules:
         if requests is not None:  # checked already: left to requests.apply
             special &= ~requests.mask
             special[list(early_at)] = True
+        colls = (CollPlan.make(self.colls, cols, k)
+                 if self.batch_colls and not self.causal.waits_on_entries() else None)
+        if colls is not None:  # checked already: left to colls.apply
+            special &= ~colls.mask
         linked_before = len(self._new_messages)
         try:
             for i in np.flatnonzero(special).tolist():
@@ -199,6 +207,8 @@ class RecordRules:
             self._consumed_at = {}
         if requests is not None:
             requests.apply(self._live_reqs, limit)
+        if colls is not None:
+            colls.apply(self.colls, self.causal, limit)
         if plan is not None:
             self._apply_plan(plan, limit, linked_before, early_at)
         recv = np.flatnonzero(cols.code[:limit] == K_RECV)

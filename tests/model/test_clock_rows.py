@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import random
 from array import array
+from typing import Any
 
 import numpy as np
 import pytest
@@ -128,14 +129,17 @@ def test_walk_on_inconsistent_columns_raises() -> None:
 
     def ctx(by_rank: list[array[int]], merge_at: list[array[int]], partner: array[int],
             ahead: array[int] | None = None, *,
-            lam_last: array[int] | None = None) -> _ccausal.AdvanceContext:
+            lam_last: array[int] | None = None,
+            colls: tuple[Any, ...] | None = None) -> _ccausal.AdvanceContext:
         return (by_rank, merge_at, store.c_kind.data, partner, store.c_rank.data,
                 store.c_seq.data, array("i", [-1] * 3), [1, 0],
                 array("q", [-1, 0, 0] * 2) if ahead is None else ahead, cs._rows_ctx,
                 k_consume, k_coll, k_exit, array("q", [0, -1]) if lam_last is None else lam_last,
                 [{}, {}], set(), array("q"), lambda status: 65535,
                 lambda r, why, s, forced, nrows, seqs: (-1, 0, 0, nrows, 65535),
-                lambda r, seqs: None)
+                lambda r, seqs: None,
+                *(([array("i"), array("i")], [array("i"), array("i")], array("i"), array("i"),
+                   array("b"), []) if colls is None else colls))
 
     good_at = [array("i"), array("i", [1])]
     good = ctx(store.by_rank, good_at, store.c_partner.data)
@@ -157,6 +161,32 @@ def test_walk_on_inconsistent_columns_raises() -> None:
                 {1}, -1, 1, 65535)
     with pytest.raises(ValueError, match="Lamport clock out of range"):
         advance(ctx(store.by_rank, good_at, store.c_partner.data, lam_last=array("q", [0, -5])),
+                {1}, -1, 1, 65535)
+    # the collective instances: a rank's lists of unequal length, an instance past
+    # the instances' arrays, arrays of unequal length, a waiting entry of the wrong type
+    inst = (array("i", [2]), array("i", [0]), array("b", [0]), [None])
+    with pytest.raises(ValueError, match="differ in length"):
+        advance(ctx(store.by_rank, good_at, store.c_partner.data,
+                    colls=([array("i"), array("i", [1])], [array("i"), array("i")], *inst)),
+                {1}, -1, 1, 65535)
+    with pytest.raises(ValueError, match="differ in length"):
+        advance(ctx(store.by_rank, good_at, store.c_partner.data,
+                    colls=([array("i"), array("i")], [array("i"), array("i")],
+                           array("i", [2]), array("i"), array("b", [0]), [None])),
+                {1}, -1, 1, 65535)
+    with pytest.raises(TypeError):
+        advance(ctx(store.by_rank, good_at, store.c_partner.data,
+                    colls=([array("i"), array("i")], [array("i"), array("i")],
+                           array("q", [2]), array("i", [0]), array("b", [0]), [None])),
+                {1}, -1, 1, 65535)
+    with pytest.raises(TypeError):
+        advance(ctx(store.by_rank, good_at, store.c_partner.data,
+                    colls=([array("i"), array("i")], [array("i")], *inst)),
+                {1}, -1, 1, 65535)
+    with pytest.raises(TypeError):
+        advance(ctx(store.by_rank, good_at, store.c_partner.data,
+                    colls=([array("i"), array("i")], [array("i"), array("i")],
+                           array("i", [2]), array("i", [0]), array("b", [0]), (None,))),
                 {1}, -1, 1, 65535)
     with pytest.raises(TypeError):
         advance(good, [1], -1, 1, 65535)  # type: ignore[arg-type]  # deliberately wrong
