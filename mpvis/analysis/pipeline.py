@@ -36,7 +36,7 @@ from mpvis.analysis.race_table import RaceTable
 from mpvis.analysis.report import Report, build_report, confirm
 from mpvis.analysis.request_leaks import request_leaks
 from mpvis.analysis.unsafe_sends import potential_deadlocks
-from mpvis.model.heap import release_freed_memory
+from mpvis.model.heap import release_freed_memory, trim_freed_memory
 from mpvis.model.manager import ModelManager
 from mpvis.model.stream import ReleasedColumns
 
@@ -132,13 +132,17 @@ class Analyses:
             return []
         return [d.to_report() for d in self.deadlock.check(final=False)]
 
-    def _deadlocks_and_errors(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    def _deadlocks_and_errors(self, release: bool = False
+                              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Deadlock entries (proven, then potential ones: unsafe sends) and errors.
 
         A collective mismatch is an error; it stays a deadlock only while a rank
         never got past it.  Potential deadlocks, request leaks and lost messages
         need the whole run: they are decided once the input has ended.
+        ``release``: the heap's free space is returned after each whole-run pass
+        (what a pass frees would otherwise stay resident under the next one's).
         """
+        done = trim_freed_memory if release else (lambda: False)
         m = self.model
         found = self.deadlock.deadlocks if self.deadlock is not None else []
         dl: list[dict[str, Any]] = [d.to_report() for d in found
@@ -147,7 +151,10 @@ class Analyses:
         if m.input_ended:
             if self.deadlock is not None:
                 dl += potential_deadlocks(m)
-            errors += request_leaks(m) + lost_messages(m)
+                done()
+            errors += request_leaks(m)
+            done()
+            errors += lost_messages(m)
         return dl, errors
 
     def report(
@@ -169,11 +176,11 @@ class Analyses:
             self.exact = None
         if release:  # the whole-run passes' arrays: mapped, returned when freed
             release_freed_memory()
-        dl, errors = self._deadlocks_and_errors()
+        dl, errors = self._deadlocks_and_errors(release)
         rep = build_report(self.model, nonadjacent=nonadjacent, extra_races=exact,
-                           deadlocks=dl, errors=errors, columns=True)
+                           deadlocks=dl, errors=errors, columns=True, consume=True)
         if exact is not None:
-            exact = None  # its rows are in the report's table: not held while confirming
+            exact = None  # its rows are in the report's table (emptied by build_report)
             confirm(rep["races"])
         if not columns:
             rep["races"] = rep["races"].entries()

@@ -45,7 +45,7 @@ def classifier_table(m: ModelManager, *, nonadjacent: bool = False) -> RaceTable
     else:  # from the tracker's columns
         t = RaceTable.from_race_columns(m.races.races, m.races.potential_rows())
     c = t.cols
-    return t.take(np.lexsort((~t.has("scope", "adjacent"), c["recv2"], c["recv1"], c["rank"])))
+    return t.reorder(np.lexsort((~t.has("scope", "adjacent"), c["recv2"], c["recv1"], c["rank"])))
 
 
 def classifier_races(m: ModelManager, *, nonadjacent: bool = False) -> list[dict[str, Any]]:
@@ -72,6 +72,7 @@ def build_report(
     deadlocks: list[dict[str, Any]] | None = None,
     errors: list[dict[str, Any]] | None = None,
     columns: bool = False,
+    consume: bool = False,
 ) -> Report:
     """The spec's report object for a model whose input has ended.
 
@@ -80,7 +81,9 @@ def build_report(
     ``errors`` (collective mismatches, request leaks, lost messages: each with
     ``kind``, ``ranks``, ``events`` as ``"rank:seq"`` and ``reason``; see
     docs/correctness-checks.md).  ``columns``: ``races`` is a
-    :class:`RaceTable` (``extra_races`` must then be of its shapes), else a list.
+    :class:`RaceTable` (``extra_races`` must then be of its shapes), else a list;
+    ``consume``: a table ``extra_races`` is emptied as the report's is made
+    (:meth:`RaceTable.concat`; the caller lets it go).
     """
     ranks = []
     for r in range(m.nprocs):
@@ -97,7 +100,8 @@ def build_report(
     if columns:
         extra = (extra_races if isinstance(extra_races, RaceTable)
                  else RaceTable.from_entries(extra_races or []))
-        races = RaceTable.concat([own, extra])
+        races = RaceTable.concat([own, extra], consume=consume or extra is not extra_races)
+        del own, extra
     else:
         races = own.entries() + list(extra_races or [])
     return {

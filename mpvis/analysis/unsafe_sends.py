@@ -39,7 +39,7 @@ event's requirements are met and sleeps on the first unmet one otherwise.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,7 @@ from mpvis.analysis.deadlock_p2p import describe_p2p
 from mpvis.analysis.deadlock_report import describe_site
 from mpvis.analysis.waitfor import WaitEdge, weak_components
 from mpvis.model.collectives import ALL_TO_ALL, FROM_ROOT, TO_ROOT
-from mpvis.model.event_arrays import RunArrays, rank_arrays, run_arrays
+from mpvis.model.event_arrays import RunArrays, extra_events, rank_arrays, rank_chunks
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as R
 
@@ -144,11 +144,14 @@ class Requirements:
     in (rank, pos) order: rank ``r``'s are ``cp_start[r]:cp_start[r + 1]``, at
     positions ``cp_pos``.  Checkpoint ``j``'s point-to-point and root rows are
     ``row_start[j]:row_start[j + 1]`` of ``need_rank``/``need_seq`` (the event
-    that must have run), ``cause_seq`` (the blocking operation on the
-    checkpoint's rank), ``kind`` (index into :data:`KINDS`) and ``gen`` (seq of
-    the record that set the requirement: rows are in the order the records
-    set them); ``group[j]`` indexes ``groups`` (an all-members collective
-    wait, set by the record at ``pos - 1``) or is -1.
+    that must have run; ``never`` in ``need_seq`` for one that never runs,
+    :data:`NEVER` in a :class:`Requirement`), ``cause_seq`` (the blocking
+    operation on the checkpoint's rank), ``kind`` (index into :data:`KINDS`)
+    and ``gen`` (seq of the record that set the requirement: rows are in the
+    order the records set them); ``group[j]`` indexes ``groups`` (an
+    all-members collective wait, set by the record at ``pos - 1``) or is -1.
+    The columns are 32-bit while the run's counts allow (``never`` is then
+    ``2**31 - 1``, above every position).
     """
 
     counts: list[int]
@@ -162,6 +165,7 @@ class Requirements:
     gen: memoryview
     group: memoryview
     groups: list[_AllEntered]
+    never: int = NEVER
 
 
 def _arr(code: str, values: npt.NDArray[Any]) -> memoryview:
@@ -170,38 +174,74 @@ def _arr(code: str, values: npt.NDArray[Any]) -> memoryview:
     return np.ascontiguousarray(values, dtype=np.dtype(code)).data
 
 
-def requirements(m: ModelManager) -> Requirements:
+#: Events read at a time by :func:`requirements` (whole ranks: a rank with more
+#: is read alone).  Its arrays are a chunk's, not the run's: ``mpvis check``'s
+#: peak memory was this pass's whole-run arrays.
+CHUNK_EVENTS = 1 << 17
+
+_Rows = list[npt.NDArray[Any]]  # (rank, at, gen, sub, need rank, need seq, cause, kind)
+
+
+@dataclass
+class _Collectives:
+    """The collective exits' requirements (:func:`_collective_waits`), by rank.
+
+    ``at_*``: the all-members waits (rank, position of the exit, group index),
+    rank-major; ``root``: rows ``(rank, at, gen, sub, root, root's entry seq,
+    cause)`` of exits waiting for their root (rank-major)."""
+
+    groups: list[_AllEntered]
+    at_rank: npt.NDArray[np.int64]
+    at_pos: npt.NDArray[np.int64]
+    at_group: npt.NDArray[np.int64]
+    root: list[npt.NDArray[np.int64]]
+
+
+def requirements(m: ModelManager, *, chunk_events: int = CHUNK_EVENTS) -> Requirements:
     """The zero-buffer requirements of every event of a built model (module docstring).
 
-    Reads the run's events as arrays in rank-major order (each rank's events in
-    ``seq`` order; :func:`mpvis.model.event_arrays.run_arrays`); only waits
-    (their request lists) and collective entries (operation, root, group) are
-    read from the records' extra fields one by one.
+    Reads the run's events as arrays in rank-major order, a chunk of whole ranks
+    at a time (:func:`mpvis.model.event_arrays.rank_chunks`, about
+    ``chunk_events`` events: the rows of a rank's checkpoints need only its own
+    events and its messages' partners); only waits (their request lists) and
+    collective entries (operation, root, group) are read from the records'
+    extra fields.  The collectives are read first (an exit may wait for a rank
+    of a later chunk); each chunk's rows are sorted and narrowed before the
+    next chunk is read.
     """
-    counts, rows, groups, coll_at = _rows(m)
-    return _table(counts, rows, groups, coll_at)  # the run's arrays freed before the sort
+    store = m.store
+    counts = [store.count(r) for r in range(m.nprocs)]
+    width = max(counts, default=0) + 2
+    colls = _collective_waits(m, chunk_events)
+    buffered = extra_events(store, "mode", "buffered")
+    narrow = width < _NEVER32
+    never = _NEVER32 if narrow else NEVER
+    parts = [_chunk_table(ev, width, never, _chunk_rows(ev, counts, buffered), colls)
+             for ev in rank_chunks(store, chunk_events)]
+    return _join(counts, parts, colls.groups, never)
 
 
-def _rows(m: ModelManager) -> tuple[list[int], list[list[npt.NDArray[Any]]],
-                                    list[_AllEntered], tuple[list[int], list[int], list[int]]]:
-    """The unsorted requirement rows of :func:`requirements`, by kind."""
-    ev = run_arrays(m.store)
-    counts = ev.counts
+#: ``never`` of 32-bit requirement tables: above every position of a rank with
+#: fewer than ``2**31 - 3`` events.
+_NEVER32 = 2**31 - 1
+
+
+def _chunk_rows(ev: RunArrays, counts: list[int],
+                buffered: tuple[npt.NDArray[Any], npt.NDArray[Any]]) -> list[_Rows]:
+    """The unsorted point-to-point requirement rows of the ranks of ``ev``, by kind."""
     counts_a = np.asarray(counts, np.int64)
     rank_rm, seq_rm, kind_rm = ev.rank, ev.seq, ev.kind
     blocking = ev.blocking
     buf_rm = np.zeros(len(ev), dtype=bool)
-    buf_rm[ev.with_extra("mode", "buffered")] = True  # buffered sends (masked with is_send)
-    rows: list[list[npt.NDArray[Any]]] = []  # (rank, at, gen, sub, nr, ns, cause, kind)
+    buf_rm[ev.held_events(*buffered)] = True  # buffered sends (masked with is_send)
+    rows: list[_Rows] = []
 
     def posted(sends: npt.NDArray[Any]) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
         """For sends (positions), the event their completion needs: the receive
         of the consume that took the message, or (dest, NEVER)."""
-        p = ev.partner(sends)
-        has = p >= 0
-        safe = np.where(has, p, 0)
-        need_r = np.where(has, rank_rm[safe], ev.field("peer", sends)).astype(np.int64)
-        need_s = np.where(has, ev.field("ref", safe).astype(np.int64), np.int64(NEVER))
+        has, (p_rank, p_ref) = ev.partner_fields(sends, "rank", "ref")
+        need_r = np.where(has, p_rank, ev.field("peer", sends)).astype(np.int64)
+        need_s = np.where(has, p_ref.astype(np.int64), np.int64(NEVER))
         return need_r, need_s
 
     def add(cols: tuple[Any, ...], kind: int) -> None:
@@ -233,21 +273,18 @@ def _rows(m: ModelManager) -> tuple[list[int], list[list[npt.NDArray[Any]]],
     add((r, at, s, np.zeros_like(s), *posted(idx), s), _K_SEND)
     # consumes wait for their send
     idx = np.flatnonzero(kind_rm == _CONSUME)
-    sent = ev.partner(idx)
-    idx, sent = idx[sent >= 0], sent[sent >= 0]
+    has, (sent_rank, sent_seq) = ev.partner_fields(idx, "rank", "seq")
+    idx, sent_rank, sent_seq = idx[has], sent_rank[has], sent_seq[has]
     s = seq_rm[idx]
-    add((rank_rm[idx], s, s, np.zeros_like(s), rank_rm[sent], seq_rm[sent],
-         ev.field("ref", idx)), _K_RECV)
+    add((rank_rm[idx], s, s, np.zeros_like(s), sent_rank, sent_seq, ev.field("ref", idx)),
+        _K_RECV)
     # waits: for the receive of each nonblocking send they complete
     nb = np.flatnonzero(is_send & ~blocking & ~buf_rm)
     ws, w_pos, w_sub = _waited_sends(ev, nb, np.flatnonzero(kind_rm == _WAIT))
     if len(ws):
         w_seq = seq_rm[w_pos]
         add((rank_rm[w_pos], w_seq, w_seq, w_sub, *posted(ws), seq_rm[ws]), _K_SEND)
-    groups: list[_AllEntered] = []
-    coll_at: tuple[list[int], list[int], list[int]] = ([], [], [])  # rank, pos, group
-    _collectives(ev, np.flatnonzero(kind_rm == _COLL), add, groups, coll_at)
-    return counts, rows, groups, coll_at
+    return rows
 
 
 def _waited_sends(ev: RunArrays, nb: npt.NDArray[Any], waits: npt.NDArray[Any]
@@ -281,63 +318,97 @@ def _waited_sends(ev: RunArrays, nb: npt.NDArray[Any], waits: npt.NDArray[Any]
     return send, wait, sub
 
 
-def _collectives(ev: RunArrays, colls: npt.NDArray[Any],
-                 add: Callable[..., None], groups: list[_AllEntered],
-                 coll_at: tuple[list[int], list[int], list[int]]) -> None:
-    """Requirements of collective exits (``colls``: positions in ``ev``): the
-    k-th ``coll`` of a rank on a communicator is its part in that
-    communicator's k-th instance; its exit (the next position) waits for every
-    member (barrier-like operations; the root of a reduce or gather) or for the
-    root (bcast, scatter)."""
-    n = len(ev.counts)
-    ranks = ev.rank[colls].tolist()
-    seqs = ev.seq[colls].tolist()
-    comms = ev.field("comm", colls).tolist()
-    extras = ev.extras(colls)
+def _collective_waits(m: ModelManager, chunk_events: int) -> _Collectives:
+    """Requirements of collective exits: the k-th ``coll`` of a rank on a
+    communicator is its part in that communicator's k-th instance; its exit
+    (the next position) waits for every member (barrier-like operations; the
+    root of a reduce or gather) or for the root (bcast, scatter).  A
+    communicator's members are the ``group`` of its first entry (rank-major)
+    that gives one, every rank for ``comm`` 0, else the ranks seen on it.
+
+    On arrays of the entries (found a chunk of ranks at a time); Python only per
+    entry's extra fields and per all-members instance (its shared
+    :class:`_AllEntered`)."""
+    n = m.nprocs
+    parts: list[tuple[npt.NDArray[Any], ...]] = []
+    extras: list[Mapping[str, Any]] = []
+    for ev in rank_chunks(m.store, chunk_events):
+        colls = np.flatnonzero(ev.kind == _COLL)
+        parts.append((ev.rank[colls].astype(np.int64), ev.seq[colls].astype(np.int64),
+                      ev.field("comm", colls).astype(np.int64)))
+        extras.extend(ev.extras(colls))
+    ranks, seqs, comms = (np.concatenate([p[i] for p in parts]) if parts
+                          else np.zeros(0, np.int64) for i in range(3))
     members: dict[int, tuple[int, ...]] = {0: tuple(range(n))}
-    seen: dict[int, set[int]] = {}
-    entries: dict[tuple[int, int], dict[int, int]] = {}  # (comm, instance) -> rank -> seq
-    count: dict[tuple[int, int], int] = {}
-    nth: list[int] = []
-    for rank, seq, comm, ex in zip(ranks, seqs, comms, extras, strict=True):
+    for comm, ex in zip(comms.tolist(), extras, strict=True):
         if comm and comm not in members and ex.get("group") is not None:
             members[comm] = tuple(ex["group"])
-        seen.setdefault(comm, set()).add(rank)
-        k = count.get((comm, rank), 0)
-        count[comm, rank] = k + 1
-        nth.append(k)
-        entries.setdefault((comm, k), {})[rank] = seq
-    for comm, who in seen.items():
-        members.setdefault(comm, tuple(sorted(who)))
-    shared: dict[tuple[int, int], int] = {}
-    root_rows: tuple[list[int], list[int], list[int], list[int]] = ([], [], [], [])
-    for rank, seq, comm, ex, k in zip(ranks, seqs, comms, extras, nth, strict=True):
-        op, root = ex.get("op"), ex.get("root")
-        entered = entries[comm, k]
-        if op in ALL_TO_ALL or (op in TO_ROOT and root is not None and root == rank):
-            gi = shared.get((comm, k))
-            if gi is None:
-                gi = shared[comm, k] = len(groups)
-                mem = list(members.get(comm, ()))
-                groups.append(_AllEntered(mem, [entered.get(q, NEVER) for q in mem]))
-            coll_at[0].append(rank)
-            coll_at[1].append(seq + 1)
-            coll_at[2].append(gi)
-        elif op in FROM_ROOT and root is not None and root != rank:
-            for col, v in zip(root_rows, (rank, seq, root, entered.get(root, NEVER)),
-                              strict=True):
-                col.append(v)
-    if root_rows[0]:
-        rr, ss, qq, qs = (np.asarray(c, np.int64) for c in root_rows)
-        add((rr, ss + 1, ss, np.zeros_like(ss), qq, qs, ss), _K_COLL)
+    # instance of each entry: (comm, k), k its rank's count of earlier entries on comm
+    by_comm = np.argsort(comms, kind="stable")  # (comm, rank, seq) order
+    sc, sr = comms[by_comm], ranks[by_comm]
+    new = np.ones(len(sc), dtype=bool)
+    new[1:] = (sc[1:] != sc[:-1]) | (sr[1:] != sr[:-1])
+    first = np.flatnonzero(new)
+    nth = np.empty(len(sc), dtype=np.int64)
+    nth[by_comm] = np.arange(len(sc)) - np.repeat(first, np.diff(np.append(first, len(sc))))
+    comm_ids, comm_id = np.unique(comms, return_inverse=True)
+    for comm in comm_ids.tolist():
+        if comm not in members:
+            members[comm] = tuple(np.unique(ranks[comms == comm]).tolist())
+    span = int(nth.max()) + 1 if len(nth) else 1
+    inst = comm_id.astype(np.int64) * span + nth
+    # entry seq of (instance, rank): a sorted key, looked up by binary search
+    entry_key = inst * n + ranks
+    key_order = np.argsort(entry_key, kind="stable")
+    sorted_keys, sorted_seqs = entry_key[key_order], seqs[key_order]
+
+    def entered(inst_of: npt.NDArray[np.int64], who: npt.NDArray[np.int64]
+                ) -> npt.NDArray[np.int64]:
+        """The entry seqs of ranks ``who`` in instances ``inst_of``, NEVER if none."""
+        ok = (who >= 0) & (who < n)
+        q = inst_of * n + np.where(ok, who, 0)
+        k = np.minimum(np.searchsorted(sorted_keys, q), max(len(sorted_keys) - 1, 0))
+        hit = ok & (sorted_keys[k] == q) if len(sorted_keys) else np.zeros(len(q), bool)
+        return np.where(hit, sorted_seqs[k] if len(sorted_keys) else 0, NEVER)
+
+    ops = [ex.get("op") for ex in extras]
+    roots = [ex.get("root") for ex in extras]
+    kind = np.array([1 if op in ALL_TO_ALL or (op in TO_ROOT and root is not None and root == r)
+                     else 2 if op in FROM_ROOT and root is not None and root != r else 0
+                     for op, root, r in zip(ops, roots, ranks.tolist(), strict=True)],
+                    dtype=np.int8)
+    # all-members waits: one shared group per instance, numbered as first met
+    every = np.flatnonzero(kind == 1)
+    uniq, first_at, which = np.unique(inst[every], return_index=True, return_inverse=True)
+    numbering = np.argsort(first_at, kind="stable")
+    gi = np.empty(len(uniq), dtype=np.int64)
+    gi[numbering] = np.arange(len(uniq))
+    groups: list[_AllEntered] = []
+    for u in numbering.tolist():
+        mem = list(members.get(int(comm_ids[comm_id[every[first_at[u]]]]), ()))
+        who = np.array([q if type(q) is int else -1 for q in mem], dtype=np.int64)
+        groups.append(_AllEntered(mem, entered(np.full(len(mem), uniq[u]), who).tolist()))
+    # root waits
+    to_root = np.flatnonzero(kind == 2)
+    root_of = np.array([roots[i] for i in to_root.tolist()], dtype=np.int64)
+    ss = seqs[to_root]
+    root_rows = [ranks[to_root], ss + 1, ss, np.zeros_like(ss), root_of,
+                 entered(inst[to_root], root_of), ss]
+    return _Collectives(groups, ranks[every], seqs[every] + 1, gi[which], root_rows)
 
 
-def _table(counts: list[int], rows: list[list[npt.NDArray[Any]]],
-           groups: list[_AllEntered], coll_at: tuple[list[int], list[int], list[int]]
-           ) -> Requirements:
-    """Sort the rows by (rank, position, generating record, order in it) and
-    index them by checkpoint."""
-    n = len(counts)
+def _chunk_table(ev: RunArrays, width: int, never: int, rows: list[_Rows],
+                 colls: _Collectives) -> list[npt.NDArray[Any]]:
+    """The rows of the ranks of ``ev`` (with their collective waits) sorted by
+    (rank, position, generating record, order in it) and indexed by checkpoint:
+    ``[checkpoints of each rank, cp_pos, row_start (from 0), group, gen,
+    need_rank, need_seq, cause, kind]``, 32-bit (``need_seq`` too when
+    ``never`` is :data:`_NEVER32`)."""
+    lo, hi = ev.lo, ev.lo + len(ev.counts)
+    a, b = np.searchsorted(colls.root[0], [lo, hi])
+    if b > a:
+        add = [c[a:b] for c in colls.root]
+        rows.append([*add, np.full(b - a, _K_COLL, np.int8)])
 
     def take(i: int) -> npt.NDArray[Any]:
         """Column ``i`` of every row, in the order of ``rows``; the rows' own
@@ -347,29 +418,58 @@ def _table(counts: list[int], rows: list[list[npt.NDArray[Any]]],
             r[i] = np.zeros(0, out.dtype)
         return out
 
-    width = max(counts, default=0) + 2
-    row_key = take(0).astype(np.int64) * width + take(1)  # (rank, at)
-    sub, gen = take(3), take(2)
+    row_key = (take(0).astype(np.int64) - lo) * width + take(1)  # (rank, at)
+    sub, gen = take(3).astype(np.int64), take(2).astype(np.int64)
     subs = int(sub.max()) + 1 if len(sub) else 1
-    if n * width * width * subs < 1 << 62:  # (rank, at, gen, sub) as one integer
+    if (hi - lo) * width * width * subs < 1 << 62:  # (rank, at, gen, sub) as one integer
         o = np.argsort((row_key * width + gen) * subs + sub, kind="stable")
     else:
         o = np.lexsort((sub, gen, row_key))
     del sub
     row_key = row_key[o]
-    c_rank = np.asarray(coll_at[0], np.int64)
-    c_key = c_rank * width + np.asarray(coll_at[1], np.int64)
+    a, b = np.searchsorted(colls.at_rank, [lo, hi])
+    c_key = (colls.at_rank[a:b] - lo) * width + colls.at_pos[a:b]
     cp_key = _sorted_union(row_key, np.sort(c_key))
-    cp_start = np.searchsorted(cp_key // width, np.arange(n + 1))
-    row_start = np.append(np.searchsorted(row_key, cp_key), len(row_key))
+    row_start = np.searchsorted(row_key, cp_key)
     del row_key
     group = np.full(len(cp_key), -1, np.int32)
-    group[np.searchsorted(cp_key, c_key)] = np.asarray(coll_at[2], np.int32)
+    group[np.searchsorted(cp_key, c_key)] = colls.at_group[a:b]
+    need_seq = take(5)[o]
+    if never != NEVER:
+        need_seq = np.where(need_seq == NEVER, never, need_seq).astype(np.int32)
+    per_rank = np.bincount(cp_key // width, minlength=hi - lo)  # checkpoints of each rank
+    return [per_rank, (cp_key % width).astype(np.int32), row_start.astype(np.int32), group,
+            gen[o].astype(np.int32), take(4)[o], need_seq, take(6)[o], take(7)[o]]
+
+
+def _join(counts: list[int], parts: list[list[npt.NDArray[Any]]], groups: list[_AllEntered],
+          never: int) -> Requirements:
+    """The chunks' tables (:func:`_chunk_table`, in rank order) as one, a column
+    at a time (each chunk's copy of it let go as it is joined)."""
+    n = len(counts)
+
+    def join(i: int) -> npt.NDArray[Any]:
+        out = (np.concatenate([p[i] for p in parts]) if parts else np.zeros(0, np.int32))
+        for p in parts:
+            p[i] = out[:0]
+        return out
+
+    rows = [len(p[4]) for p in parts]
+    total = sum(rows)
+    wide = np.int64 if total >= 1 << 31 else np.int32
+    offsets = np.cumsum([0, *rows[:-1]]) if parts else np.zeros(0, np.int64)
+    for p, off in zip(parts, offsets.tolist(), strict=True):
+        p[2] = p[2].astype(wide) + off  # a chunk's rows from 0: from its first row
+    row_start = np.append(join(2), wide(total))
+    cp_start = np.zeros(n + 1, np.int64)
+    np.cumsum(join(0), out=cp_start[1:])
+    seq_code = "i" if never != NEVER else "q"
     return Requirements(
-        counts=counts, cp_start=_arr("q", cp_start), cp_pos=_arr("q", cp_key % width),
-        row_start=_arr("q", row_start), gen=_arr("i", gen[o]), need_rank=_arr("i", take(4)[o]),
-        need_seq=_arr("q", take(5)[o]), cause_seq=_arr("i", take(6)[o]),
-        kind=_arr("b", take(7)[o]), group=_arr("i", group), groups=groups)
+        counts=counts, cp_start=_arr("q", cp_start), cp_pos=_arr("i", join(1)),
+        row_start=_arr("q" if wide is np.int64 else "i", row_start),
+        group=_arr("i", join(3)), gen=_arr("i", join(4)),
+        need_rank=_arr("i", join(5)), need_seq=_arr(seq_code, join(6)),
+        cause_seq=_arr("i", join(7)), kind=_arr("b", join(8)), groups=groups, never=never)
 
 
 def _sorted_union(a: npt.NDArray[np.int64], b: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -444,7 +544,8 @@ def _unmet(m: ModelManager, table: Requirements, r: int, j: int, pc: list[int]
     found: list[tuple[int, int, int, int, int]] = []  # gen, need rank, need seq, cause, kind
     for i in range(table.row_start[j], table.row_start[j + 1]):
         if pc[table.need_rank[i]] <= table.need_seq[i]:
-            found.append((table.gen[i], table.need_rank[i], table.need_seq[i],
+            qs = table.need_seq[i]
+            found.append((table.gen[i], table.need_rank[i], NEVER if qs == table.never else qs,
                           table.cause_seq[i], table.kind[i]))
     gi = table.group[j]
     if gi >= 0:

@@ -14,8 +14,13 @@ and never reads the store's raw ``c_*`` columns itself (docs/model.md,
   (:class:`RunArrays`): rank 0's events in ``seq`` order, then rank 1's...;
   position ``starts[r] + s`` is event ``(r, s)``; it also answers "the
   partner of these events" (a send's consume, a consume's send) and "the
-  events whose extra field has this value" as positions, and "a field of
-  these ``(rank, seq)`` events, if held" (:meth:`RunArrays.at`).
+  events whose extra field has this value" as positions, "fields of the
+  partners of these events" (:meth:`RunArrays.partner_fields`), and "a field
+  of these ``(rank, seq)`` events, if held" (:meth:`RunArrays.at`).
+* :func:`rank_chunks` -- the same, a few whole ranks at a time (each chunk a
+  :class:`RunArrays` of consecutive ranks, about a given number of events):
+  a whole-run pass whose work is per rank holds one chunk's arrays, not the
+  run's (``mpvis check``'s peak memory is in such passes).
 
 Contract: a query is a snapshot of the events held when it was made (its
 positions never move, later events are not in it); every array it returns is
@@ -27,7 +32,7 @@ gathered, and :meth:`EventArrays.field` gathers only the positions asked for.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from functools import cached_property
 from typing import Any, Literal
 
@@ -39,7 +44,8 @@ from mpvis.model.store import EventStore
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING
 
-__all__ = ["EventArrays", "Field", "RunArrays", "events_at", "rank_arrays", "run_arrays"]
+__all__ = ["EventArrays", "Field", "RunArrays", "events_at", "rank_arrays", "rank_chunks",
+           "run_arrays"]
 
 #: The per-event fields a query gathers (the trace record's field of that name;
 #: ``kind`` as :data:`mpvis.protocol.records.KIND_CODE` codes, ``peer`` a send's
@@ -142,30 +148,34 @@ class EventArrays:
 
 
 class RunArrays(EventArrays):
-    """Every event of a run, rank-major (module docstring).
+    """Every event of a run, rank-major (module docstring), or those of the
+    consecutive ranks ``lo, lo + 1, ...`` (a chunk: :func:`rank_chunks`).
 
-    ``counts[r]``: rank ``r``'s events; ``starts``: ``nprocs + 1`` offsets,
-    rank ``r``'s events at positions ``starts[r]:starts[r + 1]``.
+    ``counts[i]``: rank ``lo + i``'s events; ``starts``: ``len(counts) + 1``
+    offsets, rank ``lo + i``'s events at positions ``starts[i]:starts[i + 1]``
+    (``lo`` is 0 for the whole run: ``counts[r]`` and ``starts[r]`` of rank ``r``).
     """
 
-    def __init__(self, store: EventStore) -> None:
-        n = store.nprocs
-        self.counts = [store.count(r) for r in range(n)]
+    def __init__(self, store: EventStore, lo: int = 0, hi: int | None = None) -> None:
+        hi = store.nprocs if hi is None else hi
+        self.lo = lo
+        self.counts = [store.count(r) for r in range(lo, hi)]
         # 32-bit global indices while they fit: 4 bytes an event less in every
         # whole-run pass (the potential deadlocks' pass sets mpvis check's peak)
         dtype = np.int32 if store.event_count <= 2**31 else np.int64
-        parts = [np.frombuffer(store.by_rank[r], dtype=np.int64) for r in range(n)]
+        parts = [np.frombuffer(store.by_rank[r], dtype=np.int64) for r in range(lo, hi)]
         indices: npt.NDArray[np.signedinteger[Any]] = (
             np.concatenate(parts, dtype=dtype, casting="same_kind") if sum(self.counts)
             else np.zeros(0, dtype=dtype))
         super().__init__(store, indices)
-        self.starts = np.zeros(n + 1, dtype=np.int64)
+        self.starts = np.zeros(len(self.counts) + 1, dtype=np.int64)
         np.cumsum(self.counts, out=self.starts[1:])
 
     @cached_property
     def rank(self) -> npt.NDArray[np.int32]:
         """Every position's rank (computed from the offsets, no gather)."""
-        return np.repeat(np.arange(len(self.counts), dtype=np.int32), self.counts)
+        lo = self.lo
+        return np.repeat(np.arange(lo, lo + len(self.counts), dtype=np.int32), self.counts)
 
     @cached_property
     def seq(self) -> npt.NDArray[np.int32]:
@@ -185,8 +195,17 @@ class RunArrays(EventArrays):
         return super().field(name, positions)
 
     def position(self, rank: npt.NDArray[Any], seq: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
-        """The positions of events ``(rank[i], seq[i])`` (which must exist)."""
-        return self.starts[np.asarray(rank, dtype=np.int64)] + np.asarray(seq, dtype=np.int64)
+        """The positions of events ``(rank[i], seq[i])`` (which must be held)."""
+        return self.starts[np.asarray(rank, dtype=np.int64) - self.lo] + np.asarray(
+            seq, dtype=np.int64)
+
+    def _held(self, r: npt.NDArray[np.int64], s: npt.NDArray[np.int64]) -> npt.NDArray[np.bool_]:
+        """Which events ``(r[i], s[i])`` these arrays hold."""
+        counts = np.asarray(self.counts, dtype=np.int64)
+        i = r - self.lo
+        ok = (i >= 0) & (i < len(counts)) & (s >= 0)
+        ok[ok] = s[ok] < counts[i[ok]]
+        return ok
 
     def at(self, name: Field, rank: npt.NDArray[Any], seq: npt.NDArray[Any],
            missing: int = -1) -> npt.NDArray[np.int64]:
@@ -195,33 +214,74 @@ class RunArrays(EventArrays):
         the rank's last event): a report's events looked up at once."""
         r = np.asarray(rank, dtype=np.int64)
         s = np.asarray(seq, dtype=np.int64)
-        counts = np.asarray(self.counts, dtype=np.int64)
-        ok = (r >= 0) & (r < len(counts)) & (s >= 0)
-        ok[ok] = s[ok] < counts[r[ok]]
+        ok = self._held(r, s)
         out = np.full(len(r), missing, dtype=np.int64)
         out[ok] = self.field(name, self.position(r[ok], s[ok]))
         return out
 
     def partner(self, positions: Positions) -> npt.NDArray[np.int64]:
         """For each event at ``positions``: the position of its partner (a send's
-        consume, a consume's send: one message), -1 when it has none (yet) or is
-        of another kind."""
+        consume, a consume's send: one message), -1 when it has none (yet), is
+        of another kind, or (in a chunk) its partner is not held here."""
+        has, (r, s) = self.partner_fields(positions, "rank", "seq")
+        r, s = r.astype(np.int64), s.astype(np.int64)
+        held = has & self._held(r, s)
+        return np.where(held, self.position(np.where(held, r, self.lo), np.where(held, s, 0)),
+                        -1)
+
+    def partner_fields(self, positions: Positions, *names: Field
+                       ) -> tuple[npt.NDArray[np.bool_], list[npt.NDArray[Any]]]:
+        """Which events at ``positions`` have a partner (a send's consume, a
+        consume's send), wherever it is held, and ``names`` of those partners
+        (each array in its column's type; 0 where there is none)."""
         store = self._store
-        pg = store.c_partner.view()[self.indices[positions]].astype(np.int64)
-        has = pg >= 0
+        pg = store.c_partner.view()[self.indices[positions]]
+        has: npt.NDArray[np.bool_] = pg >= 0
         safe = np.where(has, pg, 0)
-        pos = self.position(store.c_rank.view()[safe], store.c_seq.view()[safe])
-        return np.where(has, pos, -1)
+        out = []
+        for name in names:
+            a = _column(store, name).view()[safe]
+            a[~has] = 0
+            out.append(a)
+        return has, out
 
     def with_extra(self, name: str, value: object) -> npt.NDArray[np.int64]:
         """The positions, in order, of the events whose extra field ``name`` is
         ``value`` (``mode == "buffered"`` of a buffered send): one pass over the
-        sparse extras, none over the events."""
-        store = self._store
-        g = np.asarray(store.extras.with_field(name, value), dtype=np.int64)
-        rank, seq = store.c_rank.view()[g], store.c_seq.view()[g]
-        held = seq < np.asarray(self.counts, dtype=np.int64)[rank]  # not after the snapshot
-        return np.sort(self.position(rank[held], seq[held]))
+        sparse extras, none over the events (:func:`extra_events`, whose result a
+        pass over chunks computes once and gives to :meth:`held_events`)."""
+        return self.held_events(*extra_events(self._store, name, value))
+
+    def held_events(self, rank: npt.NDArray[Any], seq: npt.NDArray[Any]
+                    ) -> npt.NDArray[np.int64]:
+        """The positions, in order, of the events ``(rank[i], seq[i])`` these
+        arrays hold (the others are left out)."""
+        r, s = np.asarray(rank, dtype=np.int64), np.asarray(seq, dtype=np.int64)
+        held = self._held(r, s)
+        return np.sort(self.position(r[held], s[held]))
+
+
+def extra_events(store: EventStore, name: str, value: object
+                 ) -> tuple[npt.NDArray[Any], npt.NDArray[Any]]:
+    """``(rank, seq)`` arrays of the events whose extra field ``name`` is ``value``
+    (in global index order)."""
+    g = np.asarray(store.extras.with_field(name, value), dtype=np.int64)
+    return store.c_rank.view()[g], store.c_seq.view()[g]
+
+
+def rank_chunks(store: EventStore, events: int) -> Iterator[RunArrays]:
+    """The run's events as :class:`RunArrays` of consecutive ranks, in rank order,
+    each of about ``events`` events or fewer (but a rank is never split: a
+    rank with more is a chunk of its own)."""
+    n = store.nprocs
+    lo = 0
+    while lo < n:
+        hi, total = lo + 1, store.count(lo)
+        while hi < n and total + store.count(hi) <= events:
+            total += store.count(hi)
+            hi += 1
+        yield RunArrays(store, lo, hi)
+        lo = hi
 
 
 def events_at(store: EventStore, rank: npt.NDArray[Any], seq: npt.NDArray[Any]

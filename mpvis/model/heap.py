@@ -16,19 +16,30 @@ rise of the heap's trim threshold).  Fixing it for the load too would cost
 more CPU (a fresh mapping, zeroed by the kernel, for each batch's temporaries:
 about 1 s more on that trace) for no lower peak.  Elsewhere (no glibc) it does
 nothing.
+
+:func:`trim_freed_memory` only gives the free space back (no threshold
+change): the store calls it every :data:`TRIM_EVENTS` events appended, so the
+holes the batches' temporaries leave in the heap do not stay resident for
+the whole load (on the 1M-event trace the load ended about 8 MiB lower, for
+about 0.02 s of CPU), and ``mpvis check`` after each whole-run pass of its
+report.
 """
 
 from __future__ import annotations
 
 import ctypes
+import functools
 import sys
 
 #: ``mallopt``'s parameter number of the mmap threshold (glibc's ``malloc.h``).
 M_MMAP_THRESHOLD = -3
 #: glibc's initial threshold, kept.
 MMAP_THRESHOLD = 128 * 1024
+#: Events a store appends between two :func:`trim_freed_memory` calls.
+TRIM_EVENTS = 1 << 16
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
@@ -50,3 +61,13 @@ def release_freed_memory() -> bool:
     fixed = libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) == 1
     libc.malloc_trim(0)
     return bool(fixed)
+
+
+def trim_freed_memory() -> bool:
+    """Return the heap's free space to the system (glibc's ``malloc_trim``),
+    thresholds unchanged; whether it could (``False`` without glibc)."""
+    libc = _libc()
+    if libc is None:
+        return False
+    libc.malloc_trim(0)
+    return True

@@ -28,6 +28,7 @@ import numpy as np
 
 from mpvis.model.columns import Column
 from mpvis.model.extras import Extras
+from mpvis.model.heap import TRIM_EVENTS, trim_freed_memory
 from mpvis.model.ingest import Batch, SiteTable
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING, F_SYNC
@@ -68,6 +69,7 @@ class EventStore:
         self.sites: list[str] = self.site_table.names
         #: Global indices of each rank's events, in ``seq`` order.
         self.by_rank: list[array[int]] = [array("q") for _ in range(nprocs)]
+        self._untrimmed = 0  # events appended since the heap was last trimmed
 
     def _columns(self) -> tuple[Column, ...]:
         return (self.c_rank, self.c_seq, self.c_kind, self.c_t, self.c_site, self.c_comm,
@@ -105,6 +107,10 @@ class EventStore:
         for lo, hi in zip(lo_list, hi_list, strict=True):
             self.by_rank[int(sr[lo])].frombytes(gids[lo:hi].tobytes())
         touched: list[int] = sr[lo_list].tolist()
+        self._untrimmed += k
+        if self._untrimmed >= TRIM_EVENTS:  # the batches' freed temporaries (heap.py)
+            self._untrimmed = 0
+            trim_freed_memory()
         return touched
 
     def truncate(self, g: int) -> list[int]:

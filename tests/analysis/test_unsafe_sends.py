@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpvis.analysis.unsafe_sends import (
+    CHUNK_EVENTS,
     potential_deadlocks,
     requirements,
     send_cycles,
@@ -160,11 +161,12 @@ def _with_calls(records: list[Rec], seed: int) -> list[Rec]:
 @pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(st.integers(0, 10**9), st.sampled_from([(2, 12), (3, 10), (4, 8), (5, 16)]),
-       st.booleans())
+       st.booleans(), st.sampled_from([1, 4, 9, CHUNK_EVENTS]))
 def test_columnar_pass_equals_the_per_record_pass(seed: int, shape: tuple[int, int],
-                                                  calls: bool) -> None:
+                                                  calls: bool, chunk: int) -> None:
     """The columnar requirements and re-execution give the per-record pass's end
-    state and unmet requirements (in its order), so the same cycles and report."""
+    state and unmet requirements (in its order), so the same cycles and report,
+    whether the run's ranks are read all at once or a few (or one) at a time."""
     procs, msgs = shape
     records = generate(seed, max_procs=procs, max_messages=msgs)
     if calls:
@@ -172,6 +174,47 @@ def test_columnar_pass_equals_the_per_record_pass(seed: int, shape: tuple[int, i
     m = trace_model(records)
     events, reqs = reference.requirements(m)
     want = reference.zero_buffer_run(m.nprocs, [len(e) for e in events], reqs)
-    got = zero_buffer_run(m, requirements(m))
+    got = zero_buffer_run(m, requirements(m, chunk_events=chunk))
+    assert got.pc == want.pc
+    assert got.stuck == want.stuck
+
+
+def _collectives_on_subcommunicators(seed: int, nprocs: int) -> list[Rec]:
+    """Ranks entering collectives on ``comm`` 0 and on two sub-communicators (some
+    entries giving the ``group``, some not: then the ranks seen on it count),
+    with each rank's own op and root, so entries of an instance may disagree."""
+    rng = random.Random(seed)
+    comms = {0: list(range(nprocs))}
+    for c in (1, 2):
+        comms[c] = sorted(rng.sample(range(nprocs), rng.randint(1, nprocs)))
+    ops = ["barrier", "allreduce", "bcast", "reduce", "gather", "scatter"]
+    per_rank: list[list[Rec]] = []
+    for rank in range(nprocs):
+        mine = [c for c, ranks in comms.items() if rank in ranks]
+        recs: list[Rec] = []
+        for _ in range(rng.randint(0, 6)):
+            comm = rng.choice(mine)
+            op = rng.choice(ops)
+            entry: Rec = {"kind": "coll", "op": op, "comm": comm}
+            if op in ("bcast", "reduce", "gather", "scatter"):
+                entry["root"] = rng.choice(comms[comm])
+            if comm and rng.random() < 0.5:
+                entry["group"] = comms[comm]
+            recs += [entry, {"kind": "coll_exit", "op": op, "comm": comm}]
+        per_rank.append(recs)
+    return trace(nprocs, *per_rank)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(0, 10**9), st.integers(1, 5), st.sampled_from([1, 5, CHUNK_EVENTS]))
+def test_collective_waits_on_subcommunicators_equal_the_per_record_pass(
+        seed: int, nprocs: int, chunk: int) -> None:
+    """The collectives' requirements read as arrays (instances numbered per
+    communicator, members from a ``group`` or the ranks seen) give the per-record
+    pass's end state and unmet requirements."""
+    m = trace_model(_collectives_on_subcommunicators(seed, nprocs))
+    events, reqs = reference.requirements(m)
+    want = reference.zero_buffer_run(m.nprocs, [len(e) for e in events], reqs)
+    got = zero_buffer_run(m, requirements(m, chunk_events=chunk))
     assert got.pc == want.pc
     assert got.stuck == want.stuck
