@@ -1,0 +1,124 @@
+"""The GUI thread's work in turns of the event loop of its own (issue 16: a wait
+between two frames is what runs in one turn)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from PySide6 import QtCore, QtWidgets
+
+from mpvis.gui import turns
+from mpvis.model.manager import ModelManager
+from mpvis.protocol.records import make_header
+from mpvis.sim.synthetic import generate_records
+from tests.gui.windows import shown_window
+
+
+def test_parts_run_in_order_each_after_what_the_one_before_posted(qtbot: Any) -> None:
+    """An event posted by a part (a paint asked for, say) is delivered before the
+    next part runs: the two parts are not in one wait.  ``singleShot(0)`` would
+    run both parts first, the event after them."""
+    got: list[str] = []
+
+    def part(name: str) -> Any:
+        def run() -> None:
+            got.append(name)
+            QtCore.QTimer.singleShot(0, lambda: got.append(f"posted by {name}"))
+        return run
+
+    for name in "abc":
+        turns.later(part(name))
+    qtbot.waitUntil(lambda: len(got) == 6, timeout=5_000)
+    assert got == ["a", "posted by a", "b", "posted by b", "c", "posted by c"]
+
+
+def test_a_part_of_a_deleted_object_is_not_run(qtbot: Any) -> None:
+    got: list[str] = []
+    owner = QtWidgets.QWidget()
+    turns.later(lambda: got.append("owner's"), owner)
+    turns.later(lambda: got.append("other"))
+    owner.deleteLater()  # a posted deletion: before the first part's turn
+    qtbot.waitUntil(lambda: got == ["other"], timeout=5_000)
+    qtbot.wait(50)
+    assert got == ["other"]
+
+
+def test_a_part_raising_does_not_stop_the_queue(qtbot: Any) -> None:
+    got: list[int] = []
+
+    def broken() -> None:
+        raise RuntimeError("a bug in a part")
+
+    with qtbot.capture_exceptions() as raised:
+        turns.later(broken)
+        turns.later(lambda: got.append(1))
+        qtbot.waitUntil(lambda: bool(got), timeout=5_000)
+    assert got == [1]
+    assert [str(e[1]) for e in raised] == ["a bug in a part"]
+
+
+def test_the_diagram_redraws_on_a_turn_of_its_own_once_for_many_asks(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    win = shown_window(qtbot)
+    m = ModelManager(make_header(3, program="synthetic.py"))
+    m.add_batch(list(generate_records(600, 3, seed=3)))
+    win.set_model(m, "test")
+    d = win.diagram
+    qtbot.waitUntil(lambda: not d._redraw_pending, timeout=5_000)
+    calls: list[int] = []
+    real = d.redraw
+
+    def counted() -> None:
+        calls.append(1)
+        real()
+
+    monkeypatch.setattr(d, "redraw", counted)
+    for _ in range(5):
+        d.schedule_redraw()
+    assert not calls  # not in the slot that asked
+    qtbot.waitUntil(lambda: bool(calls), timeout=5_000)
+    qtbot.wait(50)
+    assert calls == [1]
+
+
+def test_a_loading_window_lays_out_in_its_feeding_turns(
+        qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``grew`` at the start of a turn of feeding: the diagram's layout and density
+    index take in the new events (:meth:`DiagramView.keep_up`) before the drain,
+    which waits a second between redraws while loading; the load ends with the
+    layout of every event."""
+    from mpvis.gui import diagram as diagram_mod
+    from mpvis.gui import loader as loader_mod
+    from mpvis.gui import window as window_mod
+    from mpvis.tracefile.writer import write_trace
+
+    monkeypatch.setattr(diagram_mod, "KEEP_UP_EVENTS", 500)
+    monkeypatch.setattr(loader_mod, "FEED_STEP", 500)
+    monkeypatch.setattr(loader_mod, "FEED_MS", 1)  # a step or so a turn: many turns
+    monkeypatch.setattr(window_mod, "LOADING_REDRAW_S", 60.0)  # no drain's lay-out meanwhile
+    path = tmp_path / "t.jsonl"
+    write_trace(path, make_header(4, program="synthetic.py"), generate_records(6_000, 4, seed=8))
+    win = shown_window(qtbot)
+    kept: list[tuple[int, int, int]] = []  # (layout count, density index done, model count)
+    real = win.diagram.keep_up
+
+    def keep_up() -> None:
+        real()
+        lay, di = win.diagram.layout_, win.diagram.density_index()
+        assert lay is not None and di is not None and win.model is not None
+        kept.append((lay.count, di.done, win.model.event_count))
+
+    monkeypatch.setattr(win.diagram, "keep_up", keep_up)
+    win.open_trace(path)
+    loader = win.loader
+    assert loader is not None
+    qtbot.waitSignal(loader.exact_ready, timeout=60_000).wait()
+    assert win.model is not None and win.model.event_count > 0
+    laid_out = [c for c, _, _ in kept]
+    assert len(set(laid_out)) > 2  # several steps while it loaded, not one at the end
+    assert all(c == done for c, done, _ in kept)  # the density index went along
+    assert all(n - c < 500 for c, _, n in kept)  # behind by less than KEEP_UP_EVENTS
+    qtbot.waitUntil(lambda: win.diagram.layout_ is not None
+                    and win.diagram.layout_.count == win.model.event_count, timeout=10_000)
