@@ -1705,6 +1705,49 @@ PyDoc_STRVAR(component_doc,
 "component(rows, q, s, j) -> int\n\n"
 "Component j of the row governing the clock of event (q, s) (see clock_row).");
 
+/* *out = component j of the row governing the clock of event (q, s); 0 or -1
+ * (an exception set). */
+static int component_of(Rows *R, Py_ssize_t q, int64_t s, Py_ssize_t j, int64_t *out)
+{
+    View v;
+    if (view_of(R, q, &v) < 0) {
+        return -1;
+    }
+    Py_ssize_t i = view_find(&v, s);
+    if (i < 0) {
+        *out = 0;
+        return 0;
+    }
+    if (j == q) {
+        *out = (int64_t)view_seq(&v, i) + 1;
+        return 0;
+    }
+    Py_ssize_t t = i;
+    for (; t >= 0 && view_ref(&v, t) < 0 && i - t <= R->every; t--) { /* the latest naming j */
+        Py_ssize_t count;
+        const int32_t *d = delta_at(R, view_ref(&v, t), &count);
+        if (d == NULL) {
+            return -1;
+        }
+        for (Py_ssize_t k = 0; k < count; k++) {
+            if (d[2 * k] == j) {
+                *out = d[2 * k + 1];
+                return 0;
+            }
+        }
+    }
+    if (t < 0 || view_ref(&v, t) < 0) {
+        PyErr_SetString(PyExc_ValueError, "clock rows: no dense row before a delta record");
+        return -1;
+    }
+    const void *row = chunk_row(R, view_ref(&v, t));
+    if (row == NULL) {
+        return -1;
+    }
+    *out = R->wide ? ((const int32_t *)row)[j] : ((const uint16_t *)row)[j];
+    return 0;
+}
+
 static PyObject *component(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
@@ -1714,7 +1757,7 @@ static PyObject *component(PyObject *self, PyObject *const *args, Py_ssize_t nar
     }
     Rows R;
     Py_ssize_t q;
-    int64_t s, j;
+    int64_t s, j, value;
     PyObject *result = NULL;
     if (query_args(args, &R, &q, &s) < 0 || int_arg(args[3], &j) < 0) {
         goto done;
@@ -1723,42 +1766,62 @@ static PyObject *component(PyObject *self, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_ValueError, "component(): a rank out of range");
         goto done;
     }
-    View v;
-    if (view_of(&R, q, &v) < 0) {
-        goto done;
-    }
-    Py_ssize_t i = view_find(&v, s);
-    if (i < 0) {
-        result = PyLong_FromLong(0);
-        goto done;
-    }
-    if (j == q) {
-        result = PyLong_FromLong((long)view_seq(&v, i) + 1);
-        goto done;
-    }
-    Py_ssize_t t = i;
-    for (; t >= 0 && view_ref(&v, t) < 0 && i - t <= R.every; t--) { /* the latest naming j */
-        Py_ssize_t count;
-        const int32_t *d = delta_at(&R, view_ref(&v, t), &count);
-        if (d == NULL) {
-            goto done;
-        }
-        for (Py_ssize_t k = 0; k < count; k++) {
-            if (d[2 * k] == j) {
-                result = PyLong_FromLong(d[2 * k + 1]);
-                goto done;
-            }
-        }
-    }
-    if (t < 0 || view_ref(&v, t) < 0) {
-        PyErr_SetString(PyExc_ValueError, "clock rows: no dense row before a delta record");
-        goto done;
-    }
-    const void *row = chunk_row(&R, view_ref(&v, t));
-    if (row != NULL) {
-        result = PyLong_FromLong(R.wide ? ((const int32_t *)row)[j] : ((const uint16_t *)row)[j]);
+    if (component_of(&R, q, s, (Py_ssize_t)j, &value) == 0) {
+        result = PyLong_FromLongLong((long long)value);
     }
 done:
+    rows_free(&R);
+    return result;
+}
+
+PyDoc_STRVAR(components_doc,
+"components(rows, q, s, j, out) -> None\n\n"
+"out[i] (int32) = component j[i] of the vector clock of event (q[i], s[i]):\n"
+"s[i] + 1 when j[i] == q[i], else as component() (q, s, j: int64 arrays of one\n"
+"length; every rank is checked, s[i] >= 0).");
+
+static PyObject *components(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)self;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "components() takes 5 arguments");
+        return NULL;
+    }
+    Rows R;
+    Buf bq = {0}, bs = {0}, bj = {0}, out = {0};
+    PyObject *result = NULL;
+    if (rows_open(&R, args[0]) < 0 || get_buf(&bq, args[1], "q", 0, "ranks") < 0
+        || get_buf(&bs, args[2], "q", 0, "seqs") < 0
+        || get_buf(&bj, args[3], "q", 0, "components") < 0
+        || get_buf(&out, args[4], "i", 1, "out") < 0) {
+        goto done;
+    }
+    Py_ssize_t n = bq.b.len / 8;
+    if (bs.b.len / 8 != n || bj.b.len / 8 != n || out.b.len / 4 != n) {
+        PyErr_SetString(PyExc_ValueError, "components(): arrays of different lengths");
+        goto done;
+    }
+    const int64_t *q = bq.b.buf, *s = bs.b.buf, *j = bj.b.buf;
+    int32_t *o = out.b.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (q[i] < 0 || q[i] >= R.nprocs || j[i] < 0 || j[i] >= R.nprocs || s[i] < 0
+            || s[i] >= INT32_MAX) {
+            PyErr_SetString(PyExc_ValueError, "components(): a rank or seq out of range");
+            goto done;
+        }
+        int64_t value = s[i] + 1;
+        if (j[i] != q[i]
+            && component_of(&R, (Py_ssize_t)q[i], s[i], (Py_ssize_t)j[i], &value) < 0) {
+            goto done;
+        }
+        o[i] = (int32_t)value;
+    }
+    result = Py_NewRef(Py_None);
+done:
+    release(&bq);
+    release(&bs);
+    release(&bj);
+    release(&out);
     rows_free(&R);
     return result;
 }
@@ -1886,6 +1949,7 @@ static PyMethodDef methods[] = {
     {"advance", FASTCALL(advance), advance_doc},
     {"clock_row", FASTCALL(clock_row), clock_row_doc},
     {"component", FASTCALL(component), component_doc},
+    {"components", FASTCALL(components), components_doc},
     {"rows", FASTCALL(rows), rows_doc},
     {"join", FASTCALL(join), join_doc},
     {NULL, NULL, 0, NULL},

@@ -323,6 +323,18 @@ class ClockStore:
             return a[1] < b[1]
         return self.component(b[0], b[1], a[0]) > a[1]
 
+    def happened_before_many(self, a_rank: npt.NDArray[np.int64], a_seq: npt.NDArray[np.int64],
+                             b_rank: npt.NDArray[np.int64], b_seq: npt.NDArray[np.int64]
+                             ) -> npt.NDArray[np.bool_]:
+        """:meth:`happened_before` of each pair ``(a_rank[i], a_seq[i])``,
+        ``(b_rank[i], b_seq[i])``, in one C call (the events must exist)."""
+        a_rank, a_seq, b_rank, b_seq = (np.ascontiguousarray(x, dtype=np.int64)
+                                        for x in (a_rank, a_seq, b_rank, b_seq))
+        comp = np.empty(len(a_rank), dtype=np.int32)
+        _ccausal.components(self._rows_ctx, b_rank, b_seq, a_rank, comp)
+        out: npt.NDArray[np.bool_] = np.where(a_rank == b_rank, a_seq < b_seq, comp > a_seq)
+        return out
+
     def rows(self, rank: int, start: int = 0) -> IntVec:
         """The merge rows of ``rank`` from its ``start``-th on, as a 2-D array
         (one row per merge event, in seq order; see :attr:`merge_seq`)."""

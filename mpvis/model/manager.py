@@ -92,6 +92,7 @@ class ModelManager:
         #: The classifier's receive pairs.
         self.races = RaceTracker(RecvFacts(
             store=store, done=lambda: causal.done, happened_before=causal.clocks.happened_before,
+            happened_before_many=causal.clocks.happened_before_many,
         ))
         #: The spec's context rules and the facts they keep.
         self.rules = rules = RecordRules(store, causal, self.races, self.colls)

@@ -65,13 +65,17 @@ class RecvFacts:
     """What the tracker asks of the model: the event store (receives, consumes,
     message links, call sites), how far each rank's clocks are known (``done()``:
     per rank, the number of its events causally processed) and Lamport's
-    relation between two processed events."""
+    relation between two processed events (``happened_before_many``: the same
+    for arrays of pairs, ``(a_rank, a_seq, b_rank, b_seq)``)."""
 
     def __init__(self, *, store: EventStore, done: Callable[[], Sequence[int]],
-                 happened_before: Callable[[Key, Key], bool]) -> None:
+                 happened_before: Callable[[Key, Key], bool],
+                 happened_before_many: Callable[[IntArray, IntArray, IntArray, IntArray], Any]
+                 ) -> None:
         self.store = store
         self.done = done
         self.happened_before = happened_before
+        self.happened_before_many = happened_before_many
 
 
 class Race:
@@ -339,9 +343,9 @@ def evaluate(t: RaceColumns, rows: IntArray, final: bool) -> IntArray:
     done = np.asarray(facts.done(), dtype=np.int64)
     ready = need & (s2seq < done[s2rank])
     hb = np.zeros(n, dtype=bool)  # asked only where the verdict reads it
-    happened_before = facts.happened_before
-    for j in np.flatnonzero(ready & has[1] & (msrc[0] != msrc[1])).tolist():
-        hb[j] = happened_before((int(rank[j]), int(cons[0][j])), (int(s2rank[j]), int(s2seq[j])))
+    ask = np.flatnonzero(ready & has[1] & (msrc[0] != msrc[1]))
+    if len(ask):
+        hb[ask] = facts.happened_before_many(rank[ask], cons[0][ask], s2rank[ask], s2seq[ask])
     waiting: IntArray = need & ~ready
     rows_ = rows.astype(np.int64)
     t.potential.view()[rows_] = pot

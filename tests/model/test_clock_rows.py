@@ -59,6 +59,57 @@ def test_compact_rows_match_graph_reachability(seed: int, nprocs: int, every: in
                                                        for s in range(count)]
 
 
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 10**9), st.integers(2, 5), st.integers(1, 5), st.integers(0, 60))
+def test_happened_before_many_equals_one_by_one(seed: int, nprocs: int, every: int,
+                                               limit: int) -> None:
+    """The batch query (one C call) answers what the scalar one answers, for
+    every pair of processed events (same rank included), on compact and
+    widened rows."""
+    header, recs = random_execution(seed, nprocs, steps=40)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(clocks, "FULL_EVERY", every)
+        mp.setattr(clocks, "_NARROW_MAX", limit)
+        m = ModelManager(header)
+        m.add_batch(interleave(copy.deepcopy(recs), random.Random(seed)))
+        m.finish()
+    keys = [(r, s) for r in range(nprocs) for s in range(m.done[r])]
+    pairs = [(a, b) for a in keys for b in keys]
+    a_rank, a_seq, b_rank, b_seq = (np.array(x, dtype=np.int64).reshape(-1) for x in (
+        [a[0] for a, _ in pairs], [a[1] for a, _ in pairs],
+        [b[0] for _, b in pairs], [b[1] for _, b in pairs]))
+    got = m.clocks.happened_before_many(a_rank, a_seq, b_rank, b_seq)
+    assert got.tolist() == [m.clocks.happened_before(a, b) for a, b in pairs]
+    # the component the batch reads is the clock's, its own one included
+    comp = np.empty(len(pairs), dtype=np.int32)
+    _ccausal.components(m.clocks._rows_ctx, b_rank, b_seq, a_rank, comp)
+    assert comp.tolist() == [m.clocks.clock(*b)[a[0]] for a, b in pairs]
+
+
+def test_components_on_bad_arguments_raise() -> None:
+    cs = _store_with_rows()
+    one = np.zeros(1, dtype=np.int64)
+    out = np.empty(1, dtype=np.int32)
+    for q, s, j in ((5, 0, 0), (0, 0, 2), (-1, 0, 0), (0, -1, 1), (0, 1 << 40, 1)):
+        with pytest.raises(ValueError, match="out of range"):
+            _ccausal.components(cs._rows_ctx, one + q, one + s, one + j, out)
+    with pytest.raises(ValueError, match="different lengths"):
+        _ccausal.components(cs._rows_ctx, one, one, np.zeros(2, dtype=np.int64), out)
+    with pytest.raises(ValueError, match="different lengths"):
+        _ccausal.components(cs._rows_ctx, one, one, one, np.empty(3, dtype=np.int32))
+    with pytest.raises(TypeError):
+        _ccausal.components(cs._rows_ctx, one.astype(np.int32), one, one, out)
+    with pytest.raises(TypeError):
+        _ccausal.components(cs._rows_ctx, one, one, one, out.astype(np.int64))
+    with pytest.raises(TypeError):
+        _ccausal.components(cs._rows_ctx, one, one, one)  # type: ignore[call-arg]  # deliberately wrong
+    seq = cs.merge_seq[0][-1]
+    with pytest.raises(ValueError, match="delta record out of range"):
+        _ccausal.components(_ctx(cs, deltas=array("i", [5])), one, one + seq, one + 1, out)
+    empty = np.zeros(0, dtype=np.int64)
+    _ccausal.components(cs._rows_ctx, empty, empty, empty, np.empty(0, dtype=np.int32))
+
+
 def _store_with_rows() -> clocks.ClockStore:
     """A model's clock store with merges on both ranks (dense rows and records)."""
     header, recs = random_execution(7, 2, steps=60)
