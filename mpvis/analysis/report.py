@@ -23,10 +23,11 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import orjson
 
 from mpvis.analysis.race_groups import format_groups
-from mpvis.analysis.race_table import CHUNK, COLUMNS, NONE, RaceTable, columns_in, packed_keys
+from mpvis.analysis.race_table import COLUMNS, NONE, RaceTable, columns_in, packed_keys
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as R
 
@@ -194,10 +195,34 @@ def legend_examples(report: Report) -> list[dict[str, Any]]:
     races = _table(report["races"])
     found = np.flatnonzero(_found_mask(races))  # their rows: no copy of the table
     c = races.cols
-    keys = packed_keys(c[k][found] for k in ("situation", "consumption", "verdict"))
-    _, first = (np.unique(keys[0], return_index=True) if len(keys) == 1 else
-                np.unique(np.stack(keys, axis=1), axis=0, return_index=True))
+    keys = packed_keys(_without_none(c[k][found])
+                       for k in ("situation", "consumption", "verdict"))
+    if len(keys) == 1 and len(found) and int(keys[0].max()) <= 2 * len(found) + 4096:
+        first = _first_rows(keys[0])  # a few dozen values: no sort of the rows
+    else:
+        _, first = (np.unique(keys[0], return_index=True) if len(keys) == 1 else
+                    np.unique(np.stack(keys, axis=1), axis=0, return_index=True))
     return races.take(found[np.sort(first)]).entries()
+
+
+def _without_none(col: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``col`` with :data:`NONE` replaced by one more than its largest other value:
+    the same rows equal, in a small range (so the legend's three columns pack
+    into one key, not a sort of a matrix of them)."""
+    none = col == NONE
+    if not none.any():
+        return col
+    rest = col[~none]
+    return np.where(none, int(rest.max()) + 1 if len(rest) else 0, col)
+
+
+def _first_rows(key: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """The first row of each distinct value of ``key`` (small non-negative
+    integers), in value order: ``np.unique(key, return_index=True)[1]``."""
+    n = len(key)
+    first = np.full(int(key.max()) + 1, n, dtype=np.int64)
+    np.minimum.at(first, key, np.arange(n, dtype=np.int64))
+    return first[first < n]
 
 
 _HEAD_EXACT = "  rank %d: recv %d:%d — exact\n      %s; %s → %s%s"
@@ -207,8 +232,13 @@ _CONFIRMS = ("", "\n      exact test: does not confirm it",
              "\n      exact test: confirms this race")
 
 
+#: Races whose lines are made at a time: a chunk's values as Python ints and its
+#: lines are held together (16 columns' ints and the text: about 3 MB for 4,096).
+TEXT_CHUNK = 1 << 12
+
+
 def _race_text(races: RaceTable, rows: Any) -> Iterator[str]:
-    """The lines of the races ``rows`` (indices) in the text report, :data:`CHUNK`
+    """The lines of the races ``rows`` (indices) in the text report, :data:`TEXT_CHUNK`
     races at a time, read from the columns a chunk at a time (no copy of the
     table); each piece is their lines joined by newlines.  Per race its rank, receives
     with their sites, situation, consumption and scope (or ``exact``), both
@@ -218,8 +248,8 @@ def _race_text(races: RaceTable, rows: Any) -> Iterator[str]:
     text = [None, *races.strings]  # string id + 1 -> its value
     site = ["", *(f" ({s})" if s else "" for s in races.strings)]
     upper = ["NONE", *(s.upper() for s in races.strings)]
-    for lo in range(0, len(rows), CHUNK):
-        chunk = rows[lo:lo + CHUNK]
+    for lo in range(0, len(rows), TEXT_CHUNK):
+        chunk = rows[lo:lo + TEXT_CHUNK]
         part = [races.cols[c][chunk].tolist() for c in COLUMNS[:16]]
         out = []
         for (exact, scope, rank, r1, r2, situation, m1r, m1s, m2r, m2s, verdict, _comm,

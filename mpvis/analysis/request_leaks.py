@@ -23,10 +23,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from mpvis.analysis.deadlock_p2p import describe_p2p
 from mpvis.analysis.deadlock_report import describe_site
-from mpvis.model.event_arrays import rank_arrays, run_arrays
+from mpvis.model.event_arrays import RunArrays, rank_arrays, rank_chunks
 from mpvis.model.manager import ModelManager
 from mpvis.model.record_batch import rebuild_records
 from mpvis.protocol import records as R
@@ -34,6 +35,8 @@ from mpvis.protocol import records as R
 __all__ = ["request_leaks"]
 
 _SEND, _RECV, _WAIT = R.KIND_CODE[R.SEND], R.KIND_CODE[R.RECV], R.KIND_CODE[R.WAIT]
+#: Events read at a time (whole ranks): a chunk's arrays, not the run's.
+CHUNK_EVENTS = 1 << 17
 
 
 def _posting(m: ModelManager, rank: int, req: int) -> int | None:
@@ -50,7 +53,8 @@ def _posting(m: ModelManager, rank: int, req: int) -> int | None:
     return None
 
 
-def _open_requests(m: ModelManager, ranks: list[int]) -> dict[int, list[dict[str, Any]]]:
+def _open_requests(m: ModelManager, ranks: list[int], chunk_events: int
+                   ) -> dict[int, list[dict[str, Any]]]:
     """Requests the records of each of ``ranks`` leave open, as ``final.requests``
     entries, in the order a walk of the rank's events would list them: a
     nonblocking send or receive opens its ``req`` (a later one of the same
@@ -58,17 +62,28 @@ def _open_requests(m: ModelManager, ranks: list[int]) -> dict[int, list[dict[str
     closes it.  On arrays: a request is open when a posting of it comes after
     the last wait naming it; its entry is its last posting, its place its
     first posting after that wait.  Only the open ones are rebuilt as records.
+    A few ranks at a time (:func:`~mpvis.model.event_arrays.rank_chunks`, about
+    ``chunk_events`` events).
     """
     out: dict[int, list[dict[str, Any]]] = {r: [] for r in ranks}
     if not ranks:
         return out
-    ev = run_arrays(m.store)
+    wanted = np.zeros(m.nprocs, dtype=bool)
+    wanted[ranks] = True
+    for ev in rank_chunks(m.store, chunk_events):  # ranks are independent: a few at a time
+        if wanted[ev.lo:ev.lo + len(ev.counts)].any():
+            _open_in(m, ev, wanted, out)
+    return out
+
+
+def _open_in(m: ModelManager, ev: RunArrays, wanted: npt.NDArray[np.bool_],
+             out: dict[int, list[dict[str, Any]]]) -> None:
+    """:func:`_open_requests` of the ``wanted`` ranks among those of ``ev``."""
     codes = ev.kind
-    mine = np.zeros(len(ev), dtype=bool)
-    for r in ranks:
-        mine[ev.starts[r]:ev.starts[r + 1]] = True
+    mine = np.repeat(wanted[ev.lo:ev.lo + len(ev.counts)], ev.counts)
     posts = np.flatnonzero(mine & ((codes == _SEND) | (codes == _RECV)) & ~ev.blocking)
     waits = np.flatnonzero(mine & (codes == _WAIT))
+    del mine, codes
     lengths, named = ev.requests(waits)
     # (rank, req, position, is a wait) of every posting and every wait naming a request
     pos = np.concatenate([posts, np.repeat(waits, lengths)])
@@ -94,7 +109,6 @@ def _open_requests(m: ModelManager, ranks: list[int]) -> dict[int, list[dict[str
         out[int(ev.rank[p])].append({
             "req": rec["req"], "call": describe_p2p(rec), "site": rec.get("site"),
             "state": "active", "started": True, "seq": rec["seq"]})
-    return out
 
 
 def _reason(rank: int, entry: dict[str, Any]) -> str:
@@ -108,18 +122,21 @@ def _reason(rank: int, entry: dict[str, Any]) -> str:
             "(wait/test) nor freed before MPI_Finalize.")
 
 
-def request_leaks(m: ModelManager) -> list[dict[str, object]]:
+def request_leaks(m: ModelManager, *, chunk_events: int = CHUNK_EVENTS
+                  ) -> list[dict[str, object]]:
     """``request_leak`` error entries of every rank that finished normally.
 
     Each: ``kind``, ``ranks`` (``[rank]``), ``events`` (``["rank:seq"]`` of the
     posting event when known), ``req``, ``call``, ``state``, ``started``,
-    ``site`` and ``reason``.
+    ``site`` and ``reason``.  The run's events are read about ``chunk_events``
+    at a time (whole ranks).
     """
     listed: dict[int, object] = {}
     for rank in range(m.nprocs):
         if m.finished[rank] and rank not in m.dead:
             listed[rank] = m.record(rank, m.count(rank) - 1).get("requests")
-    found = _open_requests(m, [r for r, x in listed.items() if not isinstance(x, list)])
+    found = _open_requests(m, [r for r, x in listed.items() if not isinstance(x, list)],
+                           chunk_events)
     out: list[dict[str, object]] = []
     for rank, given in listed.items():
         entries = given if isinstance(given, list) else found[rank]

@@ -69,14 +69,17 @@ def _run(rng: random.Random, nprocs: int, final: list[bool]) -> list[Record]:
 
 @settings(max_examples=200, deadline=None)
 @given(st.integers(0, 10**9), st.integers(1, 4), st.lists(st.booleans(), min_size=4,
-                                                          max_size=4))
+                                                          max_size=4),
+       st.sampled_from([1, 7, 1 << 17]))
 def test_inferred_leaks_equal_a_walk_of_the_records(seed: int, nprocs: int,
-                                                     final: list[bool]) -> None:
+                                                     final: list[bool], chunk: int) -> None:
+    """Whether the ranks are read one, a few or all at a time."""
     header, *records = _run(random.Random(seed), nprocs, final)
     m = ModelManager(header)
     m.add_batch(records)
     m.finish()
-    got = [(e["ranks"], e["events"], e["call"], e["site"]) for e in request_leaks(m)]
+    got = [(e["ranks"], e["events"], e["call"], e["site"])
+           for e in request_leaks(m, chunk_events=chunk)]
     want = [([r], [f"{r}:{x['seq']}"], x["call"], x["site"])
             for r in range(nprocs) if m.finished[r] and r not in m.dead for x in _walk(m, r)]
     assert got == want
