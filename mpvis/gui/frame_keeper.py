@@ -59,7 +59,9 @@ class FrameKeeper(QtCore.QObject):
         self.index: frame.FrameIndex | None = None
         #: bumped whenever the model, layout or axis changes: older builds are dropped
         self.gen = 0
-        self.building = False  # a worker thread builds the next index
+        self.building = False  # a worker thread builds the next index (or its copy is made)
+        #: the copy being made for the next build, its message index and generation
+        self._copying: tuple[frame.InputCopy, MessageIndex, int] | None = None
         self._age = QtCore.QElapsedTimer()
         self._age.start()
         self._built.connect(self._take)
@@ -111,29 +113,39 @@ class FrameKeeper(QtCore.QObject):
     def _build_async(self, lay: Layout, msgs: MessageIndex, logical: bool) -> None:
         """Build the next index on a worker thread from a copy of the layout's
         events, made :data:`COPY_STEP` events a turn of the event loop
-        (:class:`~mpvis.scene.frame.InputCopy`); :meth:`_take` installs it.  One
-        build at a time: a stale index asked for meanwhile waits for it."""
+        (:class:`~mpvis.scene.frame.InputCopy`, :meth:`_copy_some`); :meth:`_take`
+        installs it.  One build at a time: a stale index asked for meanwhile waits
+        for it."""
         if self.building:
             return
         self.building = True
-        copy = frame.InputCopy(lay, logical)
-        gen = self.gen
+        self._copying = (frame.InputCopy(lay, logical), msgs, self.gen)
+        turns.later(self._copy_some, self)
 
-        def copy_some() -> None:
-            if gen != self.gen:  # the model, layout or axis changed: not needed
-                self.building = False
-            elif not copy.step(COPY_STEP):
-                turns.later(copy_some, self)
-            else:
-                threading.Thread(target=build, args=(copy.result(),),
-                                 name="mpvis-frame-index", daemon=True).start()
+    def _copy_some(self) -> None:
+        """GUI thread: the next piece of the copy; once done, the build starts.
+        (No closure that queues itself: such a cycle outlives its turn until the
+        cyclic collector runs, which it does not while a trace loads, and it held
+        each copy: 13 bytes an event.)"""
+        job = self._copying
+        if job is None:
+            return
+        copy, msgs, gen = job
+        if gen != self.gen:  # the model, layout or axis changed: not needed
+            self._copying, self.building = None, False
+        elif not copy.step(COPY_STEP):
+            turns.later(self._copy_some, self)
+        else:
+            self._copying = None
+            threading.Thread(target=self._build, name="mpvis-frame-index", daemon=True,
+                             args=(copy.layout, msgs, copy.logical, copy.result(), gen)).start()
 
-        def build(data: frame.IndexInput) -> None:
-            index = frame.FrameIndex(lay, msgs, logical, data)
-            with contextlib.suppress(RuntimeError):  # the view was deleted meanwhile
-                self._built.emit(index, gen)
-
-        turns.later(copy_some, self)
+    def _build(self, lay: Layout, msgs: MessageIndex, logical: bool, data: frame.IndexInput,
+               gen: int) -> None:
+        """Worker thread: the index of ``data``, handed to the GUI thread."""
+        index = frame.FrameIndex(lay, msgs, logical, data)
+        with contextlib.suppress(RuntimeError):  # the view was deleted meanwhile
+            self._built.emit(index, gen)
 
     def _take(self, index: frame.FrameIndex, gen: int) -> None:
         """GUI thread: a built index, installed unless the model, layout or axis

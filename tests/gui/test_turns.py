@@ -122,3 +122,48 @@ def test_a_loading_window_lays_out_in_its_feeding_turns(
     assert all(n - c < 500 for c, _, n in kept)  # behind by less than KEEP_UP_EVENTS
     qtbot.waitUntil(lambda: win.diagram.layout_ is not None
                     and win.diagram.layout_.count == win.model.event_count, timeout=10_000)
+
+
+def test_the_frame_index_copies_are_freed_without_the_cyclic_collector(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace loads with the cyclic collector off: the copies a frame index is
+    built from (made a piece a turn) must go once built, by reference counts."""
+    import gc
+    import weakref
+
+    from mpvis.gui import frame_keeper
+    from mpvis.scene import frame
+
+    monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
+    monkeypatch.setattr(frame_keeper, "COPY_STEP", 700)  # several pieces, several turns
+    made: list[weakref.ref[frame.InputCopy]] = []
+    real = frame.InputCopy
+
+    def tracked(*args: Any) -> frame.InputCopy:
+        copy = real(*args)
+        made.append(weakref.ref(copy))
+        return copy
+
+    monkeypatch.setattr(frame, "InputCopy", tracked)
+    win = shown_window(qtbot)
+    m = ModelManager(make_header(4, program="synthetic.py"))
+    win.set_model(m, "test")
+    recs = list(generate_records(6_000, 4, seed=5))
+    m.add_batch(recs[:2_000])
+    win.drain()
+    win.diagram.redraw()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        m.add_batch(recs[2_000:])
+        m.finish()
+        win.drain()
+        win.diagram.redraw()  # stale: a copy is made in pieces, then built
+        d = win.diagram
+        qtbot.waitUntil(lambda: d.frames.index is not None
+                        and d.frames.index.count == m.event_count, timeout=20_000)
+        qtbot.waitUntil(lambda: not d.frames.building, timeout=5_000)
+        assert made and all(r() is None for r in made)
+    finally:
+        if was:
+            gc.enable()
