@@ -146,6 +146,11 @@ class CausalRelease:
         if self._wake:
             self._wake_key(("match", rank, consume_seq))
 
+    def waits_on_messages(self) -> bool:
+        """Does anything wait to be woken (a consume for its message to be
+        linked, among others)?  If not, :meth:`messages_linked` does nothing."""
+        return bool(self._wake)
+
     def messages_linked(self, ranks: list[int], consume_seqs: list[int]) -> None:
         """:meth:`message_linked` for each consume ``(ranks[i], consume_seqs[i])``."""
         if self._wake:

@@ -35,8 +35,8 @@ class Linker(Protocol):
 
     store: EventStore
 
-    def linked_many(self, sends: list[int], consumes: list[int], ranks: list[int],
-                    seqs: list[int], recvs: Any) -> None:
+    def linked_many(self, sends: Any, consumes: Any, ranks: Any, seqs: Any, recvs: Any
+                    ) -> None:
         """Link each planned consume to its send (:meth:`RecordRules.linked_many
         <mpvis.model.rules.RecordRules.linked_many>`)."""
 
@@ -149,9 +149,8 @@ class ConsumePlan:
         if n == 0:
             return []
         np.frombuffer(rules.store.c_ref.data, dtype=np.int32)[self.rg[:n]] = self.seq[:n]
+        rules.linked_many(self.sg[:n], self.cg[:n], self.rank[:n], self.seq[:n], self.rg[:n])
         sends: list[int] = self.sg[:n].tolist()
-        rules.linked_many(sends, self.cg[:n].tolist(), self.rank[:n].tolist(),
-                          self.seq[:n].tolist(), self.rg[:n])
         return sends
 
 

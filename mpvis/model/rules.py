@@ -517,16 +517,15 @@ class RecordRules:
                 f"consume names send {list(store.key(sg))} whose destination, tag or "
                 "communicator differs", rank=r, seq=s)
 
-    def linked_many(self, sends: list[int], consumes: list[int], ranks: list[int],
-                    seqs: list[int], recvs: Any) -> None:
+    def linked_many(self, sends: Any, consumes: Any, ranks: Any, seqs: Any, recvs: Any
+                    ) -> None:
         """What :meth:`_link` does for each of a batch's planned consumes (gidx
         ``consumes``, key ``(ranks, seqs)``, of receive gidx ``recvs``) and its send
         (``sends``), in batch order, except listing the new messages (the
-        caller merges them in batch order)."""
-        link = self.store.link
-        for sg, cg in zip(sends, consumes, strict=True):
-            link(sg, cg)
-        self.causal.messages_linked(ranks, seqs)
+        caller merges them in batch order); arrays, each send and consume once."""
+        self.store.link_many(sends, consumes)
+        if self.causal.waits_on_messages():
+            self.causal.messages_linked(ranks.tolist(), seqs.tolist())
         self.races.touch_many(recvs)
 
     def _link(self, sg: int, cg: int) -> None:

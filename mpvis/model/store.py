@@ -133,6 +133,12 @@ class EventStore:
         self.c_partner.data[sg] = cg
         self.c_partner.data[cg] = sg
 
+    def link_many(self, sg: Any, cg: Any) -> None:
+        """:meth:`link` for each message ``(sg[i], cg[i])`` (distinct events)."""
+        partner = np.frombuffer(self.c_partner.data, dtype=np.int64)
+        partner[sg] = cg
+        partner[cg] = sg
+
     def unlink(self, cg: int) -> None:
         """Consume ``cg`` no longer knows its send (the send is being dropped by
         :meth:`truncate` after a context error)."""
