@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import shiboken6
 
 from mpvis.gui.window import MainWindow
 from mpvis.protocol.records import make_header
@@ -53,4 +54,6 @@ def test_an_error_early_in_a_long_trace_is_reported(  # type: ignore[no-untyped-
     loader.failed.connect(lambda msg, *_: messages.append(msg))
     qtbot.waitUntil(lambda: bool(messages), timeout=60000)
     assert ":101:" in messages[0]
-    qtbot.waitUntil(lambda: not loader.isRunning(), timeout=30000)
+    # the worker stopped: its thread ended (and the window deleted it)
+    qtbot.waitUntil(lambda: not shiboken6.isValid(loader) or not loader.isRunning(),
+                    timeout=30000)
