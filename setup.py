@@ -7,7 +7,9 @@ walk in causal order (``mpvis/model/_ccausal.c``: clock merges, Lamport
 clocks), ``mpvis.protocol._cjournal`` the central process's columns and journal
 lines of a rank's compact batch (``mpvis/protocol/_cjournal.c``),
 ``mpvis.analysis._cjson`` the JSON text of the report's race entries
-(``mpvis/analysis/_cjson.c``); ``pip install -e .`` builds them in place.
+(``mpvis/analysis/_cjson.c``), ``mpvis.tracefile._cscan`` a trace file's lines
+to checked columns in the parser process (``mpvis/tracefile/_cscan.c``);
+``pip install -e .`` builds them in place.
 """
 
 from setuptools import Extension, setup
@@ -31,5 +33,6 @@ setup(
         _c("mpvis.protocol._cjournal", codes=True),
         _c("mpvis.analysis._cjson"),
         _c("mpvis.model._ccausal"),
+        _c("mpvis.tracefile._cscan"),
     ]
 )

@@ -1,28 +1,35 @@
 """A second process that reads, parses and checks a trace file while the model builds.
 
-Loading a trace is a pipeline of two halves of similar cost: turning lines
-into checked columns (JSON parsing, the per-record rules, column extraction:
-:func:`mpvis.model.ingest.extract`), and building the model from the columns
-(context rules, matching, clocks, the classifier).  The first half needs no
-model state, so :class:`ParallelParser` runs it in a child process, one chunk
-ahead of the model, and both cores work.
+Loading a trace is a pipeline of two halves: turning lines into checked
+columns (JSON parsing, the per-record rules, column extraction), and building
+the model from the columns (context rules, matching, clocks, the classifier).
+The first half needs no model state, so :class:`ParallelParser` runs it in a
+child process, one chunk ahead of the model, and both cores work.  The child
+reads with :func:`mpvis.tracefile.scan.scan_chunks`: the C scanner
+(``_cscan.c``) turns the lines it fully understands straight into columns,
+and the reference path (orjson, :func:`mpvis.model.ingest.extract`) reads the
+others, with the same result; the child imports NumPy only when it meets
+such a line.
 
 The child is ``python -m mpvis.tracefile.parse_worker`` (a plain subprocess:
 no ``multiprocessing``, so the caller's ``__main__`` is never re-imported and
 nothing is pickled).  It writes one frame per chunk to its standard output:
 a 4-byte little-endian length, then a msgpack map (the columns travel as raw
-little-endian arrays):
+little-endian arrays, :data:`~mpvis.tracefile.scan.DTYPES`):
 
-``{"n", "cols": {name: bytes}, "extras": [[i, {...}], ...], "sites": [new site
-names], "nums": bytes, "bytes": int, "error": str | None, "er", "es",
-"bad_line", "rule"}``.  No record dicts travel: the model's analyzers read
-its columns (:mod:`mpvis.model.stream`).
+``{"n", "cols": {name: bytes}, "extras": {i: {...}}, "sites": [names], "lines":
+[first, stop] | None, "nums": [line, ...] | None, "bytes": int, "error": str |
+None, "er", "es", "bad_line", "rule"}``.  No record dicts travel: the model's
+analyzers read its columns (:mod:`mpvis.model.stream`).
 
-``sites`` numbers the child's sites in order of first appearance; the parent
-maps them into its model's :class:`~mpvis.model.ingest.SiteTable`.  A message
-``{"fail": text}`` reports a file that cannot be read; ``{"end": True}`` ends
-the stream.  The child stops after the first chunk that carries an error: its
-good prefix is in that message, so nothing good is lost.
+``sites`` names the chunk's sites in order of first appearance and the
+``site`` column indexes it; the parent numbers them in its model's
+:class:`~mpvis.model.ingest.SiteTable`.  The records' file lines are
+``range(*lines)`` when the chunk has no blank line, else ``nums``.  A
+message ``{"fail": text}`` reports a file that cannot be read;
+``{"end": True}`` ends the stream.  The child stops after the first chunk
+that carries an error: its good prefix is in that message, so nothing good
+is lost.
 """
 
 from __future__ import annotations
@@ -33,36 +40,35 @@ import logging
 import subprocess
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import msgpack
-import numpy as np
 
-from mpvis.model.ingest import INT_COLUMNS, Batch, SiteTable, extract
-from mpvis.protocol.records import RecordError
 from mpvis.tracefile.compression import open_binary_read
-from mpvis.tracefile.lines import ParsedChunk, chunks, parse_chunk
+from mpvis.tracefile.scan import ScannedChunk, as_batch, scan_chunks
+
+if TYPE_CHECKING:
+    from mpvis.model.ingest import Batch, SiteTable
 
 __all__ = ["ParallelParser", "ParsedBatch"]
 
 _log = logging.getLogger(__name__)
-_DTYPES = {**dict.fromkeys(INT_COLUMNS, "<i8"), "code": "i1", "flags": "i1", "t": "<f8",
-           "site": "<i8"}
 
 
 @dataclass
 class ParsedBatch:
     """One chunk, checked and in columns, as the parent receives it.
 
-    ``cols.site`` holds the parent model's site ids.
-    ``bad_line``/``rule``: a line that is not a JSON object ended the chunk.
+    ``cols.site`` holds the parent model's site ids; ``nums[i]`` is the file
+    line of record ``i``.  ``bad_line``/``rule``: a line that is not a JSON
+    object ended the chunk.
     """
 
     cols: Batch
-    nums: list[int]
+    nums: Sequence[int]
     nbytes: int
     bad_line: int | None
     rule: str | None
@@ -79,7 +85,6 @@ class ParallelParser:
     def __init__(self, path: Path, nprocs: int, sites: SiteTable, *, validate: bool) -> None:
         self.path = path
         self._sites = sites
-        self._trans: list[int] = []
         self._proc = subprocess.Popen(
             [sys.executable, "-m", __name__, str(path), str(nprocs), str(int(validate))],
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
@@ -115,40 +120,30 @@ class ParallelParser:
             yield self._decode(msg)
 
     def _decode(self, msg: dict[str, Any]) -> ParsedBatch:
-        trans = self._trans
-        trans.extend(self._sites.add(name) for name in msg["sites"])
-        raw = msg["cols"]
-        arrays = {name: np.frombuffer(raw[name], dtype=dt) for name, dt in _DTYPES.items()}
-        site = arrays["site"]
-        if len(site):
-            site = np.asarray([*trans, -1], dtype=np.int64)[site]  # -1 indexes the -1
-        cols = Batch(
-            n=msg["n"], rank=arrays["rank"], seq=arrays["seq"], code=arrays["code"],
-            t=arrays["t"], site=site, comm=arrays["comm"], peer=arrays["peer"],
-            tag=arrays["tag"], flags=arrays["flags"], req=arrays["req"], ref=arrays["ref"],
-            sseq=arrays["sseq"], size=arrays["size"], call=arrays["call"],
-            extras=dict(msg["extras"]),
-            error_rank=msg["er"], error_seq=msg["es"],
-        )
-        if msg["error"] is not None:
-            cols.error = RecordError(msg["error"])
-        return ParsedBatch(cols, np.frombuffer(msg["nums"], dtype="<i8").tolist(),
-                           msg["bytes"], msg["bad_line"], msg["rule"])
+        lines = msg["lines"]
+        nums: Sequence[int] = msg["nums"] if lines is None else range(*lines)
+        chunk = ScannedChunk(msg["n"], msg["cols"], msg["sites"], nums, msg["bytes"],
+                             msg["extras"], msg["error"], msg["er"], msg["es"],
+                             msg["bad_line"], msg["rule"])
+        return ParsedBatch(as_batch(chunk, self._sites), nums, chunk.nbytes, chunk.bad_line,
+                           chunk.rule)
 
 
-def _encode(cols: Batch, new_sites: list[str], nbytes: int, chunk: ParsedChunk) -> bytes:
+def _encode(chunk: ScannedChunk) -> bytes:
     """One length-prefixed frame for a chunk (see the module docstring)."""
+    nums = chunk.nums
+    span = [nums.start, nums.stop] if isinstance(nums, range) else None
     body: bytes = msgpack.packb({
-        "n": cols.n,
-        "cols": {name: np.ascontiguousarray(getattr(cols, name), dtype=dt).tobytes()
-                 for name, dt in _DTYPES.items()},
-        "extras": list(cols.extras.items()),
-        "sites": new_sites,
-        "nums": np.asarray(chunk.nums, dtype="<i8").tobytes(),
-        "bytes": nbytes,
-        "error": None if cols.error is None else str(cols.error),
-        "er": cols.error_rank,
-        "es": cols.error_seq,
+        "n": chunk.n,
+        "cols": chunk.cols,
+        "extras": chunk.extras,
+        "sites": chunk.sites,
+        "lines": span,
+        "nums": None if span is not None else list(nums),
+        "bytes": chunk.nbytes,
+        "error": chunk.error,
+        "er": chunk.error_rank,
+        "es": chunk.error_seq,
         "bad_line": chunk.bad_line,
         "rule": chunk.rule,
     }, use_bin_type=True)
@@ -163,7 +158,7 @@ def _send(out: IO[bytes], msg: dict[str, Any]) -> None:
 
 def _serve(path: str, nprocs: int, validate: bool, out: IO[bytes]) -> None:
     """The child: parse, check and column ``path`` chunk by chunk into ``out``."""
-    gc.disable()  # it builds and drops acyclic dicts; the collector would only rescan them
+    gc.disable()  # the Python path builds and drops acyclic dicts; the collector would rescan them
     try:
         _produce(Path(path), nprocs, validate, out)
     except (OSError, EOFError) as exc:
@@ -175,19 +170,12 @@ def _serve(path: str, nprocs: int, validate: bool, out: IO[bytes]) -> None:
 
 
 def _produce(path: Path, nprocs: int, validate: bool, out: IO[bytes]) -> None:
-    sites = SiteTable()
     with open_binary_read(path) as fh:
         fh.readline()
-        line = 2
-        for lines in chunks(fh):
-            chunk = parse_chunk(line, lines)
-            known = len(sites.names)
-            cols = extract(chunk.records, nprocs, sites, validate)
-            nbytes = sum(map(len, lines))
-            out.write(_encode(cols, sites.names[known:], nbytes, chunk))
-            if cols.error is not None or chunk.bad_line is not None:
+        for chunk in scan_chunks(fh, 2, nprocs, validate):
+            out.write(_encode(chunk))
+            if chunk.error is not None or chunk.bad_line is not None:
                 break
-            line += len(lines)
     _send(out, {"end": True})
 
 
