@@ -164,3 +164,33 @@ def test_empty_view() -> None:
     grid = activity_density(lay, False, 0.0, 1.0, 10)
     assert grid.events.sum() == 0 and (grid.dominant() == -1).all()
     assert message_matrix(lay, False).sum() == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.integers(1, 9), st.integers(1, 40), st.booleans())
+def test_dominant_and_weights_are_numpys_reductions_over_the_activities(
+        seed: int, nrows: int, width: int, ties: bool) -> None:
+    """:meth:`DensityGrid.dominant` and :meth:`DensityGrid.weights` reduce over the
+    activities a column at a time: the same arrays as ``argmax``/``max``/``sum``
+    over the last axis (the oracle), ties and empty cells included."""
+    from mpvis.scene.density import DensityGrid
+
+    rng = np.random.default_rng(seed)
+    shares = rng.random((nrows, width, 5)).astype(np.float32)
+    shares[..., :3] *= rng.integers(0, 50, (nrows, width, 3))  # counts
+    if ties:  # equal activities, and cells where nothing happens
+        shares[..., 1] = shares[..., 0]
+        shares[rng.random((nrows, width)) < 0.3] = 0.0
+    grid = DensityGrid(0.0, 1.0, shares, rng.integers(0, 9, (nrows, width)))
+    s = shares
+    waiting = np.clip(s[..., 3] + s[..., 4], 0.0, 1.0)
+    total = s[..., :3].sum(axis=-1)
+    free = np.where(total > 0, (1.0 - waiting) / np.maximum(total, 1e-30), 0.0)
+    want = s.copy()
+    want[..., :3] *= free[..., None]
+    want[..., :3] += s[..., :3] * 1e-6
+    w = grid.weights()
+    assert w.dtype == want.dtype and np.array_equal(w, want)
+    dom = np.argmax(w, axis=-1).astype(np.int8)
+    dom[w.max(axis=-1) <= 0] = -1
+    assert np.array_equal(grid.dominant(), dom)
