@@ -53,6 +53,7 @@ from mpvis.analysis.deadlock_report import (
     to_dot,
 )
 from mpvis.analysis.waitfor import Clause, WaitEdge, find_cycle, reduce_graph, weak_components
+from mpvis.model.arrayops import isin
 from mpvis.model.event_arrays import EventArrays
 from mpvis.model.store import EventStore
 from mpvis.model.stream import ReleasedColumns
@@ -214,11 +215,11 @@ class DeadlockMonitor:
         if not (kind == _K_FINAL).any():
             skip = np.concatenate([skip, exits])
         if len(skip):
-            todo = todo[~np.isin(todo, skip)]
+            todo = todo[~isin(todo, skip)]
             kind = cols.kind[todo]
         how = np.zeros(len(todo), dtype=np.int8)  # 0: a record
         how[kind == _K_EXIT] = 1
-        how[np.isin(todo, wait_at[keep])] = 2
+        how[isin(todo, wait_at[keep])] = 2
         for code, k in enumerate((_K_COLL, _K_SEND, _K_RECV, _K_CONSUME), 3):
             how[kind == k] = code
         rec_pos = todo[how == 0]
@@ -287,7 +288,7 @@ class DeadlockMonitor:
         fits = (reqs >= -(2**31)) & (reqs < 2**31)
         owner = np.repeat(np.arange(len(wait_at)), counts)
         wkey = cols.rank[wait_at[owner]].astype(np.int64) * _REQ_SPAN + (reqs + 2**31)
-        hit = fits & np.isin(wkey, opened)
+        hit = fits & isin(wkey, opened)
         return np.bincount(owner[hit], minlength=len(wait_at)) > 0
 
     def _records_of(self, evs: list[object]) -> list[EventRecord]:

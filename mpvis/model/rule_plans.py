@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from mpvis.model.arrayops import has_duplicates
 from mpvis.model.collectives import CollectiveBook
 from mpvis.model.ingest import Batch
 from mpvis.model.races import gather_gidx
@@ -132,7 +133,7 @@ class ConsumePlan:
               & ((src == -1) | (src == csrc)) & ((rtag == -1) | (rtag == ctag))
               & (kind[sg] == K_SEND) & (store.c_partner.view()[sg] == -1)
               & (peer[sg] == rank) & (tag[sg] == ctag) & (c_comm[sg] == comm))
-        if not ok.all() or len(np.unique(rg)) < len(rg) or len(np.unique(sg)) < len(sg):
+        if not ok.all() or has_duplicates(rg) or has_duplicates(sg):
             return None
         return cls(pos=pos, rank=rank, seq=seq, rs=rs, rg=rg, sg=sg, cg=pos + start)
 
