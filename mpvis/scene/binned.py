@@ -76,9 +76,47 @@ def _narrow_ids(ids: npt.NDArray[np.integer]) -> npt.NDArray[np.integer]:
     return ids
 
 
+def _is_range(ids: npt.NDArray[np.integer]) -> bool:
+    """Are ``ids`` ``0, 1, ..., n - 1``?  (Read a chunk at a time: no copy.)"""
+    return all(np.array_equal(ids[i:i + RUN_CHUNK], np.arange(i, min(i + RUN_CHUNK, len(ids))))
+               for i in range(0, len(ids), RUN_CHUNK))
+
+
+def _counts(group: npt.NDArray[np.integer]) -> IntArray:
+    """``np.bincount(group)`` a chunk at a time (it reads ``int64``: a copy of
+    every item's group otherwise)."""
+    n_groups = int(group.max()) + 1 if len(group) else 0
+    counts = np.zeros(n_groups, dtype=np.int64)
+    for i in range(0, len(group), RUN_CHUNK):
+        counts += np.bincount(group[i:i + RUN_CHUNK], minlength=n_groups)
+    return counts
+
+
+def _grouped(group: npt.NDArray[np.integer], counts: IntArray) -> npt.NDArray[np.integer]:
+    """The positions ``0..n-1`` ordered by ``group``, ascending within a group:
+    ``np.argsort(group, kind="stable")`` as ``int32``, by a counting sort (with
+    ``counts``, :func:`_counts`) a chunk of :data:`RUN_CHUNK` at a time (no
+    ``int64`` array of every item)."""
+    n, n_groups = len(group), len(counts)
+    if n >= 2**31:
+        return np.argsort(group, kind="stable")
+    nxt = np.concatenate([[0], np.cumsum(counts)[:-1]])  # next free place of each group
+    out = np.empty(n, dtype=np.int32)
+    small = n_groups < 2**15  # a radix sort
+    for i in range(0, n, RUN_CHUNK):
+        g = group[i:i + RUN_CHUNK]
+        o = np.argsort(g.astype(np.int16) if small else g, kind="stable")
+        gs = g[o]
+        heads = np.flatnonzero(np.r_[True, gs[1:] != gs[:-1]])
+        rank = np.arange(len(gs)) - np.repeat(heads, np.diff(np.r_[heads, len(gs)]))
+        out[nxt[gs] + rank] = o + i
+        nxt += np.bincount(g, minlength=n_groups)
+    return out
+
+
 def _sorted(ids: npt.NDArray[np.integer], x: FloatArray, x_hi: FloatArray) -> _Sorted:
     ids = _narrow_ids(ids)
-    reach = float((x_hi - x).max()) if len(x) else 0.0
+    reach = float((x_hi - x).max()) if len(x) and x_hi is not x else 0.0  # points: none
     return _Sorted(ids, x, x_hi, max(reach, 0.0))
 
 
@@ -157,10 +195,16 @@ class BinnedItems:
             ids, x, group, cls = ids[ok], x[ok], group[ok], cls[ok]
             x_hi = x if point else x_hi[ok]
         del ok
-        ids = _narrow_ids(ids)  # before permuting: the int64 copy is never made
-        order = np.argsort(x)
-        ids, x, group, cls = ids[order], x[order], group[order], cls[order]
-        x_hi = x if point else x_hi[order]
+        # permuted one array at a time, by int32 positions; ids 0..n-1 (the frame
+        # index's events) sorted are the positions themselves
+        order = _narrow_ids(np.argsort(x))
+        ids = order if _is_range(ids) else _narrow_ids(ids)[order]
+        hi_sorted = None if point else x_hi[order]
+        x = x[order]
+        x_hi = x if hi_sorted is None else hi_sorted
+        del hi_sorted
+        group = group[order]
+        cls = cls[order]
         del order
         if point:  # no extents: none is long
             is_long = np.zeros(len(x), dtype=bool)
@@ -185,15 +229,13 @@ class BinnedItems:
         del x, x_hi, ids, group, cls, is_long
         # levels, finest first: (buckets over the span, sorted representatives)
         self.levels: list[tuple[int, _Sorted]] = []
-        n_groups = int(sg.max()) + 1 if len(sg) else 0
-        present = int(np.count_nonzero(np.bincount(sg))) if len(sg) else 1
+        counts = _counts(sg)  # items per group
+        present = int(np.count_nonzero(counts)) if len(sg) else 1
         nb = MIN_LEVEL_BUCKETS
         while nb * 2 <= len(sx) / (present * MIN_ITEMS_PER_BUCKET):
             nb *= 2
-        small = sg.astype(np.int16) if n_groups < 2**15 else sg  # radix sort for small ints
-        # positions in x order, grouped: keys ascend (int32: half argsort's int64)
-        keep = _narrow_ids(np.argsort(small, kind="stable"))
-        del small
+        keep = _grouped(sg, counts)  # positions in x order, grouped: keys ascend
+        del counts
         prev = len(sx)
         items = _Items(sx, sg, sc, self.lo, span)
         while nb >= MIN_LEVEL_BUCKETS and len(keep):
