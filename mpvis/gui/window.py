@@ -357,7 +357,7 @@ class MainWindow(WindowApi):
         if loader is not self.loader:
             return
         self.loader = None
-        release_load_garbage()
+        turns.later(release_load_garbage)  # a turn of its own, before the last index build
         if analyses is not None:
             shown = analyses.model is self.model  # shown since ``started``
             if shown:

@@ -60,5 +60,5 @@ def test_reference_cycles_made_while_a_trace_loads_are_collected_at_its_end(qtbo
     loader.started.connect(make_cycle)
     with qtbot.waitSignal(loader.finished, timeout=60000):
         pass
-    qtbot.waitUntil(lambda: win.loader is None and bool(refs), timeout=10000)
-    assert refs[0]() is None
+    qtbot.waitUntil(lambda: win.loader is None and bool(refs) and refs[0]() is None,
+                    timeout=10000)
