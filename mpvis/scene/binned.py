@@ -203,7 +203,7 @@ class BinnedItems:
         x = x[order]
         x_hi = x if hi_sorted is None else hi_sorted
         del hi_sorted
-        group = group[order]
+        group = _narrow_ids(group)[order]  # (messages: int64 pair keys)
         cls = cls[order]
         del order
         if point:  # no extents: none is long
@@ -217,16 +217,25 @@ class BinnedItems:
         self.lo = float(x[0]) if len(x) else 0.0
         self.hi = float(x[-1]) if len(x) else 1.0
         span = max(self.hi - self.lo, 1e-300)
-        if is_long.any():
-            short = ~is_long
-            sx, sg, sc, sids = x[short], group[short], cls[short], ids[short]
-            shi = sx if point else x_hi[short]
-        else:
-            sx, sg, sc, sids, shi = x, group, cls, ids, x_hi
-        self.full = _sorted(sids, sx, shi)
         lx = x[is_long]
         self.long = _sorted(ids[is_long], lx, lx if point else x_hi[is_long])
-        del x, x_hi, ids, group, cls, is_long
+        if len(lx):  # the short ones, an array at a time (its whole is dropped at once)
+            short = ~is_long
+            sids = ids[short]
+            del ids
+            sg = group[short]
+            del group
+            sc = cls[short]
+            del cls
+            shi = x_hi[short]  # (items with extents: x_hi is not x)
+            del x_hi
+            sx = x[short]
+            del x
+        else:
+            sx, sg, sc, sids, shi = x, group, cls, ids, x_hi
+            del x, x_hi, ids, group, cls
+        self.full = _sorted(sids, sx, shi)
+        del is_long, lx
         # levels, finest first: (buckets over the span, sorted representatives)
         self.levels: list[tuple[int, _Sorted]] = []
         counts = _counts(sg)  # items per group
