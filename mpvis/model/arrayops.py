@@ -23,6 +23,14 @@ def has_duplicates(a: npt.NDArray[Any]) -> bool:
     return bool((s[1:] == s[:-1]).any())
 
 
+def unique(a: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """``np.unique(a)`` of a 1-D integer array: its distinct values, sorted."""
+    s = np.sort(a)
+    if len(s) < 2:
+        return s
+    return s[np.r_[True, s[1:] != s[:-1]]]
+
+
 def isin(a: npt.NDArray[Any], b: npt.NDArray[Any]) -> npt.NDArray[np.bool_]:
     """``np.isin(a, b)`` for integer arrays: which entries of ``a`` are in ``b``."""
     out = np.zeros(len(a), dtype=bool)

@@ -28,6 +28,7 @@ from typing import Any, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
+from mpvis.model.arrayops import unique
 from mpvis.model.classifier import (
     ANY,
     SECOND_RECV_SITUATIONS,
@@ -462,7 +463,7 @@ class RaceTracker:
             ok = at < len(sorted_g)
             ok[ok] = sorted_g[at[ok]] == recv_g[ok]
             found.append(at[ok] if rows is None else rows[at[ok]])
-        return np.unique(np.concatenate(found))
+        return unique(np.concatenate(found))
 
     def flush(self, final: bool) -> None:
         """Re-evaluate the pairs touched since the last flush, the new ones, and
@@ -472,7 +473,7 @@ class RaceTracker:
         parts = [np.arange(self._new_from, n, dtype=np.int64), *self._dirty]
         self._new_from, self._dirty = n, []
         if self._touched:
-            parts.append(self._rows_of(np.unique(np.concatenate(self._touched))))
+            parts.append(self._rows_of(unique(np.concatenate(self._touched))))
             self._touched = []
         if len(self._waiting):
             w = self._waiting
@@ -483,7 +484,7 @@ class RaceTracker:
                      < done[store.c_rank.view()[s2].astype(np.int64)])
             parts.append(w[ready])
             self._waiting = w[~ready]
-        dirty = np.unique(np.concatenate(parts))
+        dirty = unique(np.concatenate(parts))
         if len(dirty):
             self._update(dirty, final)
 
