@@ -165,7 +165,12 @@ class Analyses:
         ``columns``: its ``races`` as a :class:`RaceTable` (same entries);
         ``release``: a one-shot report (``mpvis check``): the exact detector is
         dropped (``self.exact`` becomes ``None``) once its conflicts are taken,
-        before the passes over the whole run (about 45 MB on 1M events)."""
+        before the passes over the whole run (about 45 MB on 1M events), and
+        once the report's entries are made the store's event columns are
+        emptied but the sites (:meth:`EventStore.release_columns`: about 60 MB
+        on 1M events, not held while the races are confirmed, grouped and
+        printed): the model then answers only what the site-pair groups ask
+        (:func:`mpvis.analysis.race_groups.model_event_sites`)."""
         exact: RaceTable | None = None
         if conflicts is not None:
             exact = RaceTable.from_conflicts((r.rank, r.recv, *r.s1, *r.s2) for r in conflicts)
@@ -179,6 +184,10 @@ class Analyses:
         dl, errors = self._deadlocks_and_errors(release)
         rep = build_report(self.model, nonadjacent=nonadjacent, extra_races=exact,
                            deadlocks=dl, errors=errors, columns=True, consume=True)
+        if release:  # one shot: what the site-pair groups read is kept (see above)
+            store = self.model.store
+            store.release_columns(keep=(store.c_site,))
+            trim_freed_memory()
         if exact is not None:
             exact = None  # its rows are in the report's table (emptied by build_report)
             confirm(rep["races"])

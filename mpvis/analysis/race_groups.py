@@ -36,6 +36,8 @@ __all__ = ["EventSites", "Group", "format_groups", "group_key", "group_races", "
 
 Group = dict[str, Any]
 IntArray = npt.NDArray[np.int64]
+#: Small ids (string, value ids): 32 or 64 bits.
+Ids = npt.NDArray[np.signedinteger[Any]]
 #: Looks up the site of event ``(rank, seq)``; ``None`` when unknown.
 SiteOf = Callable[[int, int], str | None]
 
@@ -185,7 +187,7 @@ def group_table(races: RaceTable, *, event_sites: EventSites | None = None,
     key = (exact.astype(np.int64) * k + s1) * k + s2
     del s1, s2  # only the key from here on: a whole column less per site
     has = c["situation"] != NONE
-    situation = np.full(len(races), -1, dtype=np.int64)
+    situation = np.full(len(races), -1, dtype=np.int32)  # ids: 32 bits hold them
     sv = np.zeros(0, dtype=np.int64)
     if has.any():
         low = int(c["situation"][has].min())
@@ -203,7 +205,7 @@ def group_table(races: RaceTable, *, event_sites: EventSites | None = None,
         return " / ".join(f"{rank}:{q}" for q in qs)
 
     groups, group_of = _fold(
-        key, describe, base=base, verdict=(c["verdict"].astype(np.int64), races.strings),
+        key, describe, base=base, verdict=(c["verdict"], races.strings),
         situation=(situation, [str(v) for v in sv.tolist()]),
         suppressed=c["suppressed"] != 0, rank=c["rank"], example=example)
     c["group"][:] = group_of
@@ -224,15 +226,15 @@ class _Names:
             self.names.append(s)
         return i
 
-    def lut(self, table: Sequence[str | None]) -> IntArray:
+    def lut(self, table: Sequence[str | None]) -> Ids:
         """Key ids of ``table``'s strings, shifted by one (position 0 is a missing
         string, -1); empty strings are missing too."""
-        return np.array([-1, *[self.id(s) if s else -1 for s in table]], dtype=np.int64)
+        return np.array([-1, *[self.id(s) if s else -1 for s in table]], dtype=np.int32)
 
 
 def _fold(key: IntArray, describe: Callable[[int], tuple[str, str, str]], *,
-          base: str | None, verdict: tuple[IntArray, Sequence[str]],
-          situation: tuple[IntArray, Sequence[str]], suppressed: npt.NDArray[np.bool_],
+          base: str | None, verdict: tuple[Ids, Sequence[str]],
+          situation: tuple[Ids, Sequence[str]], suppressed: npt.NDArray[np.bool_],
           rank: IntArray, example: Callable[[int], str]) -> tuple[list[Group], IntArray]:
     """The groups of rows with equal ``key`` (``describe`` names a key), largest
     first, ties in order of first row, and each row's group: :func:`group_races`'s
@@ -244,6 +246,7 @@ def _fold(key: IntArray, describe: Callable[[int], tuple[str, str, str]], *,
     position = np.empty(len(uniq), dtype=np.int64)
     position[order] = np.arange(len(uniq))
     group_of = position[inverse]
+    del inverse  # a row's group from here on (a whole column less at the tallies)
     groups: list[Group] = []
     for u in order.tolist():
         method, a, b = describe(int(uniq[u]))
@@ -286,7 +289,7 @@ def _unique(key: IntArray) -> tuple[IntArray, IntArray, IntArray, IntArray]:
 
 
 def _tally(groups: list[Group], field: str, group_of: IntArray,
-           values: tuple[IntArray, Sequence[str]], rows: npt.NDArray[np.bool_]) -> None:
+           values: tuple[Ids, Sequence[str]], rows: npt.NDArray[np.bool_]) -> None:
     """Count ``values`` of the chosen ``rows`` per group into ``groups[i][field]``,
     each name in the order of its first row in the group."""
     g, v = group_of[rows], values[0][rows]

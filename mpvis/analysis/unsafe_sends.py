@@ -340,8 +340,9 @@ def _collective_waits(m: ModelManager, chunk_events: int) -> _Collectives:
     ranks, seqs, comms = (np.concatenate([p[i] for p in parts]) if parts
                           else np.zeros(0, np.int64) for i in range(3))
     members: dict[int, tuple[int, ...]] = {0: tuple(range(n))}
-    for comm, ex in zip(comms.tolist(), extras, strict=True):
-        if comm and comm not in members and ex.get("group") is not None:
+    for i in np.flatnonzero(comms != 0).tolist():
+        comm, ex = int(comms[i]), extras[i]
+        if comm not in members and ex.get("group") is not None:
             members[comm] = tuple(ex["group"])
     # instance of each entry: (comm, k), k its rank's count of earlier entries on comm
     by_comm = np.argsort(comms, kind="stable")  # (comm, rank, seq) order
@@ -383,11 +384,24 @@ def _collective_waits(m: ModelManager, chunk_events: int) -> _Collectives:
     numbering = np.argsort(first_at, kind="stable")
     gi = np.empty(len(uniq), dtype=np.int64)
     gi[numbering] = np.arange(len(uniq))
-    groups: list[_AllEntered] = []
-    for u in numbering.tolist():
-        mem = list(members.get(int(comm_ids[comm_id[every[first_at[u]]]]), ()))
-        who = np.array([q if type(q) is int else -1 for q in mem], dtype=np.int64)
-        groups.append(_AllEntered(mem, entered(np.full(len(mem), uniq[u]), who).tolist()))
+    # each instance's members (as ints, -1 for a member that is none) and their
+    # entries, looked up at once
+    as_ints: dict[int, tuple[list[int], npt.NDArray[np.int64]]] = {}
+    mems: list[list[int]] = []
+    whos: list[npt.NDArray[np.int64]] = []
+    for comm in comm_ids[comm_id[every[first_at[numbering]]]].tolist():
+        got = as_ints.get(comm)
+        if got is None:
+            mem = list(members.get(comm, ()))
+            got = as_ints[comm] = (mem, np.array([q if type(q) is int else -1 for q in mem],
+                                                 dtype=np.int64))
+        mems.append(got[0])
+        whos.append(got[1])
+    sizes = [len(w) for w in whos]
+    seqs_of = np.split(entered(np.repeat(uniq[numbering], sizes),
+                               np.concatenate(whos) if whos else np.zeros(0, np.int64)),
+                       np.cumsum(sizes)[:-1]) if whos else []
+    groups = [_AllEntered(mem, q.tolist()) for mem, q in zip(mems, seqs_of, strict=True)]
     # root waits
     to_root = np.flatnonzero(kind == 2)
     root_of = np.array([roots[i] for i in to_root.tolist()], dtype=np.int64)

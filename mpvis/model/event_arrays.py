@@ -284,25 +284,36 @@ def rank_chunks(store: EventStore, events: int) -> Iterator[RunArrays]:
         lo = hi
 
 
+#: Queries :func:`events_at` looks up at a time (its temporaries are a piece's).
+QUERY_CHUNK = 1 << 16
+
+
 def events_at(store: EventStore, rank: npt.NDArray[Any], seq: npt.NDArray[Any]
               ) -> tuple[EventArrays, npt.NDArray[np.bool_]]:
     """The events ``(rank[i], seq[i])`` the store holds, in that order, and which
     ``i`` those are (a mask: a rank not in the run, or a seq past the rank's
     last event, is not held): many events looked up at once, without the whole
-    run's arrays."""
-    r = np.asarray(rank, dtype=np.int64)
-    s = np.asarray(seq, dtype=np.int64)
+    run's arrays (:data:`QUERY_CHUNK` queries at a time)."""
+    n = len(rank)
     counts = np.array([store.count(q) for q in range(store.nprocs)], dtype=np.int64)
-    held = (r >= 0) & (r < len(counts)) & (s >= 0)
-    held[held] = s[held] < counts[r[held]]
-    r, s = r[held], s[held]
-    order = np.argsort(r, kind="stable")
-    bounds = np.searchsorted(r[order], np.arange(len(counts) + 1))
-    g = np.empty(len(r), dtype=np.int64)
-    for q in np.flatnonzero(np.diff(bounds)).tolist():
-        rows = order[bounds[q]:bounds[q + 1]]
-        g[rows] = np.frombuffer(store.by_rank[q], dtype=np.int64)[s[rows]]
-    return EventArrays(store, g), held
+    held_all = np.zeros(n, dtype=bool)
+    parts: list[npt.NDArray[np.int64]] = []
+    for lo in range(0, n, QUERY_CHUNK):
+        r = np.asarray(rank[lo:lo + QUERY_CHUNK], dtype=np.int64)
+        s = np.asarray(seq[lo:lo + QUERY_CHUNK], dtype=np.int64)
+        held = (r >= 0) & (r < len(counts)) & (s >= 0)
+        held[held] = s[held] < counts[r[held]]
+        held_all[lo:lo + len(held)] = held
+        r, s = r[held], s[held]
+        order = np.argsort(r, kind="stable")
+        bounds = np.searchsorted(r[order], np.arange(len(counts) + 1))
+        g = np.empty(len(r), dtype=np.int64)
+        for q in np.flatnonzero(np.diff(bounds)).tolist():
+            rows = order[bounds[q]:bounds[q + 1]]
+            g[rows] = np.frombuffer(store.by_rank[q], dtype=np.int64)[s[rows]]
+        parts.append(g)
+    found = parts[0] if len(parts) == 1 else np.concatenate([np.zeros(0, np.int64), *parts])
+    return EventArrays(store, found), held_all
 
 
 def rank_arrays(store: EventStore, rank: int, start: int = 0,

@@ -128,6 +128,25 @@ class EventStore:
         self.extras.truncate(g)
         return kept
 
+    def release_columns(self, keep: tuple[Column, ...]) -> int:
+        """Empty every event column but those of ``keep``, for a one-shot use that
+        is done with them (``mpvis check``'s report, once its entries are made:
+        the site-pair groups read only ``by_rank``, ``c_site`` and ``sites``);
+        the store then answers only queries reading what is kept.  A column
+        whose buffer is exported (a NumPy view of it alive) is left as it is.
+        Returns the bytes freed."""
+        freed = 0
+        for col in self._columns():
+            if any(col is k for k in keep):
+                continue
+            try:
+                n = col.nbytes()
+                del col.data[:]
+            except BufferError:
+                continue
+            freed += n
+        return freed
+
     def link(self, sg: int, cg: int) -> None:
         """Send ``sg`` and consume ``cg`` are one message."""
         self.c_partner.data[sg] = cg

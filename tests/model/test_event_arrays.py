@@ -16,7 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpvis.model.event_arrays import EventArrays, events_at, rank_arrays, run_arrays
+from mpvis.model import event_arrays
+from mpvis.model.event_arrays import (
+    EventArrays,
+    events_at,
+    rank_arrays,
+    rank_chunks,
+    run_arrays,
+)
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.record_types import Record
 from mpvis.protocol.records import EVENT_KINDS
@@ -160,3 +167,45 @@ def test_buffered_sends_by_their_extra_field() -> None:
     ev = run_arrays(model_of(header, recs, finish=False).store)
     assert ev.with_extra("mode", "buffered").tolist() == [1]  # rank 0's second event
     assert ev.partner(np.arange(4)).tolist() == [-1, 3, -1, 1]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(0, 10_000), st.integers(1, 5), st.integers(1, 40))
+def test_rank_chunks_and_chunked_lookups_give_the_whole_run(seed: int, nprocs: int,
+                                                           chunk: int) -> None:
+    """Chunks of whole ranks, joined, are the run's arrays (their partners
+    where held, their partners' fields wherever), and events looked up a few
+    at a time are those looked up at once."""
+    header, recs = random_execution(seed, nprocs=nprocs, steps=24)
+    m = model_of(header, interleave(recs, random.Random(seed)))
+    whole = run_arrays(m.store)
+    chunks = list(rank_chunks(m.store, chunk))
+    assert [c.lo for c in chunks] == sorted({c.lo for c in chunks})
+    assert [n for c in chunks for n in c.counts] == whole.counts
+    assert np.concatenate([c.indices for c in chunks]).tolist() == whole.indices.tolist()
+    assert np.concatenate([c.rank for c in chunks]).tolist() == whole.rank.tolist()
+    assert np.concatenate([c.seq for c in chunks]).tolist() == whole.seq.tolist()
+    everything = np.arange(len(whole))
+    has, (p_rank, p_seq) = whole.partner_fields(everything, "rank", "seq")
+    partner = whole.partner(everything)
+    assert has.tolist() == (partner >= 0).tolist()
+    assert p_rank[has].tolist() == whole.rank[partner[has]].tolist()
+    assert p_seq[has].tolist() == whole.seq[partner[has]].tolist()
+    for c in chunks:
+        mine = c.partner(np.arange(len(c)))
+        start = int(whole.starts[c.lo])
+        inside = (partner[start:start + len(c)] >= whole.starts[c.lo]) & (
+            partner[start:start + len(c)] < whole.starts[c.lo + len(c.counts)])
+        assert (mine >= 0).tolist() == inside.tolist()
+        assert (mine[inside] + start).tolist() == partner[start:start + len(c)][inside].tolist()
+    rs = np.concatenate([whole.rank, [-1, nprocs, 0]]).astype(np.int64)
+    ss = np.concatenate([whole.seq, [0, 0, 10**6]]).astype(np.int64)
+    at_once, held = events_at(m.store, rs, ss)
+    old = event_arrays.QUERY_CHUNK
+    try:
+        event_arrays.QUERY_CHUNK = 3
+        pieces, held3 = events_at(m.store, rs, ss)
+    finally:
+        event_arrays.QUERY_CHUNK = old
+    assert held3.tolist() == held.tolist() == [True] * len(whole) + [False] * 3
+    assert pieces.indices.tolist() == at_once.indices.tolist() == whole.indices.tolist()
