@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from mpvis.analysis.coll_mismatch import MISMATCH_CHECKS, completed, mismatch_errors
 from mpvis.analysis.deadlock_monitor import DeadlockMonitor
@@ -41,6 +42,14 @@ from mpvis.model.manager import ModelManager
 from mpvis.model.stream import ReleasedColumns
 
 __all__ = ["Analyses"]
+
+
+def _narrow(keys: npt.NDArray[np.int64]) -> npt.NDArray[np.signedinteger[Any]]:
+    """The exact conflicts' ``(n, 6)`` keys as 32-bit integers when they fit
+    (ranks and seqs: half the memory while the whole-run passes run)."""
+    if len(keys) and (int(keys.min()) < -(2**31) or int(keys.max()) >= 2**31):
+        return keys
+    return keys.astype(np.int32)
 
 
 class Analyses:
@@ -171,23 +180,32 @@ class Analyses:
         on 1M events, not held while the races are confirmed, grouped and
         printed): the model then answers only what the site-pair groups ask
         (:func:`mpvis.analysis.race_groups.model_event_sites`)."""
-        exact: RaceTable | None = None
+        exact: RaceTable | Callable[[], RaceTable] | None = None
         if conflicts is not None:
             exact = RaceTable.from_conflicts((r.rank, r.recv, *r.s1, *r.s2) for r in conflicts)
         elif self.exact is not None:  # no tuple per conflict: a quarter million on 1M events
-            exact = RaceTable.from_conflicts(self.exact.conflict_array())
+            held = [_narrow(self.exact.conflict_array())]
+
+            def exact_table() -> RaceTable:  # made when joined: the keys let go then
+                return RaceTable.from_conflicts(held.pop())
+            exact = exact_table
         if release and self.exact is not None:
             self.model.analyzers.remove(self.exact)
             self.exact = None
         if release:  # the whole-run passes' arrays: mapped, returned when freed
             release_freed_memory()
         dl, errors = self._deadlocks_and_errors(release)
-        rep = build_report(self.model, nonadjacent=nonadjacent, extra_races=exact,
-                           deadlocks=dl, errors=errors, columns=True, consume=True)
-        if release:  # one shot: what the site-pair groups read is kept (see above)
-            store = self.model.store
+        store = self.model.store
+
+        def read() -> None:
+            """One shot: the store's columns but what the site-pair groups read
+            (see above), once the report has read the model."""
             store.release_columns(keep=(store.c_site,))
             trim_freed_memory()
+
+        rep = build_report(self.model, nonadjacent=nonadjacent, extra_races=exact,
+                           deadlocks=dl, errors=errors, columns=True, consume=True,
+                           read=read if release else None)
         if exact is not None:
             exact = None  # its rows are in the report's table (emptied by build_report)
             confirm(rep["races"])

@@ -170,7 +170,7 @@ class RaceTable(Sequence[dict[str, Any]]):
                        ) -> RaceTable:
         """Exact entries (``verdict`` legitimate) of conflicts ``(rank, recv, s1 rank,
         s1 seq, s2 rank, s2 seq)`` (:func:`mpvis.analysis.exact_events.exact_entry`),
-        or of an ``(n, 6)`` array of them (its columns are used as they are)."""
+        or of an ``(n, 6)`` integer array of them (its columns used as they are if 64-bit)."""
         a = (keys if isinstance(keys, np.ndarray)
              else np.fromiter(chain.from_iterable(keys), dtype=np.int64).reshape(-1, 6))
         n = len(a)

@@ -19,7 +19,7 @@ gives the same output for both, byte for byte.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -69,11 +69,12 @@ def build_report(
     m: ModelManager,
     *,
     nonadjacent: bool = False,
-    extra_races: RaceTable | list[dict[str, Any]] | None = None,
+    extra_races: RaceTable | list[dict[str, Any]] | Callable[[], RaceTable] | None = None,
     deadlocks: list[dict[str, Any]] | None = None,
     errors: list[dict[str, Any]] | None = None,
     columns: bool = False,
     consume: bool = False,
+    read: Callable[[], object] | None = None,
 ) -> Report:
     """The spec's report object for a model whose input has ended.
 
@@ -84,8 +85,12 @@ def build_report(
     docs/correctness-checks.md).  ``columns``: ``races`` is a
     :class:`RaceTable` (``extra_races`` must then be of its shapes), else a list;
     ``consume``: a table ``extra_races`` is emptied as the report's is made
-    (:meth:`RaceTable.concat`; the caller lets it go).
+    (:meth:`RaceTable.concat`; the caller lets it go).  ``read`` is called once
+    everything is read from the model, before the tables are joined (``mpvis
+    check`` frees the model's columns there), and ``extra_races`` may be a
+    function making the table, called after it (with ``columns``).
     """
+    events = m.event_count
     ranks = []
     for r in range(m.nprocs):
         st = {"rank": r, "status": m.status(r), "events": m.count(r)}
@@ -97,6 +102,10 @@ def build_report(
             st["detail"] = m.dead[r]
         ranks.append(st)
     own = classifier_table(m, nonadjacent=nonadjacent)
+    if read is not None:
+        read()
+    if callable(extra_races):
+        extra_races = extra_races()
     races: RaceTable | list[dict[str, Any]]
     if columns:
         extra = (extra_races if isinstance(extra_races, RaceTable)
@@ -107,7 +116,7 @@ def build_report(
         races = own.entries() + list(extra_races or [])
     return {
         "nprocs": m.nprocs,
-        "events": m.event_count,
+        "events": events,
         "races": races,
         "deadlocks": list(deadlocks or []),
         "errors": list(errors or []),
