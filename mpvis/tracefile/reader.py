@@ -21,7 +21,6 @@ from typing import IO, Any
 import numpy as np
 
 from mpvis.model.errors import ModelInputError
-from mpvis.model.ingest import extract
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.record_types import Record
 from mpvis.protocol.records import RecordError, check_header
@@ -38,6 +37,7 @@ from mpvis.tracefile.lines import (
 from mpvis.tracefile.otf2_import import is_otf2
 from mpvis.tracefile.otf2_load import otf2_header, otf2_load, otf2_records
 from mpvis.tracefile.parse_worker import ParallelParser, ParsedBatch
+from mpvis.tracefile.scan import as_batch, scan_chunks
 
 __all__ = [  # TraceFileError: also importable from here, its old home
     "PARALLEL_MIN_BYTES", "LoadCancelled", "TraceFileError", "add_parsed", "finish_model",
@@ -216,13 +216,9 @@ def _parse_here(m: ModelManager, p: Path) -> Iterator[ParsedBatch]:
     """The batches of ``p`` parsed in this process (what the parser process does)."""
     with _open(p) as fh:
         read_line(fh)
-        line = 2
-        for lines in chunks(fh):
-            chunk = parse_chunk(line, lines)
-            cols = extract(chunk.records, m.nprocs, m.site_table, m.validate)
-            yield ParsedBatch(cols, chunk.nums, sum(map(len, lines)), chunk.bad_line,
-                              chunk.rule)
-            line += len(lines)
+        for chunk in scan_chunks(fh, 2, m.nprocs, m.validate):
+            yield ParsedBatch(as_batch(chunk, m.site_table), chunk.nums, chunk.nbytes,
+                              chunk.bad_line, chunk.rule)
 
 
 def _load_into(
