@@ -48,6 +48,9 @@ GRID_COLOR = "#eceff1"
 #: columns at 256 ranks, besides 0.2 µs an event: taken every 16k events, it
 #: took three times the CPU of once a second over a 10M-event load).
 KEEP_UP_EVENTS = 65_536
+#: From this many events on, the message index of a growing model is extended on
+#: a turn of its own (:meth:`DiagramView.data_changed`).
+MESSAGES_LATER_MIN = 500_000
 
 _STOP_SPECS = [
     sym.SymbolSpec("suspended", "suspended here", "pause", sym.SUSPENDED_COLOR, "#bf360c", 16),
@@ -112,6 +115,7 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self._xbounds = (0.0, 1.0)
         self._actions: list[EventAction] = []
         self._redraw_pending = False
+        self._msgs_pending = False  # the message index is to be extended on a turn of its own
         self._setting_range = False
         self._zoomed = False  # the user chose a zoom: following keeps its width
         self._label_step = 1
@@ -235,17 +239,43 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self.fit_all()
 
     def data_changed(self) -> None:
-        """The model grew or changed: lay out what is new and redraw once."""
-        if self.layout_ is not None:
-            self._lay_out_new()
+        """The model grew or changed: lay out what is new and redraw once.
+
+        While a large model grows (:data:`MESSAGES_LATER_MIN` events or more, its
+        input not ended), the message index is brought up to date on a turn of
+        its own before the redraw (its merge copies every message: 70-90 ms of
+        the GUI thread at ten million events)."""
+        lay = self.layout_
+        if lay is not None:
+            lay.update()
+            self.density_index()  # the new events only
             self._axis_label()
-            fi = self.frames.index
-            if fi is not None and fi.count == self.layout_.count:
-                self._msgs = fi.msgs  # nothing new: keep the index's
+            m = self.model
+            if self._msgs is None or m is None or m.input_ended or lay.count < MESSAGES_LATER_MIN:
+                self._index_messages()
+            elif not self._msgs_pending:
+                self._msgs_pending = True
+                turns.later(self._index_messages_later, self)  # before the redraw below
             self._geometry_changed()
             if self.follow:
                 self._follow_newest()
         self.schedule_redraw()
+
+    def _index_messages(self) -> None:
+        """The message index extended with the laid-out events (the frame index's
+        when it has every event)."""
+        lay = self.layout_
+        assert lay is not None
+        fi = self.frames.index
+        if fi is not None and fi.count == lay.count and fi.layout is lay:
+            self._msgs = fi.msgs  # nothing new: keep the index's
+        else:
+            self._msgs = messages.message_index(lay, self._msgs)  # what is new
+
+    def _index_messages_later(self) -> None:
+        self._msgs_pending = False
+        if self.layout_ is not None:
+            self._index_messages()
 
     def keep_up(self) -> None:
         """Lay out the model's new events without drawing them, once at least
@@ -261,15 +291,6 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
                 and self.model.event_count - lay.count >= KEEP_UP_EVENTS:
             lay.update()
             self.density_index()  # the new events only
-
-    def _lay_out_new(self) -> None:
-        """The layout, the message index and the density index of the time axis
-        shown extended with the new events (work in proportion to them, but the
-        message index's merge)."""
-        assert self.layout_ is not None
-        self.layout_.update()
-        self._msgs = messages.message_index(self.layout_, self._msgs)  # what is new
-        self.density_index()  # the new events only
 
     def density_index(self) -> DensityIndex | None:
         """The layout's :class:`~mpvis.scene.density_index.DensityIndex` on the time

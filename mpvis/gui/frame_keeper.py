@@ -83,8 +83,10 @@ class FrameKeeper(QtCore.QObject):
         fi = self.index
         if fi is not None and fi.layout is lay and fi.logical == logical \
                 and lay.count >= ASYNC_INDEX_MIN:
-            if fi.count != lay.count and (ended or lay.count - fi.count > fi.count * ASYNC_GROWTH):
-                self._build_async(lay, msgs, logical)  # newer events: a plain pass meanwhile
+            covered = lay.count if msgs.count < 0 else min(msgs.count, lay.count)
+            if covered > fi.count and (ended or covered - fi.count > fi.count * ASYNC_GROWTH):
+                # newer events: a plain pass meanwhile
+                self._build_async(lay, msgs, logical, covered)
             return fi
         stale = (
             fi is None
@@ -110,16 +112,17 @@ class FrameKeeper(QtCore.QObject):
         fi = self.index
         return fi if fi is not None and fi.layout is lay and fi.logical == logical else None
 
-    def _build_async(self, lay: Layout, msgs: MessageIndex, logical: bool) -> None:
-        """Build the next index on a worker thread from a copy of the layout's
-        events, made :data:`COPY_STEP` events a turn of the event loop
-        (:class:`~mpvis.scene.frame.InputCopy`, :meth:`_copy_some`); :meth:`_take`
-        installs it.  One build at a time: a stale index asked for meanwhile waits
-        for it."""
+    def _build_async(self, lay: Layout, msgs: MessageIndex, logical: bool, count: int) -> None:
+        """Build the next index of the first ``count`` events (those ``msgs`` looked
+        at: the message index may lag the layout while a run grows) on a worker
+        thread from a copy of the layout's events, made :data:`COPY_STEP` events a
+        turn of the event loop (:class:`~mpvis.scene.frame.InputCopy`,
+        :meth:`_copy_some`); :meth:`_take` installs it.  One build at a time: a
+        stale index asked for meanwhile waits for it."""
         if self.building:
             return
         self.building = True
-        self._copying = (frame.InputCopy(lay, logical), msgs, self.gen)
+        self._copying = (frame.InputCopy(lay, logical, count), msgs, self.gen)
         turns.later(self._copy_some, self)
 
     def _copy_some(self) -> None:

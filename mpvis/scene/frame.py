@@ -101,18 +101,18 @@ class IndexInput:
 
 
 class InputCopy:
-    """An :class:`IndexInput` of ``layout``'s first ``count`` events (its count
-    now), copied a piece at a time (:meth:`step`): at ten million events the
+    """An :class:`IndexInput` of ``layout``'s first ``count`` events (by default
+    its count now), copied a piece at a time (:meth:`step`): at ten million events the
     copy is 130 MB, about 200 ms of the GUI thread in one piece.  The events'
     ``x``, ranks and classes do not change once laid out (a logical ``x`` still
     NaN may get its value between two pieces: the copy then holds the one it
     read), and the layout's columns only grow, so pieces copied as the layout
     grows between them make the input copied at once."""
 
-    def __init__(self, layout: Layout, logical: bool) -> None:
+    def __init__(self, layout: Layout, logical: bool, count: int | None = None) -> None:
         self.layout = layout
         self.logical = logical
-        self.count = n = layout.count
+        self.count = n = layout.count if count is None else min(count, layout.count)
         self.done = 0  # events copied so far
         self._x = np.empty(n, dtype=np.float64)
         self._ranks = np.empty(n, dtype=np.int32)
@@ -142,16 +142,17 @@ class FrameIndex:
 
     ``data``: the layout's events as copied by :meth:`IndexInput.copy_of` (then
     the index may be built on another thread; ``msgs`` holds no views either);
-    by default they are read from ``layout`` now.
+    by default they are read from ``layout`` now, as many as ``msgs`` looked at.
     """
 
     def __init__(self, layout: Layout, msgs: MessageIndex, logical: bool,
                  data: IndexInput | None = None) -> None:
-        if data is None:
-            n = layout.count
+        if data is None:  # the events ``msgs`` looked at (it may lag a growing layout)
+            n = layout.count if msgs.count < 0 else min(msgs.count, layout.count)
             # the ranks copied: the index keeps them, and a view would keep the
             # model's column from growing
-            data = IndexInput(n, layout.x(logical)[:n], np.array(layout.ranks), layout.cls)
+            data = IndexInput(n, layout.x(logical)[:n], np.array(layout.ranks[:n]),
+                              layout.cls[:n])
         n = data.count
         self.count = n
         self.logical = logical

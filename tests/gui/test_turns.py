@@ -167,3 +167,52 @@ def test_the_frame_index_copies_are_freed_without_the_cyclic_collector(
     finally:
         if was:
             gc.enable()
+
+
+def test_a_growing_models_message_index_is_extended_on_a_turn_of_its_own(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a large model grows, the drain leaves the message index to a turn of
+    its own; a frame index built meanwhile covers the events the message index
+    looked at; at the end every event and message is in, as a fresh index has."""
+    from mpvis.gui import diagram as diagram_mod
+    from mpvis.gui import frame_keeper
+    from mpvis.scene.frame import FrameIndex
+    from mpvis.scene.messages import message_index
+
+    monkeypatch.setattr(diagram_mod, "MESSAGES_LATER_MIN", 1_000)
+    monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
+    win = shown_window(qtbot)
+    d = win.diagram
+    m = ModelManager(make_header(5, program="synthetic.py"))
+    win.set_model(m, "test")
+    recs = list(generate_records(9_000, 5, seed=12))
+    m.add_batch(recs[:2_000])
+    win.drain()
+    lay = d.layout_
+    assert lay is not None
+    qtbot.waitUntil(lambda: d._msgs is not None and d._msgs.count == lay.count, timeout=5_000)
+    for lo in range(2_000, 8_000, 2_000):
+        m.add_batch(recs[lo:lo + 2_000])
+        win.drain()
+        assert d._msgs is not None
+        assert d._msgs.count < lay.count == m.event_count  # left for a turn of its own
+        d.redraw()  # a frame meanwhile: drawn, an index of what the messages cover
+        qtbot.waitUntil(lambda: d._msgs is not None and d._msgs.count == lay.count
+                        and not d.frames.building, timeout=10_000)
+        index = d.frames.index
+        # its messages are those of its events: none left out
+        assert index is not None and index.count <= index.msgs.count
+    m.add_batch(recs[8_000:])
+    m.finish()
+    win.drain()  # the input ended: at once
+    assert d._msgs is not None and d._msgs.count == lay.count == m.event_count
+    d.redraw()
+    qtbot.waitUntil(lambda: d.frames.index is not None and d.frames.index.count == lay.count,
+                    timeout=20_000)
+    got, oracle = d.frames.index, FrameIndex(lay, message_index(lay), False)
+    assert got is not None
+    view = d.data_viewport()
+    f1, f2 = got.frame(view), oracle.frame(view)
+    assert f1.events.tolist() == f2.events.tolist()
+    assert f1.messages.tolist() == f2.messages.tolist()
+    assert got.msgs.send.tolist() == oracle.msgs.send.tolist()
