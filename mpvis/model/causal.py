@@ -214,14 +214,89 @@ class CausalRelease:
                 else:
                     self._exits.setdefault(key, {})[rank] = seq
 
+    def colls_passed_batch(self, *, exits: Any, ranks: Any, seqs: Any, comms: Any,
+                           instances: Any, ops: list[str]) -> None:
+        """:meth:`colls_passed` of a batch checked by
+        :class:`~mpvis.model.rule_plans.CollPlan` (while no rank waits for an
+        entry to arrive, :meth:`waits_on_entries`; arrays but ``ops``), with
+        whole-array operations: one Python step per instance and per rank,
+        not per record, but for the exits decided ahead at once (their
+        joined row known, in batch order) and the entries of instances not
+        counted by the walk.  Same state as record by record."""
+        iids, counts, coll_cache = self._iid, self._counts, self._coll_cache
+        n = len(ranks)
+        iid = np.full(n, -1, dtype=np.int64)
+        key_c, key_i = comms, instances
+        both = np.lexsort((np.arange(n), key_i, key_c))
+        cut = np.flatnonzero(np.r_[True, (key_c[both][1:] != key_c[both][:-1])
+                                   | (key_i[both][1:] != key_i[both][:-1])])
+        ends = np.r_[cut[1:], n]
+        entry = ~exits
+        ranks_l, seqs_l = ranks.tolist(), seqs.tolist()
+        exit_ops = {i: ops[i] for i in np.flatnonzero(exits).tolist()}
+        shared = np.zeros(n, dtype=bool)
+        shared[[i for i, op in exit_ops.items() if op in ALL_TO_ALL]] = True
+        ahead: list[int] = []
+        # each instance at its first record in the batch (an entry comes first)
+        for a in np.argsort(both[cut], kind="stable").tolist():
+            at = both[cut[a]:ends[a]]
+            comm, instance = int(key_c[at[0]]), int(key_i[at[0]])
+            key = (comm, instance)
+            ent = at[entry[at]]
+            if len(ent):
+                got = iids.get(key)
+                if got is None:
+                    members = self.colls.members(comm, False) if self.c_collectives else None
+                    got = -1 if members is None else counts.new_instance(len(members))
+                    iids[key] = got
+                iid[ent] = got
+                if got < 0:
+                    for i in ent.tolist():
+                        self._entry_of[(ranks_l[i], seqs_l[i])] = instance
+            out = at[shared[at]]
+            if len(out):
+                got = iids.get(key, -1)
+                iid[out] = got
+                cached = coll_cache.get(comm)
+                if cached is not None and cached[0] == instance:
+                    ahead.extend(out.tolist())
+                else:
+                    self._exits.setdefault(key, {}).update(
+                        (ranks_l[i], seqs_l[i]) for i in out.tolist())
+        self._exit_of.update(((ranks_l[i], seqs_l[i]), (int(instances[i]), op))
+                             for i, op in exit_ops.items())
+        for i in sorted(ahead):
+            cached = coll_cache[int(comms[i])]
+            self._decide_exit(ranks_l[i], seqs_l[i], cached[1], cached[2])
+        reg = np.flatnonzero(entry | (shared & (iid >= 0)))
+        if not len(reg):
+            return
+        by = reg[np.argsort(ranks[reg], kind="stable")]
+        rk = ranks[by]
+        rcut = np.flatnonzero(np.r_[True, rk[1:] != rk[:-1]])
+        for lo, hi in zip(rcut.tolist(), [*rcut[1:].tolist(), len(by)], strict=True):
+            r = int(rk[lo])
+            counts.at[r].frombytes(seqs[by[lo:hi]].astype(np.int32).tobytes())
+            counts.iid[r].frombytes(iid[by[lo:hi]].astype(np.int32).tobytes())
+
     def _decide_exit(self, rank: int, seq: int, row: int, lmax: int) -> None:
-        """The walk of ``rank`` passes its exit ``seq`` with the joined ``row``
-        (Lamport ``lmax``) without stopping (:meth:`ClockStore.releaser`), unless
-        an earlier exit of it is decided and not passed yet (a join forced at
-        the end of input may skip an entry): then the exit stops as usual."""
-        if self._ahead[3 * rank] < 0:
-            del self._exit_of[(rank, seq)]
-            self._ahead[3 * rank:3 * rank + 3] = array("q", (seq, row, lmax))
+        """:meth:`_decide_exits` of one exit."""
+        self._decide_exits([rank], [seq], row, lmax)
+
+    def _decide_exits(self, ranks: list[int], seqs: list[int], row: int, lmax: int) -> None:
+        """The walk of each rank ``ranks[i]`` (distinct) passes its exit
+        ``seqs[i]`` with the joined ``row`` (Lamport ``lmax``) without stopping
+        (:meth:`ClockStore.releaser`), unless an earlier exit of it is decided
+        and not passed yet (a join forced at the end of input may skip an
+        entry): then the exit stops as usual."""
+        q = np.array(ranks, dtype=np.int64)
+        ahead = np.frombuffer(self._ahead, dtype=np.int64).reshape(-1, 3)
+        free = ahead[q, 0] < 0
+        q, sq = q[free], np.array(seqs, dtype=np.int64)[free]
+        ahead[q, 0], ahead[q, 1], ahead[q, 2] = sq, row, lmax
+        exit_of = self._exit_of
+        for key in zip(q.tolist(), sq.tolist(), strict=True):
+            del exit_of[key]
 
     def clock_ready(self, key: Key) -> bool:
         """Is the vector clock of event ``key`` known (causally processed)?"""
@@ -374,9 +449,10 @@ class CausalRelease:
             iid = self._iid.get((comm, n_inst), -1)
             if iid >= 0:
                 self._counts.joined[iid] = 1
-            for q, sq in self._exits.pop((comm, n_inst), {}).items():
-                if q != r:
-                    self._decide_exit(q, sq, vec, lmax)
+            others = self._exits.pop((comm, n_inst), {})
+            others.pop(r, None)
+            if others:
+                self._decide_exits(list(others), list(others.values()), vec, lmax)
         return vec, lmax
 
     def _wait_on(self, key: Any, r: int) -> None:

@@ -13,6 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final
 
+import numpy as np
+import numpy.typing as npt
+
 ALL_TO_ALL: Final = frozenset({
     "barrier", "allreduce", "allgather", "allgatherv", "alltoall", "alltoallv", "alltoallw",
     "scan", "exscan", "reduce_scatter", "reduce_scatter_block",
@@ -82,6 +85,70 @@ class CollectiveBook:
             opened[(comm, rank)] = (n, seq, op)
             out.append(n)
         return out
+
+    def passed_batch(self, *, exits: npt.NDArray[np.bool_], ranks: npt.NDArray[np.int64],
+                     seqs: npt.NDArray[np.int64], comms: npt.NDArray[np.int64], ops: list[str],
+                     roots: list[int | None]) -> npt.NDArray[np.int64]:
+        """:meth:`passed` of a batch checked by
+        :class:`~mpvis.model.rule_plans.CollPlan` (per rank and communicator,
+        entries and exits alternate from the open state; no entry carries a
+        ``group``), with whole-array operations: one Python step per rank and
+        communicator and per instance, not per record.  Same state, same
+        insertion orders."""
+        n = len(ranks)
+        inst = np.empty(n, dtype=np.int64)
+        if n == 0:
+            return inst
+        order = np.lexsort((np.arange(n), ranks, comms))
+        c_o, r_o, x_o = comms[order], ranks[order], exits[order]
+        first = np.r_[True, (c_o[1:] != c_o[:-1]) | (r_o[1:] != r_o[:-1])]
+        starts = np.flatnonzero(first)
+        grp = np.cumsum(first) - 1
+        ent = (~x_o).astype(np.int64)
+        before = np.cumsum(ent) - ent
+        before = before - before[starts][grp]  # the group's entries before each record
+        keys = list(zip(c_o[starts].tolist(), r_o[starts].tolist(), strict=True))
+        count, opened = self._count, self._open
+        base = np.array([count.get(k, 0) for k in keys], dtype=np.int64)
+        was = np.array([o[0] if (o := opened.get(k)) is not None else -1 for k in keys],
+                       dtype=np.int64)
+        inst_o = base[grp] + before - x_o.astype(np.int64)  # an exit leaves the entry before it,
+        leaves_open = x_o & (before == 0)  # or the collective open before the batch
+        inst_o[leaves_open] = was[grp[leaves_open]]
+        inst[order] = inst_o
+        n_ent = np.add.reduceat(ent, starts)
+        last = np.r_[starts[1:], len(order)] - 1
+        seq_l, inst_l = seqs.tolist(), inst.tolist()
+        for g, (key, k, li, x) in enumerate(zip(keys, n_ent.tolist(), order[last].tolist(),
+                                                x_o[last].tolist(), strict=True)):
+            if k:
+                count[key] = int(base[g]) + k
+            if x:
+                opened.pop(key, None)
+            else:
+                opened[key] = (inst_l[li], seq_l[li], ops[li])
+        # the instances' entries, each instance created at its first entry
+        e_at = np.flatnonzero(~exits)
+        if len(e_at):
+            ce, ie = comms[e_at], inst[e_at]
+            o2 = np.lexsort((e_at, ie, ce))
+            cut = np.flatnonzero(np.r_[True, (ce[o2][1:] != ce[o2][:-1])
+                                       | (ie[o2][1:] != ie[o2][:-1])])
+            ends = np.r_[cut[1:], len(o2)]
+            rank_l = ranks.tolist()
+            for a in np.argsort(e_at[o2[cut]], kind="stable").tolist():
+                at = e_at[o2[cut[a]:ends[a]]].tolist()
+                key2 = (int(ce[o2[cut[a]]]), int(ie[o2[cut[a]]]))
+                instance = self.instances.get(key2)
+                if instance is None:
+                    self.instances[key2] = instance = Instance()
+                rk = [rank_l[i] for i in at]
+                instance.entries.update(zip(rk, [seq_l[i] for i in at], strict=True))
+                instance.ops.update(zip(rk, [ops[i] for i in at], strict=True))
+                instance.roots.update((rank_l[i], roots[i]) for i in at if roots[i] is not None)
+            for c in np.unique(ce).tolist():
+                self.seen.setdefault(c, set()).update(ranks[e_at[ce == c]].tolist())
+        return inst
 
     def open_collective(self, rank: int, comm: int) -> tuple[int, int, str] | None:
         """The collective ``rank`` is inside on ``comm``: (instance, coll seq, op)."""

@@ -45,10 +45,10 @@ class Linker(Protocol):
 class CollListener(Protocol):
     """What :meth:`CollPlan.apply` tells of the collectives (causal release)."""
 
-    def colls_passed(self, *, exits: list[bool], ranks: list[int], seqs: list[int],
-                     comms: list[int], instances: list[int], ops: list[str]) -> None:
-        """Entries and exits in batch order (:meth:`CausalRelease.colls_passed
-        <mpvis.model.causal.CausalRelease.colls_passed>`)."""
+    def colls_passed_batch(self, *, exits: Any, ranks: Any, seqs: Any, comms: Any,
+                           instances: Any, ops: list[str]) -> None:
+        """A batch's entries and exits (:meth:`CausalRelease.colls_passed_batch
+        <mpvis.model.causal.CausalRelease.colls_passed_batch>`)."""
 
 
 _ROW_COLUMNS = frozenset({"code", "comm", "flags", "peer", "rank", "ref", "req", "seq", "sseq",
@@ -267,13 +267,12 @@ class CollPlan:
     after the batch's other records are checked, for the records before the
     first bad record (of another rule)."""
 
-    __slots__ = ("comms", "exits", "groups", "mask", "ops", "pos", "ranks", "roots", "seqs")
+    __slots__ = ("comms", "exits", "mask", "ops", "pos", "ranks", "roots", "seqs")
 
-    def __init__(self, *, mask: Any, pos: list[int], exits: list[bool], ranks: list[int],
-                 seqs: list[int], comms: list[int], ops: list[str], roots: list[Any],
-                 groups: list[Any]) -> None:
+    def __init__(self, *, mask: Any, pos: Any, exits: Any, ranks: Any, seqs: Any, comms: Any,
+                 ops: list[str], roots: list[Any]) -> None:
         self.mask, self.pos, self.exits, self.ranks, self.seqs = mask, pos, exits, ranks, seqs
-        self.comms, self.ops, self.roots, self.groups = comms, ops, roots, groups
+        self.comms, self.ops, self.roots = comms, ops, roots
 
     @classmethod
     def make(cls, book: CollectiveBook, cols: Batch, k: int) -> CollPlan | None:
@@ -283,20 +282,19 @@ class CollPlan:
         n = len(pos)
         if n == 0:
             return None
-        plist = pos.tolist()
         extras = cols.extras
         try:
-            args = [extras[i] for i in plist]
+            args = [extras[i] for i in pos.tolist()]
             ops: list[str] = [a["op"] for a in args]
         except (KeyError, TypeError):
             return None
         exits = codes[pos] == K_COLL_EXIT
         rank, comm = cols.rank[pos].astype(np.int64), cols.comm[pos].astype(np.int64)
-        ranks, comms, xl = rank.tolist(), comm.tolist(), exits.tolist()
-        groups = [a.get("group") for a in args]
-        for i in [i for i, g in enumerate(groups) if g is not None and not xl[i]]:
-            g = groups[i]
-            if comms[i] not in book.groups or not (isinstance(g, list) and ranks[i] in g):
+        for i in [i for i, a in enumerate(args) if "group" in a]:
+            if exits[i]:
+                continue
+            g, r, c = args[i]["group"], int(rank[i]), int(comm[i])
+            if c not in book.groups or not (isinstance(g, list) and r in g):
                 return None  # a first group, or a bad one: record by record
         order = np.lexsort((pos, comm, rank))
         r_o, c_o, x_o = rank[order], comm[order], exits[order]
@@ -318,19 +316,23 @@ class CollPlan:
                           for o in opened]
         if (opc[x_o] != before[x_o]).any():
             return None
-        return cls(mask=mask, pos=plist, exits=xl, ranks=ranks,
-                   seqs=cols.seq[pos].tolist(), comms=comms, ops=ops,
-                   roots=[a.get("root") for a in args], groups=groups)
+        return cls(mask=mask, pos=pos, exits=exits, ranks=rank,
+                   seqs=cols.seq[pos].astype(np.int64), comms=comm, ops=ops,
+                   roots=[a.get("root") for a in args])
 
     def apply(self, book: CollectiveBook, causal: CollListener, limit: int) -> None:
         """The entries and exits before position ``limit`` take effect: in the
-        collective book, then causal release is told."""
+        collective book, then causal release is told (each with whole-array
+        operations: :meth:`CollectiveBook.passed_batch
+        <mpvis.model.collectives.CollectiveBook.passed_batch>`,
+        :meth:`CausalRelease.colls_passed_batch
+        <mpvis.model.causal.CausalRelease.colls_passed_batch>`)."""
         n = int(np.searchsorted(self.pos, limit))
         if n == 0:
             return
         exits, ranks, seqs, comms = self.exits[:n], self.ranks[:n], self.seqs[:n], self.comms[:n]
         ops = self.ops[:n]
-        instances = book.passed(exits=exits, ranks=ranks, seqs=seqs, comms=comms, ops=ops,
-                                roots=self.roots[:n], groups=self.groups[:n])
-        causal.colls_passed(exits=exits, ranks=ranks, seqs=seqs, comms=comms,
-                            instances=instances, ops=ops)
+        instances = book.passed_batch(exits=exits, ranks=ranks, seqs=seqs, comms=comms, ops=ops,
+                                      roots=self.roots[:n])
+        causal.colls_passed_batch(exits=exits, ranks=ranks, seqs=seqs, comms=comms,
+                                  instances=instances, ops=ops)

@@ -156,8 +156,13 @@ def _run(header: Record, records: list[Record], cuts: list[int], plan: bool, wal
     clocks = [m.vector_clock(r, s) for r in range(m.nprocs) for s in range(m.count(r))
               if s < m.done[r]]
     races = [r.to_report() for r in m.potential_races()]
+    book = m.colls
+    instances = [(key, list(i.entries.items()), list(i.ops.items()), list(i.roots.items()))
+                 for key, i in book.instances.items()]  # in the order they were made
     return (errors, order.seen, cols, clocks, races, list(m.done),
-            [m.status(r) for r in range(m.nprocs)])
+            [m.status(r) for r in range(m.nprocs)], instances, book.groups,
+            {c: sorted(s) for c, s in book.seen.items()},
+            [book.open_collective(r, c) for r in range(m.nprocs) for c in range(3)])
 
 
 def _compare(header: Record, records: list[Record], rng: random.Random) -> None:
