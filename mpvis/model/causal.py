@@ -233,9 +233,11 @@ class CausalRelease:
         ends = np.r_[cut[1:], n]
         entry = ~exits
         ranks_l, seqs_l = ranks.tolist(), seqs.tolist()
-        exit_ops = {i: ops[i] for i in np.flatnonzero(exits).tolist()}
+        xpos = np.flatnonzero(exits).tolist()
+        xops = [ops[i] for i in xpos]
         shared = np.zeros(n, dtype=bool)
-        shared[[i for i, op in exit_ops.items() if op in ALL_TO_ALL]] = True
+        shared[xpos] = np.fromiter((op in ALL_TO_ALL for op in xops), dtype=bool,
+                                   count=len(xops))
         ahead: list[int] = []
         # each instance at its first record in the batch (an entry comes first)
         for a in np.argsort(both[cut], kind="stable").tolist():
@@ -263,8 +265,9 @@ class CausalRelease:
                 else:
                     self._exits.setdefault(key, {}).update(
                         (ranks_l[i], seqs_l[i]) for i in out.tolist())
-        self._exit_of.update(((ranks_l[i], seqs_l[i]), (int(instances[i]), op))
-                             for i, op in exit_ops.items())
+        xr, xs, xi = (ranks[xpos].tolist(), seqs[xpos].tolist(), instances[xpos].tolist())
+        self._exit_of.update(zip(zip(xr, xs, strict=True), zip(xi, xops, strict=True),
+                                 strict=True))
         for i in sorted(ahead):
             cached = coll_cache[int(comms[i])]
             self._decide_exit(ranks_l[i], seqs_l[i], cached[1], cached[2])
@@ -273,11 +276,11 @@ class CausalRelease:
             return
         by = reg[np.argsort(ranks[reg], kind="stable")]
         rk = ranks[by]
-        rcut = np.flatnonzero(np.r_[True, rk[1:] != rk[:-1]])
-        for lo, hi in zip(rcut.tolist(), [*rcut[1:].tolist(), len(by)], strict=True):
-            r = int(rk[lo])
-            counts.at[r].frombytes(seqs[by[lo:hi]].astype(np.int32).tobytes())
-            counts.iid[r].frombytes(iid[by[lo:hi]].astype(np.int32).tobytes())
+        rcut = np.flatnonzero(np.r_[True, rk[1:] != rk[:-1]]).tolist()
+        by_seq, by_iid = seqs[by].tolist(), iid[by].tolist()
+        for r, lo, hi in zip(rk[rcut].tolist(), rcut, [*rcut[1:], len(by)], strict=True):
+            counts.at[r].extend(by_seq[lo:hi])
+            counts.iid[r].extend(by_iid[lo:hi])
 
     def _decide_exit(self, rank: int, seq: int, row: int, lmax: int) -> None:
         """:meth:`_decide_exits` of one exit."""
