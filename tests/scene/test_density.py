@@ -194,3 +194,17 @@ def test_dominant_and_weights_are_numpys_reductions_over_the_activities(
     dom = np.argmax(w, axis=-1).astype(np.int8)
     dom[w.max(axis=-1) <= 0] = -1
     assert np.array_equal(grid.dominant(), dom)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                          st.sampled_from([math.nan, math.inf, -math.inf, 0.0, -0.0])),
+                max_size=40))
+def test_finite_span_is_the_min_and_max_of_the_finite_values(values: list[float]) -> None:
+    from mpvis.scene.density import finite_span
+
+    xs = np.array(values, dtype=np.float64)
+    finite = xs[np.isfinite(xs)]
+    want = (float(finite.min()), float(finite.max())) if len(finite) else None
+    got = finite_span(xs)
+    assert got == want
