@@ -13,8 +13,8 @@
  *
  * It is strict on purpose.  A line it does not fully understand is handed
  * back whole ("fallback") to the Python path, orjson and extract(), which
- * decides (mpvis/tracefile/scan.py merges both): strings with escapes or
- * bytes outside printable ASCII, objects or nested lists as values, lists of
+ * decides (mpvis/tracefile/scan.py merges both): strings with escapes,
+ * control characters or malformed UTF-8, objects or nested lists as values, lists of
  * anything but integers, integers of more than 18 digits, floats that do
  * not convert exactly and finitely, duplicate keys, more than MAX_FIELDS
  * keys, unknown kinds, the kind "state" (its vars are an object), and every
@@ -30,11 +30,13 @@
  * most max_lines lines.
  *
  * Scanner(nprocs, kinds, max_lines, max_line_bytes, f_blocking, f_sync,
- *         fallback_all):
+ *         fallback_all, give_up):
  *   kinds: the kind names in model code order (codes.EVENT_KINDS), so
  *   that the codes written are the model's; f_blocking/f_sync: the flag
  *   bits (codes.F_BLOCKING, codes.F_SYNC); fallback_all: hand every line to
- *   the Python path (the scanner then only splits lines).
+ *   the Python path; give_up: once more lines than this are handed back in a
+ *   chunk, the scanner only splits its lines (the caller then reads the
+ *   whole chunk by the Python path: fallback holds give_up + 1 lines).
  * scan(data, pos, eof) -> (pos, done): scan the complete lines of
  *   data[pos:] into the current chunk; done when the chunk is full, ended
  *   by a too-long line, or eof is set and data[pos:] is consumed.  When not
@@ -167,24 +169,64 @@ static inline const char *skip_ws(const char *p, const char *end)
     return p;
 }
 
-/* A string of printable ASCII without escapes; p at its opening quote.
- * Returns the position after the closing quote, or NULL (fallback). */
+/* The length of the UTF-8 sequence at q (its first byte c >= 0x80), or 0
+ * when it is not well-formed (RFC 3629: no overlong form, no surrogate,
+ * nothing above U+10FFFF; what orjson and Python's strict decoder accept). */
+static int utf8_length(const unsigned char *q, const unsigned char *end)
+{
+    unsigned char c = q[0];
+    int n;
+    unsigned char lo = 0x80, hi = 0xBF;  /* the range of the second byte */
+    if (c >= 0xC2 && c <= 0xDF)
+        n = 2;
+    else if (c >= 0xE0 && c <= 0xEF) {
+        n = 3;
+        if (c == 0xE0)
+            lo = 0xA0;
+        else if (c == 0xED)
+            hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        n = 4;
+        if (c == 0xF0)
+            lo = 0x90;
+        else if (c == 0xF4)
+            hi = 0x8F;
+    } else
+        return 0;
+    if (end - q < n || q[1] < lo || q[1] > hi)
+        return 0;
+    for (int i = 2; i < n; i++)
+        if (q[i] < 0x80 || q[i] > 0xBF)
+            return 0;
+    return n;
+}
+
+/* A string without escapes: printable ASCII and well-formed UTF-8; p at its
+ * opening quote.  Returns the position after the closing quote, or NULL
+ * (fallback). */
 static const char *scan_string(const char *p, const char *end, const char **s, Py_ssize_t *n)
 {
-    const char *q = ++p;
+    const unsigned char *q = (const unsigned char *)++p, *stop = (const unsigned char *)end;
     for (;;) {
-        if (q >= end)
+        if (q >= stop)
             return NULL;
-        unsigned char c = (unsigned char)*q;
+        unsigned char c = *q;
         if (c == '"')
             break;
-        if (c < 0x20 || c >= 0x80 || c == '\\')
+        if (c < 0x20 || c == '\\')
             return NULL;
-        q++;
+        if (c < 0x80) {
+            q++;
+            continue;
+        }
+        int len = utf8_length(q, stop);
+        if (len == 0)
+            return NULL;
+        q += len;
     }
     *s = p;
-    *n = q - p;
-    return q + 1;
+    *n = (const char *)q - p;
+    return (const char *)q + 1;
 }
 
 static const double POW10[] = {
@@ -434,6 +476,7 @@ typedef struct {
     i64 nprocs;
     Py_ssize_t max_lines, max_line_bytes;
     int f_blocking, f_sync, fallback_all;
+    Py_ssize_t give_up;
     int rule_of[MAX_KINDS];          /* R_* of each model code */
     const char *kind_names[MAX_KINDS];
     Py_ssize_t kind_lens[MAX_KINDS];
@@ -879,21 +922,21 @@ static void scanner_dealloc(Scanner *s)
 static int scanner_init(Scanner *s, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"nprocs", "kinds", "max_lines", "max_line_bytes", "f_blocking",
-                             "f_sync", "fallback_all", NULL};
+                             "f_sync", "fallback_all", "give_up", NULL};
     long long nprocs;
     PyObject *kinds;
-    Py_ssize_t max_lines, max_line_bytes;
+    Py_ssize_t max_lines, max_line_bytes, give_up;
     int f_blocking, f_sync, fallback_all;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "LO!nniip", kwlist, &nprocs, &PyTuple_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "LO!nniipn", kwlist, &nprocs, &PyTuple_Type,
                                      &kinds, &max_lines, &max_line_bytes, &f_blocking, &f_sync,
-                                     &fallback_all))
+                                     &fallback_all, &give_up))
         return -1;
     if (s->kinds != NULL) {
         PyErr_SetString(PyExc_TypeError, "Scanner is initialised once");
         return -1;
     }
     if (nprocs < 1 || nprocs > INT32_TOP || max_lines < 1 || max_line_bytes < 1 ||
-        max_lines > PY_SSIZE_T_MAX / 16 || PyTuple_GET_SIZE(kinds) > MAX_KINDS ||
+        max_lines > PY_SSIZE_T_MAX / 16 || PyTuple_GET_SIZE(kinds) > MAX_KINDS || give_up < 0 ||
         f_blocking < 0 || f_blocking > 63 || f_sync < 0 || f_sync > 63) {
         PyErr_SetString(PyExc_ValueError, "Scanner: an argument is out of range");
         return -1;
@@ -904,6 +947,7 @@ static int scanner_init(Scanner *s, PyObject *args, PyObject *kwds)
     s->f_blocking = f_blocking;
     s->f_sync = f_sync;
     s->fallback_all = fallback_all;
+    s->give_up = give_up;
     s->nkinds = (int)PyTuple_GET_SIZE(kinds);
     for (int c = 0; c < s->nkinds; c++) {
         PyObject *name = PyTuple_GET_ITEM(kinds, c);
@@ -1010,10 +1054,12 @@ static PyObject *scanner_scan(Scanner *s, PyObject *args)
         }
         Py_ssize_t r = s->nrec++;
         s->line[r] = s->nlines;
-        set_defaults(s, r);
-        int rc = s->fallback_all ? 0 : scan_record(s, line, line + n, r);
-        if (rc < 0 || (rc == 0 && add_fallback(s, r, line, n) < 0))
-            goto out;
+        if (PyList_GET_SIZE(s->fallback) <= s->give_up) {
+            set_defaults(s, r);
+            int rc = s->fallback_all ? 0 : scan_record(s, line, line + n, r);
+            if (rc < 0 || (rc == 0 && add_fallback(s, r, line, n) < 0))
+                goto out;
+        }
         s->nlines++;
     }
     result = Py_BuildValue("(nO)", pos, s->done ? Py_True : Py_False);
@@ -1078,7 +1124,7 @@ static PyTypeObject ScannerType = {
     .tp_basicsize = sizeof(Scanner),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "Scanner(nprocs, kinds, max_lines, max_line_bytes, f_blocking, f_sync, "
-              "fallback_all): trace lines to a Batch's columns (see scan.py).",
+              "fallback_all, give_up): trace lines to a Batch's columns (see scan.py).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)scanner_init,
     .tp_dealloc = (destructor)scanner_dealloc,

@@ -9,7 +9,8 @@ class Scanner:
     """Trace lines to a Batch's columns, a chunk at a time (see ``_cscan.c``)."""
 
     def __init__(self, nprocs: int, kinds: tuple[str, ...], max_lines: int,
-                 max_line_bytes: int, f_blocking: int, f_sync: int, fallback_all: bool) -> None: ...
+                 max_line_bytes: int, f_blocking: int, f_sync: int, fallback_all: bool,
+                 give_up: int) -> None: ...
     def scan(self, data: bytes, pos: int, eof: bool, /) -> tuple[int, bool]:
         """Scan the complete lines of ``data[pos:]``: (position reached, chunk done)."""
     def take(self) -> tuple[int, int, int, dict[str, bytes], bytes, list[str], list[int],

@@ -11,10 +11,13 @@ Python objects only for the extras (the fields outside the columns).
 
 Every other line (an escape in a string, a nested object, a huge number, a
 duplicate key, a ``state`` record, a broken rule, bad JSON...) is handed back
-whole, and :func:`_merge` runs the reference path on those lines alone:
-:func:`~mpvis.tracefile.lines.parse_line` (orjson), then
-:func:`mpvis.model.ingest.extract` on the records they hold.  That gives the
-same result as the reference path on the whole chunk
+whole.  When they are more than :data:`MERGE_AT_MOST` of the chunk's records,
+the reference path reads the whole chunk
+(:func:`~mpvis.tracefile.lines.parse_chunk`, then
+:func:`mpvis.model.ingest.extract`); else :func:`_merge` runs it on those
+lines alone (:func:`~mpvis.tracefile.lines.parse_line`, then ``extract`` on
+the records they hold).  That gives the same result as the reference path on
+the whole chunk
 (:func:`~mpvis.tracefile.lines.parse_chunk` then ``extract``), because
 
 * ``extract`` computes each record's columns and extras from that record
@@ -42,7 +45,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from mpvis.protocol.codes import EVENT_KINDS, F_BLOCKING, F_SYNC
 from mpvis.tracefile._cscan import KEYS, Scanner
-from mpvis.tracefile.lines import BATCH_LINES, MAX_LINE_BYTES, TOO_LONG, parse_line
+from mpvis.tracefile.lines import BATCH_LINES, MAX_LINE_BYTES, TOO_LONG, parse_chunk, parse_line
 
 if TYPE_CHECKING:
     from mpvis.model.ingest import Batch, SiteTable
@@ -58,6 +61,11 @@ DTYPES = {
 }
 #: Bytes read from the file at a time.
 _BLOCK = 1 << 20
+#: A chunk of which the scanner handed back more than this share of the
+#: records is read whole by the reference path (merging would cost more);
+#: the scanner stops reading records once more than this share of
+#: ``BATCH_LINES`` went back (it cannot be merged any more).
+MERGE_AT_MOST = 1 / 8
 
 
 @dataclass
@@ -98,8 +106,10 @@ def scan_chunks(fh: IO[bytes], first_line: int, nprocs: int, validate: bool
     caller stops after a chunk with an error or a bad line.
     """
     scanner = Scanner(nprocs, EVENT_KINDS, BATCH_LINES, MAX_LINE_BYTES, F_BLOCKING, F_SYNC,
-                      not validate)
+                      not validate, int(BATCH_LINES * MERGE_AT_MOST))
     buf, pos, eof, line = b"", 0, False, first_line
+    start = 0  # where the chunk begins in buf
+    before: list[memoryview] = []  # its bytes in earlier buffers
     while True:
         pos, done = scanner.scan(buf, pos, eof)
         if not done:
@@ -108,15 +118,17 @@ def scan_chunks(fh: IO[bytes], first_line: int, nprocs: int, validate: bool
             except (OSError, EOFError):
                 raw = scanner.take()
                 if raw[0]:
-                    yield _chunk(raw, line, nprocs, validate)
+                    yield _chunk(raw, line, nprocs, validate, [*before, memoryview(buf)[start:pos]])
                 raise
             eof = not more
-            buf, pos = buf[pos:] + more, 0
+            before.append(memoryview(buf)[start:pos])
+            buf, pos, start = buf[pos:] + more, 0, 0
             continue
         raw = scanner.take()
         if not raw[0]:
             return
-        yield _chunk(raw, line, nprocs, validate)
+        yield _chunk(raw, line, nprocs, validate, [*before, memoryview(buf)[start:pos]])
+        before, start = [], pos
         line += raw[0]
 
 
@@ -129,8 +141,12 @@ _OTHER_KEYS = 1 << 31
 _COUNT_SHIFT = 32
 
 
-def _chunk(raw: _Raw, first_line: int, nprocs: int, validate: bool) -> ScannedChunk:
+def _chunk(raw: _Raw, first_line: int, nprocs: int, validate: bool, text: list[memoryview]
+           ) -> ScannedChunk:
+    """The chunk the scanner gave (``raw``); ``text``: its bytes."""
     nlines, nbytes, nrec, cols, _, names, _, fallback, extras, too_long, _, irregular = raw
+    if len(fallback) > nrec * MERGE_AT_MOST:
+        return _reference(b"".join(text), raw, first_line, nprocs, validate)
     if fallback or too_long >= 0 or irregular:
         return _merge(raw, first_line, nprocs, validate)
     if nrec == nlines:  # no blank line
@@ -147,6 +163,33 @@ def _line_numbers(raw: _Raw, first_line: int, count: int) -> list[int]:
     offsets = np.frombuffer(raw[4], dtype=np.int64)[:count]
     nums: list[int] = (offsets + first_line).tolist()
     return nums
+
+
+def _reference(text: bytes, raw: _Raw, first_line: int, nprocs: int, validate: bool
+               ) -> ScannedChunk:
+    """The chunk of bytes ``text`` read by the reference path alone (the scanner
+    gave its line count, bytes and too-long line, ``raw``)."""
+    import numpy as np
+
+    from mpvis.model.ingest import SiteTable, extract
+
+    nlines, nbytes, too_long = raw[0], raw[1], raw[9]
+    pieces = text.split(b"\n")
+    lines = [p + b"\n" for p in pieces[:-1]]
+    if pieces[-1]:
+        lines.append(pieces[-1])  # the file's last line, without newline
+    assert len(lines) == nlines or too_long >= 0
+    chunk = parse_chunk(first_line, lines[:too_long] if too_long >= 0 else lines)
+    if too_long >= 0 and chunk.bad_line is None:
+        chunk.bad_line, chunk.rule = first_line + too_long, TOO_LONG
+    temp = SiteTable()
+    cols = extract(chunk.records, nprocs, temp, validate)
+    return ScannedChunk(
+        cols.n, {name: np.ascontiguousarray(getattr(cols, name), dtype=dt).tobytes()
+                 for name, dt in DTYPES.items()},
+        temp.names, chunk.nums, nbytes, cols.extras,
+        None if cols.error is None else str(cols.error), cols.error_rank, cols.error_seq,
+        chunk.bad_line, chunk.rule)
 
 
 def _merge(raw: _Raw, first_line: int, nprocs: int, validate: bool) -> ScannedChunk:
@@ -248,9 +291,11 @@ def _order_extras(extras: dict[int, dict[str, Any]], n: int, checked: int, *, co
         keys = rec if rec is not None else extras.get(r, {})
         return frozenset(f for f in keys if f not in _KEY_BIT)
 
+    has = np.zeros(universe, dtype=bool)  # records [0, n) with extras
+    has[[r for r in extras if r < n]] = True
     order = np.argsort(shape, kind="stable")
     for part in np.split(order, np.flatnonzero(np.diff(shape[order])) + 1):
-        members = [r for r in part.tolist() if r < n and r in extras]
+        members = part[has[part]].tolist()
         if not members:
             continue
         p = int(part[0])

@@ -134,6 +134,13 @@ ODD = [
     '"a\\"b"', '"\\u00e9"', '"\u00e9"', '"tab\there"', "tru", '"unterminated', "[1,]",
     "[,1]", "[1 2]", "[ 1 , 2 ]", '"\\/"',
 ]
+#: Strings in raw UTF-8 bytes, well-formed or not (overlong, surrogate, above
+#: U+10FFFF, cut, a stray continuation byte).
+UTF8 = [b'"\xc3\xa9.py:1"', b'"\xe2\x82\xac"', b'"\xf0\x9f\x98\x80"', b'"\xf4\x8f\xbf\xbf"',
+        b'"\xef\xbf\xbf"', b'"\xed\x9f\xbf"', b'"\xee\x80\x80"', b'"\x7f"', b'"\xc0\x80"',
+        b'"\xc1\xbf"', b'"\xe0\x80\x80"', b'"\xe0\x9f\xbf"', b'"\xed\xa0\x80"', b'"\xed\xbf\xbf"',
+        b'"\xf0\x8f\xbf\xbf"', b'"\xf4\x90\x80\x80"', b'"\xf5\x80\x80\x80"', b'"\xc3"', b'"\x80"',
+        b'"\xe2\x82"', b'"\xff"', b'"\xc3\x28"', b'"\xf0\x9f\x98"']
 NAMES = ['"a.py:1"', '"b.py:22"', '"c.c:3"', '"x"', '"barrier"', '"L1"', '""']
 
 
@@ -281,7 +288,7 @@ def record_line(rnd: Random, nprocs: int, flaw_rate: float) -> bytes:
         elif how == 4:
             text += b"\r"  # CRLF
         else:
-            text = text.replace(b'"a.py:1"', '"\u00e9.py:1"'.encode())
+            text = text.replace(b'"a.py:1"', rnd.choice(UTF8))
     return text + b"\n"
 
 
@@ -310,10 +317,11 @@ SEEDS = st.integers(0, 2**64)
 
 @pytest.mark.slow
 @settings(max_examples=400)
-@given(SEEDS, st.sampled_from([3, 7, 16384]))
-def test_same_as_the_reference_path(seed: int, batch_lines: int) -> None:
+@given(SEEDS, st.sampled_from([3, 7, 16384]), st.sampled_from([0.0, 1 / 8, 1.0]))
+def test_same_as_the_reference_path(seed: int, batch_lines: int, merge_at_most: float) -> None:
+    """Chunks merged or read whole by the reference path (``MERGE_AT_MOST``)."""
     data, nprocs = trace_body(seed)
-    with small_chunks(batch_lines):
+    with small_chunks(batch_lines), patch.object(scan_module, "MERGE_AT_MOST", merge_at_most):
         assert_same(data, nprocs)
 
 
@@ -336,8 +344,10 @@ def test_same_as_the_reference_path(seed: int, batch_lines: int) -> None:
     b'{"rank":0,"seq":1,"kind":"wait","dest":"\\u0032","reqs":[1]}\n',
 ])
 def test_cases(data: bytes) -> None:
-    assert_same(data, 3)
-    assert_same(data * 40, 3)  # extract's grouped checks
+    for merge_at_most in (0.0, 1.0):
+        with patch.object(scan_module, "MERGE_AT_MOST", merge_at_most):
+            assert_same(data, 3)
+            assert_same(data * 40, 3)  # extract's grouped checks
 
 
 @pytest.mark.slow
@@ -370,6 +380,18 @@ def test_every_field_of_every_kind() -> None:
             for value in (valid, _near(f, nprocs)[0]):  # a duplicate key, first or last
                 assert_same(f'{{"{f}":{value},{text}}}\n'.encode(), nprocs)
                 assert_same(f'{{{text},"{f}":{value}}}\n'.encode(), nprocs)
+
+
+def test_utf8_strings() -> None:
+    """Raw UTF-8 in a site, an extra, an extra's name, a kind; well-formed or not."""
+    for text in UTF8:
+        for line in (b'{"rank":0,"seq":0,"kind":"final","site":%s}' % text,
+                     b'{"rank":0,"seq":0,"kind":"coll","op":%s}' % text,
+                     b'{"rank":0,"seq":0,"kind":"final","x":%s}' % text,
+                     b'{"rank":0,"seq":0,"kind":"final",%s:1}' % text,
+                     b'{"rank":0,"seq":0,"kind":%s}' % text):
+            assert_same(line + b"\n", 1)
+            assert_same((line + b"\n") * 120, 1)  # extract's grouped checks
 
 
 @settings(max_examples=60)
@@ -447,10 +469,13 @@ def test_too_long_line(top: int, where: int, batch_lines: int) -> None:
 
 
 def test_read_error_keeps_the_complete_lines(tmp_path: Path) -> None:
-    """A compressed file cut short: the complete lines before the cut, then the error."""
+    """A compressed file cut short: the complete lines before the cut, then the
+    error, whether a chunk is scanned, merged or read by the reference path."""
     good = b'{"rank":0,"seq":%d,"kind":"recv","src":0,"tag":1,"blocking":true}\n'
+    odd = b'{"rank":0,"seq":%d,"kind":"recv","src":0,"tag":1,"blocking":true,"site":"\\u00e9"}\n'
     path = tmp_path / "t.jsonl.gz"
-    path.write_bytes(gzip.compress(b"".join(good % i for i in range(30000)))[:-200])
+    data = b"".join((odd if i % 1000 == 0 else good) % i for i in range(30000))
+    path.write_bytes(gzip.compress(data)[:-200])
     from mpvis.tracefile.compression import open_binary_read
 
     def collect(read: Any) -> tuple[list[tuple[int, int]], str]:
@@ -464,6 +489,9 @@ def test_read_error_keeps_the_complete_lines(tmp_path: Path) -> None:
         raise AssertionError("no error")
 
     want = collect(lambda fh: ((len(lines), sum(map(len, lines))) for lines in chunks(fh)))
-    got = collect(lambda fh: ((len(c.nums), c.nbytes) for c in scan_chunks(fh, 1, 1, True)))
-    assert got == want
-    assert sum(n for n, _ in got[0]) > 16384
+    assert sum(n for n, _ in want[0]) > 16384
+    for merge_at_most in (0.0, 1.0):
+        with patch.object(scan_module, "MERGE_AT_MOST", merge_at_most):
+            got = collect(lambda fh: ((len(c.nums), c.nbytes)
+                                      for c in scan_chunks(fh, 1, 1, True)))
+        assert got == want
