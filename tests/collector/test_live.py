@@ -132,7 +132,8 @@ def test_a_refused_peer_that_sent_more_still_reads_why(central: CentralProcess, 
         hello = encode_frame(MsgType.HELLO, m.hello_rank(0, "guess", pid=1, host="x"))
     else:
         address = central.address
-        hello = encode_frame(MsgType.HELLO, m.hello_collector("c1", "run-x", "guess", pid=1, host="x"))
+        hello = encode_frame(MsgType.HELLO,
+                             m.hello_collector("c1", "run-x", "guess", pid=1, host="x"))
     peer = socket.create_connection(address)
     more = threading.Thread(target=_send_ignoring_errors, args=(peer, hello + b"\0" * 600_000))
     more.start()
