@@ -180,6 +180,8 @@ class Analyses:
         on 1M events, not held while the races are confirmed, grouped and
         printed): the model then answers only what the site-pair groups ask
         (:func:`mpvis.analysis.race_groups.model_event_sites`)."""
+        if release:  # what the load freed, returned before the conflicts are copied out
+            release_freed_memory()  # (and the whole-run passes' arrays mapped from now on)
         exact: RaceTable | Callable[[], RaceTable] | None = None
         if conflicts is not None:
             exact = RaceTable.from_conflicts((r.rank, r.recv, *r.s1, *r.s2) for r in conflicts)
@@ -192,8 +194,8 @@ class Analyses:
         if release and self.exact is not None:
             self.model.analyzers.remove(self.exact)
             self.exact = None
-        if release:  # the whole-run passes' arrays: mapped, returned when freed
-            release_freed_memory()
+        if release:  # and the detector's memory
+            trim_freed_memory()
         dl, errors = self._deadlocks_and_errors(release)
         store = self.model.store
 

@@ -51,6 +51,7 @@ from mpvis.analysis.deadlock_report import describe_site
 from mpvis.analysis.waitfor import WaitEdge, weak_components
 from mpvis.model.collectives import ALL_TO_ALL, FROM_ROOT, TO_ROOT
 from mpvis.model.event_arrays import RunArrays, extra_events, rank_arrays, rank_chunks
+from mpvis.model.heap import trim_freed_memory
 from mpvis.model.manager import ModelManager
 from mpvis.protocol import records as R
 
@@ -216,8 +217,11 @@ def requirements(m: ModelManager, *, chunk_events: int = CHUNK_EVENTS) -> Requir
     buffered = extra_events(store, "mode", "buffered")
     narrow = width < _NEVER32
     never = _NEVER32 if narrow else NEVER
-    parts = [_chunk_table(ev, width, never, _chunk_rows(ev, counts, buffered), colls)
-             for ev in rank_chunks(store, chunk_events)]
+    parts = []
+    for ev in rank_chunks(store, chunk_events):
+        parts.append(_chunk_table(ev, width, never, _chunk_rows(ev, counts, buffered), colls))
+        del ev
+        trim_freed_memory()  # a chunk's temporaries: not resident under the next one's
     return _join(counts, parts, colls.groups, never)
 
 
