@@ -29,11 +29,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpvis.model import ingest
+from mpvis.model.errors import ModelInputError
 from mpvis.model.ingest import SiteTable, extract
+from mpvis.model.manager import ModelManager
 from mpvis.protocol.codes import EVENT_KINDS
+from mpvis.protocol.records import check_header
 from mpvis.tracefile import lines as lines_module
 from mpvis.tracefile import scan as scan_module
 from mpvis.tracefile.lines import chunks, parse_chunk
+from mpvis.tracefile.reader import load_trace
 from mpvis.tracefile.scan import DTYPES, as_batch, scan_chunks
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -421,6 +425,42 @@ def test_every_sample_trace(path: Path) -> None:
     if data:
         with small_chunks(5):
             assert_same(data, nprocs)
+
+
+MODEL_COLUMNS = ("c_rank", "c_seq", "c_kind", "c_t", "c_site", "c_comm", "c_peer", "c_tag",
+                 "c_flags", "c_req", "c_ref", "c_partner", "c_size", "c_call", "c_lamport")
+
+
+def _reference_model(path: Path) -> ModelManager:
+    """The model of ``path`` built from the reference path's batches."""
+    with path.open("rb") as fh:
+        m = ModelManager(check_header(orjson.loads(fh.readline())))
+        line = 2
+        for lines in chunks(fh):
+            chunk = parse_chunk(line, lines)
+            m.add_columns(extract(chunk.records, m.nprocs, m.site_table, m.validate))
+            assert chunk.bad_line is None
+            line += len(lines)
+    return m
+
+
+@pytest.mark.parametrize("path", TRACES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_sample_trace_loads_to_the_same_model(path: Path) -> None:
+    """``load_trace`` (the scanner, in this process and in the parser process)
+    gives the model the reference path's batches give."""
+    try:
+        want = _reference_model(path)
+        want.finish()
+    except (ModelInputError, AssertionError):
+        pytest.skip("not a loadable trace")
+    for parallel in (False, True):
+        got = load_trace(path, parallel=parallel)
+        assert got.event_count == want.event_count
+        for name in MODEL_COLUMNS:
+            a, b = getattr(want, name).view(), getattr(got, name).view()
+            assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+        assert got.sites == want.sites
+        assert got.extras == want.extras
 
 
 def _sample_lines() -> list[bytes]:
