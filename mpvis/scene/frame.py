@@ -161,15 +161,16 @@ class FrameIndex:
         x = data.x
         ranks = data.ranks
         self.ranks = ranks
-        # the ids inline: a local would hold 8 bytes an event through the whole build
-        self.events = BinnedItems(np.arange(n, dtype=np.int64), x, x, ranks, data.cls)
+        # the ids are 0..n-1: none passed (an argument, like a local, would hold
+        # 8 bytes an event through the whole build)
+        self.events = BinnedItems(None, x, x, ranks, data.cls)
         xs, xc = x[msgs.send], x[msgs.consume]
         self.msg_x = np.column_stack([xs, xc]) if len(xs) else np.zeros((0, 2))
         self.msg_src = ranks[msgs.send]  # ranks: row lookups only (int32 like the model's)
         self.msg_dst = ranks[msgs.consume]
         del xs, xc  # the line ends are in msg_x
         self.messages = BinnedItems(
-            np.arange(len(self.msg_src), dtype=np.int64),
+            None,
             np.fmin(self.msg_x[:, 0], self.msg_x[:, 1]),
             np.fmax(self.msg_x[:, 0], self.msg_x[:, 1]),
             self.msg_src.astype(np.int64) * layout.nprocs + self.msg_dst,

@@ -75,3 +75,24 @@ def test_one_chunk_or_many_give_the_same_levels(monkeypatch: pytest.MonkeyPatch)
     assert [nb for nb, _ in whole.levels] == [nb for nb, _ in chunked.levels]
     for (_, a), (_, b) in zip(whole.levels, chunked.levels, strict=True):
         assert np.array_equal(a.ids, b.ids) and np.array_equal(a.x, b.x)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 3000), extents=st.booleans(),
+       nan_share=st.sampled_from([0.0, 0.1, 1.0]))
+def test_no_ids_means_the_ids_0_to_n(seed: int, n: int, *, extents: bool,
+                                     nan_share: float) -> None:
+    """``ids=None`` (the frame index's: no array of every id held through the
+    build) builds what ``np.arange(n)`` does, NaN ``x`` (not laid out yet) included."""
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 500, n).astype(np.float64)
+    x[rng.random(n) < nan_share] = np.nan
+    x_hi = x + rng.exponential(2.0, n) * (rng.random(n) < 0.3) if extents else x
+    group, cls = rng.integers(0, 5, n), rng.integers(0, 4, n).astype(np.int8)
+    given_ids = BinnedItems(np.arange(n), x, x_hi, group, cls)
+    implicit = BinnedItems(None, x, x_hi, group, cls)
+    for a, b in [(given_ids.full, implicit.full), (given_ids.long, implicit.long)] + [
+            (la, lb) for (_, la), (_, lb) in zip(given_ids.levels, implicit.levels, strict=True)]:
+        assert np.array_equal(a.ids.astype(np.int64), b.ids.astype(np.int64))
+        assert np.array_equal(a.x, b.x, equal_nan=True)
+    assert [nb for nb, _ in given_ids.levels] == [nb for nb, _ in implicit.levels]
