@@ -520,9 +520,13 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         lo, hi = self._xbounds
         rect = QtCore.QRectF(lo, -1.0, max(hi - lo, 1e-9), lay.visible_rows + 1.0)
         faded = self.overlay_layers.faded(lay.count)
+        dense = self._density_if_dense(view)  # else symbols and lines would pile up
+        # (zoomed out the frame draws nothing from the index: it may be dropped
+        # while the next one is built, FrameKeeper.current)
         fi = self.frames.current(lay, self._msgs, self.logical,
-                                 self.model is not None and self.model.input_ended)
-        if not self._density_if_dense(view):  # else symbols and lines would pile up
+                                 self.model is not None and self.model.input_ended,
+                                 needed=not dense)
+        if not dense:
             self._draw_detail(view, fi, faded, rect)
             self._proc.set_segments(messages.process_lines(lay, self._extents), None, rect)
         self._lost.set_segments(self._lost_segments)

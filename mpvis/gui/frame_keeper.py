@@ -17,6 +17,12 @@ issue 16).  :class:`FrameKeeper` owns the diagram's index:
 
 An index asked for before the model, layout or time axis changed (a
 generation older than :attr:`FrameKeeper.gen`) is dropped when it lands.
+
+When the input has ended and the frame needs no index (the zoomed-out density
+is shown: the end of a large load), the index serving frames is dropped as
+the next build starts, so that two indexes are not held at once (about 31 MB
+at 1M events, the window's peak); until the build lands, a frame that needs
+one is drawn from an empty index, i.e. by the plain pass over every event.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import threading
 
+import numpy as np
 from PySide6 import QtCore
 
 from mpvis.gui import turns
@@ -62,6 +69,8 @@ class FrameKeeper(QtCore.QObject):
         self.building = False  # a worker thread builds the next index (or its copy is made)
         #: the copy being made for the next build, its message index and generation
         self._copying: tuple[frame.InputCopy, MessageIndex, int] | None = None
+        #: the index was dropped for the build of this generation, layout and axis
+        self._dropped: tuple[int, Layout, bool] | None = None
         self._age = QtCore.QElapsedTimer()
         self._age.start()
         self._built.connect(self._take)
@@ -73,20 +82,27 @@ class FrameKeeper(QtCore.QObject):
         self.index = index
 
     def current(self, lay: Layout, msgs: MessageIndex, logical: bool,
-                ended: bool) -> frame.FrameIndex:
+                ended: bool, needed: bool = True) -> frame.FrameIndex:
         """The index to serve this frame, rebuilt when stale (see the module docstring).
 
         While a small run streams in, the index is rebuilt when the events newer
         than it exceed a fifth of it or :data:`INDEX_MS` has passed; on a layout
-        toggle or a new model at once.
+        toggle or a new model at once.  ``needed`` False: this frame draws
+        nothing from the index (the density is shown); once the input ``ended``,
+        the index is then dropped while the next one is built (the index
+        returned is for this frame only: not kept).
         """
         fi = self.index
+        if fi is None and self._dropped == (self.gen, lay, logical):
+            return self._empty(lay, logical)  # a plain pass until the build lands
         if fi is not None and fi.layout is lay and fi.logical == logical \
                 and lay.count >= ASYNC_INDEX_MIN:
             covered = lay.count if msgs.count < 0 else min(msgs.count, lay.count)
             if covered > fi.count and (ended or covered - fi.count > fi.count * ASYNC_GROWTH):
                 # newer events: a plain pass meanwhile
                 self._build_async(lay, msgs, logical, covered)
+                if ended and not needed and self.building:
+                    self.index, self._dropped = None, (self.gen, lay, logical)
             return fi
         stale = (
             fi is None
@@ -106,6 +122,16 @@ class FrameKeeper(QtCore.QObject):
             fi = self.index = frame.FrameIndex(lay, msgs, logical)
             self._age.restart()
         return fi
+
+    @staticmethod
+    def _empty(lay: Layout, logical: bool) -> frame.FrameIndex:
+        """An index of no event and no message: a frame drawn with it is the
+        diagram's plain pass over every event and message."""
+        none = np.zeros(0, dtype=np.int64)
+        return frame.FrameIndex(
+            lay, MessageIndex(none, none, none, 0), logical,
+            frame.IndexInput(0, np.zeros(0), np.zeros(0, dtype=np.int32),
+                             np.zeros(0, dtype=np.int8)))
 
     def usable(self, lay: Layout, logical: bool) -> frame.FrameIndex | None:
         """The index if it is of ``lay`` on this axis (possibly older), else None."""
@@ -135,7 +161,7 @@ class FrameKeeper(QtCore.QObject):
             return
         copy, msgs, gen = job
         if gen != self.gen:  # the model, layout or axis changed: not needed
-            self._copying, self.building = None, False
+            self._copying, self.building, self._dropped = None, False, None
         elif not copy.step(COPY_STEP):
             turns.later(self._copy_some, self)
         else:
@@ -155,6 +181,7 @@ class FrameKeeper(QtCore.QObject):
         changed since it was asked for (:meth:`reset` bumps the generation)."""
         self.building = False
         self._age.restart()
+        self._dropped = None  # dropped for this build: its index replaces it, or not needed
         if gen != self.gen:
             return
         self.index = index

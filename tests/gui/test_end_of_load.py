@@ -74,6 +74,78 @@ def test_an_index_asked_for_before_the_model_changed_is_dropped(
     assert index.count == other.event_count
 
 
+def test_zoomed_out_the_last_build_does_not_keep_the_old_index(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The input ended and the density is shown (the index serves no frame): the
+    old index is dropped while the last one is built (not two at once, the
+    window's peak); a zoom-in meanwhile draws every event in view by the plain
+    pass; the built index is then installed and is the full one."""
+    monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
+    monkeypatch.setattr(frame_keeper, "COPY_STEP", 1_000)  # several turns: still building
+    win = shown_window(qtbot)
+    m = ModelManager(make_header(4, program="synthetic.py"))
+    win.set_model(m, "test")
+    recs = list(generate_records(30_000, 4, seed=6))
+    m.add_batch(recs[:3_000])
+    win.drain()
+    d = win.diagram
+    d.redraw()
+    first = d.frames.index
+    assert first is not None and first.count == m.event_count
+    m.add_batch(recs[3_000:])
+    m.finish()
+    win.drain()
+    d.fit_all()
+    d.redraw()
+    lay = d.layout_
+    assert lay is not None and d.density_shown
+    assert d.frames.building and d.frames.index is None  # dropped, the new one coming
+    x = lay.x(False)
+    lo = float(np.nanmin(x))
+    d.zoom_x(lo, lo + (float(np.nanmax(x)) - lo) / 400)
+    d.redraw()  # no index yet: the plain pass over every event
+    assert not d.density_shown and d._syms.point_count() > 0
+    view = d.data_viewport()
+    in_view = np.flatnonzero((x >= view.x0) & (x <= view.x1))
+    drawn = {float(v) for v in d._syms._xy[:, 0]}
+    assert 0 < len(in_view) < frame_keeper.frame.MAX_SYMBOLS
+    assert {float(v) for v in x[in_view]} <= drawn
+    qtbot.waitUntil(lambda: d.frames.index is not None, timeout=20_000)
+    got = d.frames.index
+    assert got is not None and got.count == lay.count and got is not first
+    oracle = FrameIndex(lay, message_index(lay), False)
+    f1, f2 = got.frame(view), oracle.frame(view)
+    assert f1.events.tolist() == f2.events.tolist()
+    assert f1.messages.tolist() == f2.messages.tolist()
+
+
+def test_zoomed_in_the_old_index_serves_while_the_last_is_built(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Symbols are shown: the index serving frames is kept while the next is built."""
+    monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
+    monkeypatch.setattr(frame_keeper, "COPY_STEP", 1_000)
+    win = shown_window(qtbot)
+    m = ModelManager(make_header(4, program="synthetic.py"))
+    win.set_model(m, "test")
+    recs = list(generate_records(30_000, 4, seed=6))
+    m.add_batch(recs[:3_000])
+    win.drain()
+    d = win.diagram
+    d.redraw()
+    first = d.frames.index
+    m.add_batch(recs[3_000:])
+    m.finish()
+    win.drain()
+    lay = d.layout_
+    assert lay is not None
+    x = lay.x(False)
+    lo = float(np.nanmin(x))
+    d.zoom_x(lo, lo + (float(np.nanmax(x)) - lo) / 400)
+    d.redraw()
+    assert not d.density_shown and d.frames.building and d.frames.index is first
+    qtbot.waitUntil(lambda: d.frames.index is not first, timeout=20_000)
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.floats(-2.0, 12.0), st.integers(-2, 12)), max_size=300),
        st.integers(1, 11), st.sampled_from([(0.0, 10.0), (3.0, 3.0), (-1.0, 4.5)]))
