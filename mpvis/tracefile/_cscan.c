@@ -14,10 +14,10 @@
  * It is strict on purpose.  A line it does not fully understand is handed
  * back whole ("fallback") to the Python path, orjson and extract(), which
  * decides (mpvis/tracefile/scan.py merges both): strings with escapes,
- * control characters or malformed UTF-8, objects or nested lists as values, lists of
- * anything but integers, integers of more than 18 digits, floats that do
- * not convert exactly and finitely, duplicate keys, more than MAX_FIELDS
- * keys, unknown kinds, the kind "state" (its vars are an object), and every
+ * control characters or malformed UTF-8, lists of anything but integers,
+ * objects holding lists, objects or more than MAX_OBJ_KEYS keys, integers
+ * of more than 18 digits, floats that do not convert exactly and finitely,
+ * duplicate keys, more than MAX_FIELDS keys, unknown kinds, and every
  * record that breaks a rule or holds a value too large for the model's
  * 32-bit columns (the Python path then names the error).  So the scanner
  * never decides an error, and every record it accepts is one that
@@ -67,13 +67,13 @@ typedef int64_t i64;
 enum {
     K_RANK, K_SEQ, K_KIND, K_T, K_SITE, K_COMM, K_DEST, K_SRC, K_TAG, K_BLOCKING, K_SYNC,
     K_REQ, K_RECV, K_SEND, K_SIZE, K_CALL, K_OP, K_REQS, K_LOCK, K_ROOT, K_COUNT, K_DTYPE,
-    K_REDOP, K_MODE, NKEYS, K_OTHER = NKEYS
+    K_REDOP, K_MODE, K_VARS, NKEYS, K_OTHER = NKEYS
 };
 
 static const char *const KEY_NAMES[NKEYS] = {
     "rank", "seq", "kind", "t", "site", "comm", "dest", "src", "tag", "blocking", "sync",
     "req", "recv", "send", "size", "call", "op", "reqs", "lock", "root", "count", "dtype",
-    "redop", "mode",
+    "redop", "mode", "vars",
 };
 static PyObject *key_objs[NKEYS];
 
@@ -109,6 +109,7 @@ static int key_id(const char *s, Py_ssize_t n)
     case 'k': return key_is(s, n, K_KIND) ? K_KIND : K_OTHER;
     case 'l': return key_is(s, n, K_LOCK) ? K_LOCK : K_OTHER;
     case 'm': return key_is(s, n, K_MODE) ? K_MODE : K_OTHER;
+    case 'v': return key_is(s, n, K_VARS) ? K_VARS : K_OTHER;
     case 'o': return key_is(s, n, K_OP) ? K_OP : K_OTHER;
     case 'r':
         if (key_is(s, n, K_RANK)) return K_RANK;
@@ -133,32 +134,35 @@ static int key_id(const char *s, Py_ssize_t n)
 
 /* ------------------------------------------------------------ kinds (rules) */
 
-enum { R_SEND, R_RECV, R_CONSUME, R_WAIT, R_COLL, R_COLL_EXIT, R_LOCK, R_FINAL, R_WAITING,
+enum { R_SEND, R_RECV, R_CONSUME, R_WAIT, R_COLL, R_COLL_EXIT, R_LOCK, R_FINAL, R_WAITING, R_STATE,
        R_NONE };
 
 static const struct { const char *name; int rule; } RULES[] = {
     {"send", R_SEND}, {"recv", R_RECV}, {"consume", R_CONSUME}, {"wait", R_WAIT},
     {"coll", R_COLL}, {"coll_exit", R_COLL_EXIT}, {"lock", R_LOCK}, {"locked", R_LOCK},
-    {"unlock", R_LOCK}, {"final", R_FINAL}, {"waiting", R_WAITING},
-    /* "state" (vars is an object) and any other kind: R_NONE, the Python path */
+    {"unlock", R_LOCK}, {"final", R_FINAL}, {"waiting", R_WAITING}, {"state", R_STATE},
+    /* any other kind: R_NONE, the Python path */
 };
 
 #define MAX_KINDS 32
 
 /* ------------------------------------------------------------------ values */
 
-enum { V_INT, V_FLOAT, V_STR, V_TRUE, V_FALSE, V_NULL, V_LIST };
+enum { V_INT, V_FLOAT, V_STR, V_TRUE, V_FALSE, V_NULL, V_LIST, V_OBJ };
+
+/* The most keys a value that is an object (V_OBJ) may hold in C. */
+#define MAX_OBJ_KEYS 64
 
 typedef struct {
     const char *k;      /* the key's bytes */
     Py_ssize_t klen;
     int key;            /* K_* */
     int type;           /* V_* */
-    const char *s;      /* V_STR: the string's bytes; V_LIST: the list's text */
+    const char *s;      /* V_STR: the string's bytes; V_LIST, V_OBJ: the value's text */
     Py_ssize_t slen;
     i64 i;              /* V_INT */
     double f;           /* V_FLOAT */
-    Py_ssize_t count;   /* V_LIST: its integers; l0, l1: the first two */
+    Py_ssize_t count;   /* V_LIST: its integers (l0, l1: the first two); V_OBJ: its keys */
     i64 l0, l1;
 } field;
 
@@ -371,6 +375,8 @@ static const char *scan_literal(const char *p, const char *end, const char *lit,
     return p + n;
 }
 
+static const char *scan_object_value(const char *p, const char *end, field *f);
+
 static const char *scan_value(const char *p, const char *end, field *f)
 {
     if (p >= end)
@@ -380,11 +386,63 @@ static const char *scan_value(const char *p, const char *end, field *f)
         f->type = V_STR;
         return scan_string(p, end, &f->s, &f->slen);
     case '[': return scan_list(p, end, f);
+    case '{': return scan_object_value(p, end, f);
     case 't': f->type = V_TRUE; return scan_literal(p, end, "true", 4);
     case 'f': f->type = V_FALSE; return scan_literal(p, end, "false", 5);
     case 'n': f->type = V_NULL; return scan_literal(p, end, "null", 4);
     default: return scan_number(p, end, f);
     }
+}
+
+/* An object of at most MAX_OBJ_KEYS distinct keys whose values are scalars
+ * (V_OBJ: a state record's vars); p at '{'.  A nested list or object, or a
+ * duplicate key, is for the Python path. */
+static const char *scan_object_value(const char *p, const char *end, field *f)
+{
+    const char *start = p, *keys[MAX_OBJ_KEYS];
+    Py_ssize_t lens[MAX_OBJ_KEYS];
+    field item;
+    Py_ssize_t n = 0;
+    p = skip_ws(p + 1, end);
+    if (p < end && *p == '}') {
+        p++;
+    } else {
+        for (;;) {
+            if (n == MAX_OBJ_KEYS || p >= end || *p != '"')
+                return NULL;
+            p = scan_string(p, end, &keys[n], &lens[n]);
+            if (p == NULL)
+                return NULL;
+            for (Py_ssize_t j = 0; j < n; j++)
+                if (lens[j] == lens[n] && memcmp(keys[j], keys[n], (size_t)lens[n]) == 0)
+                    return NULL;
+            n++;
+            p = skip_ws(p, end);
+            if (p >= end || *p != ':')
+                return NULL;
+            p = skip_ws(p + 1, end);
+            if (p >= end || *p == '{' || *p == '[')
+                return NULL;
+            p = scan_value(p, end, &item);
+            if (p == NULL)
+                return NULL;
+            p = skip_ws(p, end);
+            if (p >= end)
+                return NULL;
+            if (*p == '}') {
+                p++;
+                break;
+            }
+            if (*p != ',')
+                return NULL;
+            p = skip_ws(p + 1, end);
+        }
+    }
+    f->type = V_OBJ;
+    f->s = start;
+    f->slen = p - start;
+    f->count = n;
+    return p;
 }
 
 /* The object of a line into fields; 0 when the line is not such an object. */
@@ -454,17 +512,20 @@ typedef struct {
     i64 id;
 } site_entry;
 
-/* The key sequence of the first record of a kind and key count in the chunk.
- * extract() orders a record's extras as the first record of its kind and
- * key count when they hold the same keys (ingest._groups): the scanner says
- * when a record's sequence differs from its slot's (irregular), and scan.py
- * then orders the extras as extract() does. */
+/* A key sequence met in the chunk.  extract() orders a record's extras as
+ * the first record of its kind and key count when all such records hold the
+ * same keys (ingest._groups), else each keeps its own order: the scanner
+ * says when two records of a kind and key count hold the same keys in
+ * another order (irregular; also when it meets more than MAX_PATTERNS
+ * sequences), and scan.py then orders the extras as extract() does. */
+#define MAX_PATTERNS 64
 typedef struct {
-    int used;
+    int code, nf;
+    uint32_t bits;                                /* its known keys */
     int8_t key[MAX_FIELDS];
     Py_ssize_t off[MAX_FIELDS], len[MAX_FIELDS];  /* K_OTHER: its name in names */
     char *names;
-} key_slot;
+} key_pattern;
 
 /* The keys word of a record: the bits of its known keys, KEYS_OTHER when it
  * has others, and its number of keys from bit KEYS_COUNT_SHIFT. */
@@ -494,36 +555,82 @@ typedef struct {
     site_entry *sites;
     Py_ssize_t site_cap, site_count;
     int irregular;
-    key_slot slots[MAX_KINDS][MAX_FIELDS + 1];
+    key_pattern pats[MAX_PATTERNS];
+    int npats;
+    int hint[MAX_KINDS];             /* the pattern a kind's last record matched */
 } Scanner;
 
 static void clear_slots(Scanner *s)
 {
+    for (int i = 0; i < s->npats; i++) {
+        PyMem_Free(s->pats[i].names);
+        s->pats[i].names = NULL;
+    }
+    s->npats = 0;
     for (int c = 0; c < MAX_KINDS; c++)
-        for (int n = 0; n <= MAX_FIELDS; n++) {
-            PyMem_Free(s->slots[c][n].names);
-            s->slots[c][n].names = NULL;
-            s->slots[c][n].used = 0;
-        }
+        s->hint[c] = -1;
     s->irregular = 0;
 }
 
-/* Compare the key sequence of a record of kind code with its slot's (the
- * first record's), or make it the slot's; -1 on an exception. */
-static int check_key_order(Scanner *s, int code, const field *fs, int nf)
+static int other_is(const key_pattern *pat, int j, const field *f)
 {
-    key_slot *slot = &s->slots[code][nf];
-    if (slot->used) {
-        for (int j = 0; j < nf; j++)
-            if (slot->key[j] != fs[j].key ||
-                (fs[j].key == K_OTHER &&
-                 (slot->len[j] != fs[j].klen ||
-                  memcmp(slot->names + slot->off[j], fs[j].k, (size_t)fs[j].klen) != 0))) {
-                s->irregular = 1;
-                return 0;
-            }
+    return pat->len[j] == f->klen && memcmp(pat->names + pat->off[j], f->k, (size_t)f->klen) == 0;
+}
+
+/* Whether fs[:nf] is pat's key sequence (same keys, same order). */
+static int same_order(const key_pattern *pat, int code, const field *fs, int nf)
+{
+    if (pat->code != code || pat->nf != nf)
+        return 0;
+    for (int j = 0; j < nf; j++)
+        if (pat->key[j] != fs[j].key || (fs[j].key == K_OTHER && !other_is(pat, j, &fs[j])))
+            return 0;
+    return 1;
+}
+
+/* Whether fs[:nf] holds pat's keys (its known keys are bits; no key repeats). */
+static int same_keys(const key_pattern *pat, uint32_t bits, const field *fs, int nf)
+{
+    if (pat->bits != bits)
+        return 0;
+    for (int j = 0; j < nf; j++) {
+        if (fs[j].key != K_OTHER)
+            continue;
+        int found = 0;
+        for (int i = 0; i < nf && !found; i++)
+            found = pat->key[i] == K_OTHER && other_is(pat, i, &fs[j]);
+        if (!found)
+            return 0;
+    }
+    return 1;
+}
+
+/* Note the key sequence of a record of kind code: irregular when a record of
+ * its kind and key count held the same keys in another order; -1 on an
+ * exception. */
+static int check_key_order(Scanner *s, int code, const field *fs, int nf, uint32_t bits)
+{
+    int h = s->hint[code];
+    if (h >= 0 && same_order(&s->pats[h], code, fs, nf))
+        return 0;
+    for (int i = 0; i < s->npats; i++) {
+        key_pattern *pat = &s->pats[i];
+        if (pat->code != code || pat->nf != nf)
+            continue;
+        if (same_order(pat, code, fs, nf)) {
+            s->hint[code] = i;
+            return 0;
+        }
+        if (same_keys(pat, bits, fs, nf)) {
+            s->irregular = 1;
+            return 0;
+        }
+    }
+    if (s->npats == MAX_PATTERNS) {
+        s->irregular = 1;
         return 0;
     }
+    key_pattern *slot = &s->pats[s->npats];
     Py_ssize_t total = 0;
     for (int j = 0; j < nf; j++)
         total += fs[j].key == K_OTHER ? fs[j].klen : 0;
@@ -542,7 +649,10 @@ static int check_key_order(Scanner *s, int code, const field *fs, int nf)
             at += fs[j].klen;
         }
     }
-    slot->used = 1;
+    slot->code = code;
+    slot->nf = nf;
+    slot->bits = bits;
+    s->hint[code] = s->npats++;
     return 0;
 }
 
@@ -678,6 +788,30 @@ static PyObject *int_list(const field *f)
     return list;
 }
 
+static PyObject *value_obj(const field *f);
+
+/* The dict of a V_OBJ value (scanned before: cannot fail but for memory). */
+static PyObject *obj_dict(const field *f)
+{
+    PyObject *d = PyDict_New();
+    const char *p = f->s + 1, *end = f->s + f->slen;
+    field item;
+    for (Py_ssize_t i = 0; d != NULL && i < f->count; i++) {
+        const char *k;
+        Py_ssize_t klen;
+        p = scan_string(skip_ws(p, end), end, &k, &klen);
+        p = scan_value(skip_ws(skip_ws(p, end) + 1, end), end, &item);  /* past ':' */
+        PyObject *key = PyUnicode_FromStringAndSize(k, klen);
+        PyObject *v = key == NULL ? NULL : value_obj(&item);
+        if (v == NULL || PyDict_SetItem(d, key, v) < 0)
+            Py_CLEAR(d);
+        Py_XDECREF(key);
+        Py_XDECREF(v);
+        p = skip_ws(p, end) + 1;  /* past ',' (or '}') */
+    }
+    return d;
+}
+
 static PyObject *value_obj(const field *f)
 {
     switch (f->type) {
@@ -687,6 +821,7 @@ static PyObject *value_obj(const field *f)
     case V_TRUE: Py_RETURN_TRUE;
     case V_FALSE: Py_RETURN_FALSE;
     case V_NULL: Py_RETURN_NONE;
+    case V_OBJ: return obj_dict(f);
     default: return int_list(f);
     }
 }
@@ -836,13 +971,17 @@ static int scan_record(Scanner *s, const char *p, const char *end, Py_ssize_t r)
         if (!is_name(by[K_LOCK]))
             return 0;
         break;
+    case R_STATE:
+        if (by[K_VARS] == NULL || by[K_VARS]->type != V_OBJ)
+            return 0;
+        break;
     default: /* R_FINAL */
         break;
     }
     i64 sid = -1;
     if (site != NULL && site->type == V_STR && (sid = site_id(s, site->s, site->slen, r)) < 0)
         return -1;
-    if (put_extras(s, fs, nf, own, r) < 0 || check_key_order(s, code, fs, nf) < 0)
+    if (put_extras(s, fs, nf, own, r) < 0 || check_key_order(s, code, fs, nf, seen) < 0)
         return -1;
     i64 word = (i64)seen | ((i64)nf << KEYS_COUNT_SHIFT);
     for (int j = 0; j < nf; j++)

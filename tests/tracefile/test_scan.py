@@ -145,6 +145,13 @@ UTF8 = [b'"\xc3\xa9.py:1"', b'"\xe2\x82\xac"', b'"\xf0\x9f\x98\x80"', b'"\xf4\x8
         b'"\xc1\xbf"', b'"\xe0\x80\x80"', b'"\xe0\x9f\xbf"', b'"\xed\xa0\x80"', b'"\xed\xbf\xbf"',
         b'"\xf0\x8f\xbf\xbf"', b'"\xf4\x90\x80\x80"', b'"\xf5\x80\x80\x80"', b'"\xc3"', b'"\x80"',
         b'"\xe2\x82"', b'"\xff"', b'"\xc3\x28"', b'"\xf0\x9f\x98"']
+#: Values of a state record's vars: scalars of every type (read in C), then
+#: what goes to orjson (nested values, a duplicate or escaped name, too many).
+VARS = ['{"x":1}', '{"y":"a","z":null}', "{}", '{"w":2.5,"v":true,"u":false}',
+        '{ "x" : -0.0 , "\u00e9" : 1e5 }', "{" + ",".join(f'"k{i}":{i}' for i in range(64)) + "}",
+        '{"a":{"b":1}}', '{"a":[1]}', '{"a":1,"a":2}', '{"k\\n":1}', '{"a":"\\u0041"}',
+        "{" + ",".join(f'"k{i}":{i}' for i in range(65)) + "}", '{"a":1,}', '{"a"}', '{1:2}',
+        '{"a":12345678901234567890}', '{"a":NaN}']
 NAMES = ['"a.py:1"', '"b.py:22"', '"c.c:3"', '"x"', '"barrier"', '"L1"', '""']
 
 
@@ -198,7 +205,7 @@ def _valid(rnd: Random, kind: str, f: str, nprocs: int) -> str:
     if f == "mode":
         return rnd.choice(['"all"', '"any"'])
     if f == "vars":
-        return rnd.choice(['{"x":1}', '{"y":"a","z":null}', "{}", '{"w":2.5,"v":true}'])
+        return rnd.choice(VARS[:6])
     return rnd.choice([rnd.choice(NAMES), _float_text(rnd), _int_list(rnd), "true", "null"])
 
 
@@ -384,6 +391,15 @@ def test_every_field_of_every_kind() -> None:
             for value in (valid, _near(f, nprocs)[0]):  # a duplicate key, first or last
                 assert_same(f'{{"{f}":{value},{text}}}\n'.encode(), nprocs)
                 assert_same(f'{{{text},"{f}":{value}}}\n'.encode(), nprocs)
+
+
+@pytest.mark.parametrize("value", VARS)
+def test_state_vars(value: str) -> None:
+    """A state record's vars, as a state's (checked) and as an extra of another kind."""
+    for line in (f'{{"rank":0,"seq":0,"kind":"state","vars":{value}}}\n',
+                 f'{{"rank":0,"seq":0,"kind":"final","vars":{value},"x":1}}\n'):
+        assert_same(line.encode(), 1)
+        assert_same(line.encode() * 120, 1)  # extract's grouped checks
 
 
 def test_utf8_strings() -> None:
