@@ -9,8 +9,8 @@ writes the columns of every record it fully understands, checking the
 per-record rules of :func:`mpvis.protocol.records.check_record`; it builds
 Python objects only for the extras (the fields outside the columns).
 
-Every other line (an escape in a string, a nested object, a huge number, a
-duplicate key, a ``state`` record, a broken rule, bad JSON...) is handed back
+Every other line (an escape in a string, a list or object nested in a value,
+a huge number, a duplicate key, a broken rule, bad JSON...) is handed back
 whole.  When they are more than :data:`MERGE_AT_MOST` of the chunk's records,
 the reference path reads the whole chunk
 (:func:`~mpvis.tracefile.lines.parse_chunk`, then
