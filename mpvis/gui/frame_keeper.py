@@ -18,11 +18,15 @@ issue 16).  :class:`FrameKeeper` owns the diagram's index:
 An index asked for before the model, layout or time axis changed (a
 generation older than :attr:`FrameKeeper.gen`) is dropped when it lands.
 
-When the input has ended and the frame needs no index (the zoomed-out density
-is shown: the end of a large load), the index serving frames is dropped as
-the next build starts, so that two indexes are not held at once (about 31 MB
-at 1M events, the window's peak); until the build lands, a frame that needs
-one is drawn from an empty index, i.e. by the plain pass over every event.
+When the frame needs no index (the zoomed-out density is shown: a large load
+seen whole), none is built while the input goes on (each build copies the
+layout and sorts every event: their copies and temporaries made the load's
+peak, their CPU a share of the load's); once it ended, the index is built
+from views of the layout (no copy) and the index serving frames is dropped as
+that build starts, so that two indexes are not held at once (about 31 MB at
+the end of a 1M-event load, the window's peak).  A frame that needs an index
+meanwhile (a zoom-in) starts its build and draws the events newer than the
+index it has (none: an empty index) by the diagram's plain pass until it lands.
 """
 
 from __future__ import annotations
@@ -88,9 +92,10 @@ class FrameKeeper(QtCore.QObject):
         While a small run streams in, the index is rebuilt when the events newer
         than it exceed a fifth of it or :data:`INDEX_MS` has passed; on a layout
         toggle or a new model at once.  ``needed`` False: this frame draws
-        nothing from the index (the density is shown); once the input ``ended``,
-        the index is then dropped while the next one is built (the index
-        returned is for this frame only: not kept).
+        nothing from the index (the density is shown): a large one is not
+        rebuilt until the input ended and every event is laid out, and is then
+        dropped while the next one is built (the index returned is for this
+        frame only: not kept).
         """
         fi = self.index
         if fi is None and self._dropped == (self.gen, lay, logical):
@@ -98,10 +103,12 @@ class FrameKeeper(QtCore.QObject):
         if fi is not None and fi.layout is lay and fi.logical == logical \
                 and lay.count >= ASYNC_INDEX_MIN:
             covered = lay.count if msgs.count < 0 else min(msgs.count, lay.count)
-            if covered > fi.count and (ended or covered - fi.count > fi.count * ASYNC_GROWTH):
+            complete = ended and covered == lay.count == lay.model.event_count
+            if covered > fi.count and (ended or covered - fi.count > fi.count * ASYNC_GROWTH) \
+                    and (needed or complete):
                 # newer events: a plain pass meanwhile
-                self._build_async(lay, msgs, logical, covered)
-                if ended and not needed and self.building:
+                self._build_async(lay, msgs, logical, covered, ended)
+                if not needed and self.building:
                     self.index, self._dropped = None, (self.gen, lay, logical)
             return fi
         stale = (
@@ -138,18 +145,31 @@ class FrameKeeper(QtCore.QObject):
         fi = self.index
         return fi if fi is not None and fi.layout is lay and fi.logical == logical else None
 
-    def _build_async(self, lay: Layout, msgs: MessageIndex, logical: bool, count: int) -> None:
+    def _build_async(self, lay: Layout, msgs: MessageIndex, logical: bool, count: int,
+                     ended: bool = False) -> None:
         """Build the next index of the first ``count`` events (those ``msgs`` looked
         at: the message index may lag the layout while a run grows) on a worker
         thread from a copy of the layout's events, made :data:`COPY_STEP` events a
         turn of the event loop (:class:`~mpvis.scene.frame.InputCopy`,
-        :meth:`_copy_some`); :meth:`_take` installs it.  One build at a time: a
-        stale index asked for meanwhile waits for it."""
+        :meth:`_copy_some`); :meth:`_take` installs it.  Once the input ``ended``
+        and every event is in, from views of the layout's columns instead when
+        they cannot change any more (:meth:`~mpvis.scene.frame.IndexInput.fixed_view`).
+        One build at a time: a stale index asked for meanwhile waits for it."""
         if self.building:
             return
         self.building = True
+        fixed = frame.IndexInput.fixed_view(lay, logical) if ended else None
+        if fixed is not None and fixed.count == count:
+            self._start(lay, msgs, logical, fixed, self.gen)
+            return
+        del fixed
         self._copying = (frame.InputCopy(lay, logical, count), msgs, self.gen)
         turns.later(self._copy_some, self)
+
+    def _start(self, lay: Layout, msgs: MessageIndex, logical: bool, data: frame.IndexInput,
+               gen: int) -> None:
+        threading.Thread(target=self._build, name="mpvis-frame-index", daemon=True,
+                         args=(lay, msgs, logical, data, gen)).start()
 
     def _copy_some(self) -> None:
         """GUI thread: the next piece of the copy; once done, the build starts.
@@ -166,8 +186,7 @@ class FrameKeeper(QtCore.QObject):
             turns.later(self._copy_some, self)
         else:
             self._copying = None
-            threading.Thread(target=self._build, name="mpvis-frame-index", daemon=True,
-                             args=(copy.layout, msgs, copy.logical, copy.result(), gen)).start()
+            self._start(copy.layout, msgs, copy.logical, copy.result(), gen)
 
     def _build(self, lay: Layout, msgs: MessageIndex, logical: bool, data: frame.IndexInput,
                gen: int) -> None:

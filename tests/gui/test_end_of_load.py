@@ -119,6 +119,38 @@ def test_zoomed_out_the_last_build_does_not_keep_the_old_index(
     assert f1.messages.tolist() == f2.messages.tolist()
 
 
+def test_zoomed_out_no_index_is_built_until_the_input_ends_or_a_zoom_in(
+        qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While a large model grows and its density is shown, the frames need no
+    index: none is built (copies and sorts of every event); a zoom-in starts one."""
+    monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
+    win = shown_window(qtbot)
+    m = ModelManager(make_header(4, program="synthetic.py"))
+    win.set_model(m, "test")
+    recs = list(generate_records(30_000, 4, seed=7))
+    m.add_batch(recs[:3_000])
+    win.drain()
+    d = win.diagram
+    d.redraw()
+    first = d.frames.index
+    assert first is not None
+    m.add_batch(recs[3_000:])
+    win.drain()
+    d.fit_all()
+    d.redraw()
+    assert d.density_shown and not d.frames.building and d.frames.index is first
+    lay = d.layout_
+    assert lay is not None and lay.count > 2 * first.count
+    x = lay.x(False)
+    lo = float(np.nanmin(x))
+    d.zoom_x(lo, lo + (float(np.nanmax(x)) - lo) / 400)
+    d.redraw()
+    assert not d.density_shown and d.frames.building and d.frames.index is first
+    qtbot.waitUntil(lambda: d.frames.index is not first, timeout=20_000)
+    got = d.frames.index
+    assert got is not None and got.count == lay.count
+
+
 def test_zoomed_in_the_old_index_serves_while_the_last_is_built(
         qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Symbols are shown: the index serving frames is kept while the next is built."""

@@ -131,3 +131,34 @@ def test_zoomed_in_frame_draws_everything_in_view(
         & (np.fmin(ys, yd) <= view.y1)
     )
     assert sorted(fr.messages.tolist()) == touching.tolist()
+
+
+def test_a_fixed_layout_is_indexed_from_views_as_from_a_copy() -> None:
+    """Once the input ended and every event is laid out, the real-time input is
+    views of the layout (no copy: the window's peak at the last build) and builds
+    the index the copy builds; while the input runs, or on the logical axis
+    (filled in after the load), there is no such view."""
+    m = ModelManager(make_header(5, program="synthetic.py"))
+    lay = Layout(m)
+    recs = list(generate_records(6_000, 5, seed=11))
+    m.add_batch(recs[:3_000])
+    lay.update()
+    assert frame.IndexInput.fixed_view(lay, False) is None  # the input goes on
+    m.add_batch(recs[3_000:])
+    m.finish()
+    assert frame.IndexInput.fixed_view(lay, False) is None  # not every event laid out
+    lay.update()
+    assert lay.has_time and lay.count == m.event_count
+    assert frame.IndexInput.fixed_view(lay, True) is None
+    fixed = frame.IndexInput.fixed_view(lay, False)
+    assert fixed is not None and fixed.count == lay.count
+    assert np.shares_memory(fixed.x, lay.x_real) and np.shares_memory(fixed.ranks, lay.ranks)
+    msgs = message_index(lay)
+    a = FrameIndex(lay, msgs, False, fixed)
+    b = FrameIndex(lay, msgs, False, frame.IndexInput.copy_of(lay, False))
+    lo, hi = lay.bounds(False)
+    for x0, x1, w in ((lo, hi, 300), (lo + (hi - lo) * 0.3, lo + (hi - lo) * 0.31, 800)):
+        view = Viewport(x0, x1, -0.5, 5.5, w, 300)
+        fa, fb = a.frame(view), b.frame(view)
+        assert fa.events.tolist() == fb.events.tolist()
+        assert fa.messages.tolist() == fb.messages.tolist()
