@@ -17,6 +17,7 @@ Extension points (documented in ``docs/gui.md``; keep them stable):
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -115,6 +116,7 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self._xbounds = (0.0, 1.0)
         self._actions: list[EventAction] = []
         self._redraw_pending = False
+        self.redraw_cpu = 0.0  # GUI-thread CPU of the last redraw (s)
         self._msgs_pending = False  # the message index is to be extended on a turn of its own
         self._setting_range = False
         self._zoomed = False  # the user chose a zoom: following keeps its width
@@ -506,7 +508,15 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self.view_changed.emit()
 
     def redraw(self) -> None:
-        """Recompute the level of detail for the current viewport and update every layer."""
+        """Recompute the level of detail for the current viewport and update every
+        layer (:attr:`redraw_cpu`: the GUI thread's CPU it took)."""
+        began = time.thread_time()
+        try:
+            self._redraw()
+        finally:
+            self.redraw_cpu = time.thread_time() - began
+
+    def _redraw(self) -> None:
         self._redraw_pending = False
         lay = self.layout_
         if lay is None or self._msgs is None:

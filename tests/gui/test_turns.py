@@ -216,3 +216,43 @@ def test_a_growing_models_message_index_is_extended_on_a_turn_of_its_own(
     assert f1.events.tolist() == f2.events.tolist()
     assert f1.messages.tolist() == f2.messages.tolist()
     assert got.msgs.send.tolist() == oracle.msgs.send.tolist()
+
+
+def test_loading_redraws_are_spaced_by_their_cpu_not_the_time_between(
+        qtbot: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A trace shown while it loads is redrawn every LOADING_REDRAW_S, later only
+    when the redraw's own work (GUI-thread CPU) exceeds its share; the time the
+    GUI thread spends elsewhere between the drain and its last part (the
+    loader's feeding turns, a busy machine) does not push the next redraw back."""
+    import time
+
+    from mpvis.gui import window as window_mod
+    from mpvis.gui.loader import TraceLoader
+
+    win = shown_window(qtbot)
+    m = ModelManager(make_header(4, program="synthetic.py"))
+    win.set_model(m, "test")
+    win.loader = TraceLoader(tmp_path / "never-started.jsonl", win)  # "loading"
+    real = win.diagram.redraw
+
+    def slow_redraw() -> None:
+        real()
+        time.sleep(0.5)  # wall time, not the redraw's CPU
+
+    monkeypatch.setattr(win.diagram, "redraw", slow_redraw)
+    m.add_batch(list(generate_records(3_000, 4, seed=9)))
+    win.drain()
+    planned = win._load_drawn  # the drain's start + LOADING_REDRAW_S
+    done: list[float] = []
+    real_done = win._loading_redrawn
+
+    def loading_redrawn(began: float) -> None:
+        real_done(began)
+        done.append(win._load_drawn - began)
+
+    monkeypatch.setattr(win, "_loading_redrawn", loading_redrawn)
+    qtbot.waitUntil(lambda: bool(done) or win._load_drawn != planned, timeout=10_000)
+    assert win._load_drawn == planned  # 0.5 s of wall time between: not counted
+    assert win.diagram.redraw_cpu < 0.5
+    assert done == [pytest.approx(window_mod.LOADING_REDRAW_S)]
+    win.loader = None
