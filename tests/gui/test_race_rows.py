@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -66,6 +67,11 @@ def test_exact_rows_are_the_detectors_races_made_when_asked_for() -> None:
         e for e in races if (e.rank, e.recv) == (r.rank, r.recv)]
     assert rows.position(r) == races.index(r)
     assert rows.where(r.rank + 1000, None).position(r) == -1
+    assert rows.conflicts.dtype == np.int32  # held narrow: the values fit
+    wide = a.exact.conflict_array().copy()
+    wide[0, 3] = 2**40  # a value that does not fit: kept int64, unchanged
+    kept = ExactRows(wide)
+    assert kept.conflicts.dtype == np.int64 and kept[0].s1[1] == 2**40
 
 
 def test_shown_rows_list_the_three_parts_in_order_and_find_each_row() -> None:
