@@ -176,7 +176,7 @@ class Analyses:
         dropped (``self.exact`` becomes ``None``) once its conflicts are taken,
         before the passes over the whole run (about 45 MB on 1M events), and
         once the report's entries are made the store's event columns are
-        emptied but the sites (:meth:`EventStore.release_columns`: about 60 MB
+        emptied but the sites (:meth:`EventStore.release_all_but_sites`: about 60 MB
         on 1M events, not held while the races are confirmed, grouped and
         printed): the model then answers only what the site-pair groups ask
         (:func:`mpvis.analysis.race_groups.model_event_sites`)."""
@@ -202,7 +202,7 @@ class Analyses:
         def read() -> None:
             """One shot: the store's columns but what the site-pair groups read
             (see above), once the report has read the model."""
-            store.release_columns(keep=(store.c_site,))
+            store.release_all_but_sites()
             trim_freed_memory()
 
         rep = build_report(self.model, nonadjacent=nonadjacent, extra_races=exact,

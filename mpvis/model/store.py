@@ -128,16 +128,16 @@ class EventStore:
         self.extras.truncate(g)
         return kept
 
-    def release_columns(self, keep: tuple[Column, ...]) -> int:
-        """Empty every event column but those of ``keep``, for a one-shot use that
-        is done with them (``mpvis check``'s report, once its entries are made:
-        the site-pair groups read only ``by_rank``, ``c_site`` and ``sites``);
-        the store then answers only queries reading what is kept.  A column
-        whose buffer is exported (a NumPy view of it alive) is left as it is.
-        Returns the bytes freed."""
+    def release_all_but_sites(self) -> int:
+        """Empty every event column but the sites, for a one-shot use that is done
+        with them (``mpvis check``'s report, once its entries are made: the
+        site-pair groups read only ``by_rank``, the sites and their names); the
+        store then answers only queries reading those.  A column whose buffer is
+        exported (a NumPy view of it alive) is left as it is.  Returns the bytes
+        freed."""
         freed = 0
         for col in self._columns():
-            if any(col is k for k in keep):
+            if col is self.c_site:
                 continue
             try:
                 n = col.nbytes()
