@@ -13,6 +13,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from mpvis.model.errors import ModelInputError
+from mpvis.model.manager import ModelManager
 from mpvis.protocol.record_types import Record
 
 
@@ -102,3 +104,36 @@ def interleave(recs: list[Record], rng: random.Random) -> list[Record]:
         if not queues[k]:
             del queues[k]
     return out
+
+
+def feed_in_cuts(m: ModelManager, records: list[Record], cuts: list[int]
+                 ) -> list[tuple[str, int | None]]:
+    """Add ``records`` to ``m`` in batches of the lengths ``cuts``, then finish it; a
+    batch that breaks a rule goes on after its bad record.  The errors, each with
+    its index in its batch (``None``: at the finish)."""
+    errors: list[tuple[str, int | None]] = []
+    i = 0
+    for k in cuts:
+        chunk = records[i:i + k]
+        i += k
+        while chunk:
+            try:
+                m.add_batch(chunk)
+                chunk = []
+            except ModelInputError as exc:
+                errors.append((str(exc), exc.index))
+                chunk = chunk[(exc.index or 0) + 1:]
+    try:
+        m.finish()
+    except ModelInputError as exc:
+        errors.append((str(exc), None))
+    return errors
+
+
+def model_outcome(m: ModelManager) -> tuple[Any, ...]:
+    """What a model made of its records: the clocks of its released events, its
+    potential races and every rank's status (to compare two ways of feeding it)."""
+    clocks = [m.vector_clock(r, s) for r in range(m.nprocs) for s in range(m.count(r))
+              if s < m.done[r]]
+    races = [r.to_report() for r in m.potential_races()]
+    return clocks, races, [m.status(r) for r in range(m.nprocs)]

@@ -29,10 +29,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpvis.model.errors import ModelInputError
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.record_types import Record
-from tests.model.random_traces import interleave, random_execution
+from tests.model.random_traces import feed_in_cuts, interleave, model_outcome, random_execution
 from tests.model.test_happened_before import assert_clocks_match_graph
 
 _OPS = ["barrier", "allreduce", "alltoall", "scan", "bcast", "scatter", "reduce", "gather",
@@ -136,31 +135,12 @@ def _run(header: Record, records: list[Record], cuts: list[int], plan: bool, wal
     m.causal.c_collectives = walk
     order = _Order()
     m.analyzers.append(order)
-    errors: list[tuple[str, int | None]] = []
-    i = 0
-    for k in cuts:
-        chunk = records[i:i + k]
-        i += k
-        while chunk:
-            try:
-                m.add_batch(chunk)
-                chunk = []
-            except ModelInputError as exc:
-                errors.append((str(exc), exc.index))
-                chunk = chunk[(exc.index or 0) + 1:]
-    try:
-        m.finish()
-    except ModelInputError as exc:
-        errors.append((str(exc), None))
+    errors = feed_in_cuts(m, records, cuts)
     cols = [list(c.data) for c in (m.c_lamport, m.c_rank, m.c_seq)]
-    clocks = [m.vector_clock(r, s) for r in range(m.nprocs) for s in range(m.count(r))
-              if s < m.done[r]]
-    races = [r.to_report() for r in m.potential_races()]
     book = m.colls
     instances = [(key, list(i.entries.items()), list(i.ops.items()), list(i.roots.items()))
                  for key, i in book.instances.items()]  # in the order they were made
-    return (errors, order.seen, cols, clocks, races, list(m.done),
-            [m.status(r) for r in range(m.nprocs)], instances, book.groups,
+    return (errors, order.seen, cols, model_outcome(m), list(m.done), instances, book.groups,
             {c: sorted(s) for c, s in book.seen.items()},
             [book.open_collective(r, c) for r in range(m.nprocs) for c in range(3)])
 

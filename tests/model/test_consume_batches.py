@@ -22,12 +22,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mpvis.model.errors import ModelInputError
 from mpvis.model.manager import ModelManager
 from mpvis.model.observer import ModelChange
 from mpvis.protocol.record_types import Record
 from tests.analysis.exec_generator import generate
-from tests.model.random_traces import interleave, random_execution
+from tests.model.random_traces import feed_in_cuts, interleave, model_outcome, random_execution
 
 
 class _Messages:
@@ -78,27 +77,9 @@ def _run(header: Record, records: list[Record], cuts: list[int], batch: bool,
     m.rules.batch_requests = requests
     obs = _Messages()
     m.observers.append(obs)
-    errors: list[tuple[str, int | None]] = []
-    i = 0
-    for k in cuts:
-        chunk = records[i:i + k]
-        i += k
-        while chunk:
-            try:
-                m.add_batch(chunk)
-                chunk = []
-            except ModelInputError as exc:
-                errors.append((str(exc), exc.index))
-                chunk = chunk[(exc.index or 0) + 1:]
-    try:
-        m.finish()
-    except ModelInputError as exc:
-        errors.append((str(exc), None))
+    errors = feed_in_cuts(m, records, cuts)
     cols = [list(c.data) for c in (m.c_ref, m.c_partner, m.c_lamport, m.c_rank, m.c_seq)]
-    clocks = [m.vector_clock(r, s) for r in range(m.nprocs) for s in range(m.count(r))
-              if s < m.done[r]]
-    races = [r.to_report() for r in m.potential_races()]
-    return errors, obs.seen, cols, clocks, races, [m.status(r) for r in range(m.nprocs)]
+    return errors, obs.seen, cols, model_outcome(m)
 
 
 def _compare(header: Record, records: list[Record], rng: random.Random) -> None:
