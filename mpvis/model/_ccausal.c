@@ -1651,6 +1651,16 @@ done:
     return result;
 }
 
+/* 0 when a function given nargs arguments takes want; else -1, a TypeError set. */
+static int arg_count(Py_ssize_t nargs, Py_ssize_t want, const char *name)
+{
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s() takes %zd arguments", name, want);
+        return -1;
+    }
+    return 0;
+}
+
 /* Parse (rows, q, s, ...) of a query: the context, a rank and a seq. */
 static int query_args(PyObject *const *args, Rows *R, Py_ssize_t *q, int64_t *s)
 {
@@ -1676,8 +1686,7 @@ PyDoc_STRVAR(clock_row_doc,
 static PyObject *clock_row(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "clock_row() takes 4 arguments");
+    if (arg_count(nargs, 4, "clock_row") < 0) {
         return NULL;
     }
     Rows R;
@@ -1751,8 +1760,7 @@ static int component_of(Rows *R, Py_ssize_t q, int64_t s, Py_ssize_t j, int64_t 
 static PyObject *component(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "component() takes 4 arguments");
+    if (arg_count(nargs, 4, "component") < 0) {
         return NULL;
     }
     Rows R;
@@ -1783,8 +1791,7 @@ PyDoc_STRVAR(components_doc,
 static PyObject *components(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 5) {
-        PyErr_SetString(PyExc_TypeError, "components() takes 5 arguments");
+    if (arg_count(nargs, 5, "components") < 0) {
         return NULL;
     }
     Rows R;
@@ -1834,8 +1841,7 @@ PyDoc_STRVAR(rows_doc,
 static PyObject *rows(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "rows() takes 4 arguments");
+    if (arg_count(nargs, 4, "rows") < 0) {
         return NULL;
     }
     Rows R;
@@ -1890,8 +1896,7 @@ PyDoc_STRVAR(join_doc,
 static PyObject *join(PyObject *self, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)self;
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError, "join() takes 4 arguments");
+    if (arg_count(nargs, 4, "join") < 0) {
         return NULL;
     }
     Rows R;
