@@ -12,6 +12,7 @@ from mpvis.protocol.records import make_header
 from mpvis.scene.density import ACTIVITY_COLOURS
 from mpvis.scene.layout import Layout
 from mpvis.sim.synthetic import generate_records
+from tests.gui.windows import zoom_to_start
 
 
 def _view(qtbot, events: int, ranks: int) -> DiagramView:  # type: ignore[no-untyped-def]
@@ -42,12 +43,7 @@ def test_zoomed_out_draws_density_then_symbols_when_zoomed_in(qtbot) -> None:  #
     near = [c for c in colours if any(sum(abs(a - b) for a, b in zip(c, col, strict=True)) < 60
                                       for col in ACTIVITY_COLOURS)]
     assert near, "the activity colours are on screen"
-    lay = view.layout_
-    assert lay is not None
-    x = lay.x(False)
-    lo = float(np.nanmin(x))
-    view.zoom_x(lo, lo + (float(np.nanmax(x)) - lo) / 2000)
-    view.redraw()
+    zoom_to_start(view, 2000)
     assert not view.density_shown
     assert view._density._image is None
     assert view._syms._xy.shape[0] > 0
@@ -119,8 +115,6 @@ def test_message_matrix_panel_follows_the_view(qtbot) -> None:  # type: ignore[n
     view = win.diagram.data_viewport()
     assert np.array_equal(panel.matrix, message_matrix(lay, win.diagram.logical, view.x0, view.x1))
     assert panel.matrix.sum() > 0
-    x = lay.x(False)
-    lo = float(np.nanmin(x))
-    win.diagram.zoom_x(lo, lo + (float(np.nanmax(x)) - lo) / 50)
+    zoom_to_start(win.diagram, 50)
     panel.refresh()
     assert 0 < panel.matrix.sum() < message_matrix(lay, False).sum()

@@ -13,30 +13,40 @@ from PySide6 import QtCore
 
 from mpvis.gui import frame_keeper
 from mpvis.gui.overview import BINS, _histogram
+from mpvis.gui.window import MainWindow
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.records import make_header
 from mpvis.scene.frame import FrameIndex
-from mpvis.scene.messages import message_index
 from mpvis.sim.synthetic import generate_records
-from tests.gui.windows import shown_window
+from tests.gui.windows import (
+    assert_frames_of_a_fresh_index,
+    shown_window,
+    window_growing,
+    zoom_to_start,
+)
+
+
+def _drawn_then_grown(qtbot: Any, nprocs: int, events: int, seed: int, finish: bool
+                      ) -> tuple[MainWindow, ModelManager, FrameIndex]:
+    """A window whose first 3,000 events were drawn (their frame index built at
+    once), then the rest added (and the input ended when ``finish``) and drained;
+    the first index."""
+    win, m, recs = window_growing(qtbot, nprocs, events, seed=seed, first=3_000)
+    win.diagram.redraw()
+    first = win.diagram.frames.index
+    assert first is not None and first.count == m.event_count
+    m.add_batch(recs[3_000:])
+    if finish:
+        m.finish()
+    win.drain()
+    return win, m, first
 
 
 def test_a_stale_frame_index_is_rebuilt_off_the_gui_thread(
         qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
-    win = shown_window(qtbot)
-    m = ModelManager(make_header(6, program="synthetic.py"))
-    win.set_model(m, "test")
-    recs = list(generate_records(12_000, 6, seed=2))
-    m.add_batch(recs[:3_000])
-    win.drain()
+    win, m, first = _drawn_then_grown(qtbot, 6, 12_000, seed=2, finish=True)
     d = win.diagram
-    d.redraw()
-    first = d.frames.index
-    assert first is not None and first.count == m.event_count  # none yet: built at once
-    m.add_batch(recs[3_000:])
-    m.finish()
-    win.drain()
     d.redraw()  # stale: the old index serves this frame, a new one is being built
     lay = d.layout_
     assert lay is not None and lay.count == m.event_count > first.count
@@ -44,22 +54,13 @@ def test_a_stale_frame_index_is_rebuilt_off_the_gui_thread(
                     timeout=20_000)
     got = d.frames.index
     assert got is not None and got is not first and got.layout is lay
-    oracle = FrameIndex(lay, message_index(lay), False)
-    view = d.data_viewport()
-    f1, f2 = got.frame(view), oracle.frame(view)
-    assert f1.events.tolist() == f2.events.tolist()
-    assert f1.messages.tolist() == f2.messages.tolist()
+    assert_frames_of_a_fresh_index(got, d)
 
 
 def test_an_index_asked_for_before_the_model_changed_is_dropped(
         qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
-    win = shown_window(qtbot)
-    m = ModelManager(make_header(4, program="synthetic.py"))
-    win.set_model(m, "test")
-    recs = list(generate_records(8_000, 4, seed=4))
-    m.add_batch(recs[:2_000])
-    win.drain()
+    win, m, recs = window_growing(qtbot, 4, 8_000, seed=4, first=2_000)
     win.diagram.redraw()
     m.add_batch(recs[2_000:])
     win.drain()
@@ -82,28 +83,14 @@ def test_zoomed_out_the_last_build_does_not_keep_the_old_index(
     pass; the built index is then installed and is the full one."""
     monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
     monkeypatch.setattr(frame_keeper, "COPY_STEP", 1_000)  # several turns: still building
-    win = shown_window(qtbot)
-    m = ModelManager(make_header(4, program="synthetic.py"))
-    win.set_model(m, "test")
-    recs = list(generate_records(30_000, 4, seed=6))
-    m.add_batch(recs[:3_000])
-    win.drain()
+    win, _, first = _drawn_then_grown(qtbot, 4, 30_000, seed=6, finish=True)
     d = win.diagram
-    d.redraw()
-    first = d.frames.index
-    assert first is not None and first.count == m.event_count
-    m.add_batch(recs[3_000:])
-    m.finish()
-    win.drain()
     d.fit_all()
     d.redraw()
     lay = d.layout_
     assert lay is not None and d.density_shown
     assert d.frames.building and d.frames.index is None  # dropped, the new one coming
-    x = lay.x(False)
-    lo = float(np.nanmin(x))
-    d.zoom_x(lo, lo + (float(np.nanmax(x)) - lo) / 400)
-    d.redraw()  # no index yet: the plain pass over every event
+    x = zoom_to_start(d, 400)  # no index yet: the plain pass over every event
     assert not d.density_shown and d._syms.point_count() > 0
     view = d.data_viewport()
     in_view = np.flatnonzero((x >= view.x0) & (x <= view.x1))
@@ -113,10 +100,7 @@ def test_zoomed_out_the_last_build_does_not_keep_the_old_index(
     qtbot.waitUntil(lambda: d.frames.index is not None, timeout=20_000)
     got = d.frames.index
     assert got is not None and got.count == lay.count and got is not first
-    oracle = FrameIndex(lay, message_index(lay), False)
-    f1, f2 = got.frame(view), oracle.frame(view)
-    assert f1.events.tolist() == f2.events.tolist()
-    assert f1.messages.tolist() == f2.messages.tolist()
+    assert_frames_of_a_fresh_index(got, d)
 
 
 def test_zoomed_out_no_index_is_built_until_the_input_ends_or_a_zoom_in(
@@ -124,27 +108,14 @@ def test_zoomed_out_no_index_is_built_until_the_input_ends_or_a_zoom_in(
     """While a large model grows and its density is shown, the frames need no
     index: none is built (copies and sorts of every event); a zoom-in starts one."""
     monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
-    win = shown_window(qtbot)
-    m = ModelManager(make_header(4, program="synthetic.py"))
-    win.set_model(m, "test")
-    recs = list(generate_records(30_000, 4, seed=7))
-    m.add_batch(recs[:3_000])
-    win.drain()
+    win, _, first = _drawn_then_grown(qtbot, 4, 30_000, seed=7, finish=False)
     d = win.diagram
-    d.redraw()
-    first = d.frames.index
-    assert first is not None
-    m.add_batch(recs[3_000:])
-    win.drain()
     d.fit_all()
     d.redraw()
     assert d.density_shown and not d.frames.building and d.frames.index is first
     lay = d.layout_
     assert lay is not None and lay.count > 2 * first.count
-    x = lay.x(False)
-    lo = float(np.nanmin(x))
-    d.zoom_x(lo, lo + (float(np.nanmax(x)) - lo) / 400)
-    d.redraw()
+    zoom_to_start(d, 400)
     assert not d.density_shown and d.frames.building and d.frames.index is first
     qtbot.waitUntil(lambda: d.frames.index is not first, timeout=20_000)
     got = d.frames.index
@@ -156,24 +127,9 @@ def test_zoomed_in_the_old_index_serves_while_the_last_is_built(
     """Symbols are shown: the index serving frames is kept while the next is built."""
     monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
     monkeypatch.setattr(frame_keeper, "COPY_STEP", 1_000)
-    win = shown_window(qtbot)
-    m = ModelManager(make_header(4, program="synthetic.py"))
-    win.set_model(m, "test")
-    recs = list(generate_records(30_000, 4, seed=6))
-    m.add_batch(recs[:3_000])
-    win.drain()
+    win, _, first = _drawn_then_grown(qtbot, 4, 30_000, seed=6, finish=True)
     d = win.diagram
-    d.redraw()
-    first = d.frames.index
-    m.add_batch(recs[3_000:])
-    m.finish()
-    win.drain()
-    lay = d.layout_
-    assert lay is not None
-    x = lay.x(False)
-    lo = float(np.nanmin(x))
-    d.zoom_x(lo, lo + (float(np.nanmax(x)) - lo) / 400)
-    d.redraw()
+    zoom_to_start(d, 400)
     assert not d.density_shown and d.frames.building and d.frames.index is first
     qtbot.waitUntil(lambda: d.frames.index is not first, timeout=20_000)
 

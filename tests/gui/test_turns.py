@@ -13,7 +13,7 @@ from mpvis.gui import turns
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.records import make_header
 from mpvis.sim.synthetic import generate_records
-from tests.gui.windows import shown_window
+from tests.gui.windows import assert_frames_of_a_fresh_index, shown_window, window_growing
 
 
 def test_parts_run_in_order_each_after_what_the_one_before_posted(qtbot: Any) -> None:
@@ -145,13 +145,8 @@ def test_the_frame_index_copies_are_freed_without_the_cyclic_collector(
         return copy
 
     monkeypatch.setattr(frame, "InputCopy", tracked)
-    win = shown_window(qtbot)
+    win, m, recs = window_growing(qtbot, 4, 6_000, seed=5, first=2_000)
     win.diagram.density_enabled = False  # symbols: the frames need the index
-    m = ModelManager(make_header(4, program="synthetic.py"))
-    win.set_model(m, "test")
-    recs = list(generate_records(6_000, 4, seed=5))
-    m.add_batch(recs[:2_000])
-    win.drain()
     win.diagram.redraw()
     was = gc.isenabled()
     gc.disable()
@@ -176,18 +171,12 @@ def test_a_growing_models_message_index_is_extended_on_a_turn_of_its_own(
     looked at; at the end every event and message is in, as a fresh index has."""
     from mpvis.gui import diagram as diagram_mod
     from mpvis.gui import frame_keeper
-    from mpvis.scene.frame import FrameIndex
     from mpvis.scene.messages import message_index
 
     monkeypatch.setattr(diagram_mod, "MESSAGES_LATER_MIN", 1_000)
     monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
-    win = shown_window(qtbot)
+    win, m, recs = window_growing(qtbot, 5, 9_000, seed=12, first=2_000)
     d = win.diagram
-    m = ModelManager(make_header(5, program="synthetic.py"))
-    win.set_model(m, "test")
-    recs = list(generate_records(9_000, 5, seed=12))
-    m.add_batch(recs[:2_000])
-    win.drain()
     lay = d.layout_
     assert lay is not None
     qtbot.waitUntil(lambda: d._msgs is not None and d._msgs.count == lay.count, timeout=5_000)
@@ -209,13 +198,9 @@ def test_a_growing_models_message_index_is_extended_on_a_turn_of_its_own(
     d.redraw()
     qtbot.waitUntil(lambda: d.frames.index is not None and d.frames.index.count == lay.count,
                     timeout=20_000)
-    got, oracle = d.frames.index, FrameIndex(lay, message_index(lay), False)
-    assert got is not None
-    view = d.data_viewport()
-    f1, f2 = got.frame(view), oracle.frame(view)
-    assert f1.events.tolist() == f2.events.tolist()
-    assert f1.messages.tolist() == f2.messages.tolist()
-    assert got.msgs.send.tolist() == oracle.msgs.send.tolist()
+    got = d.frames.index
+    assert_frames_of_a_fresh_index(got, d)
+    assert got is not None and got.msgs.send.tolist() == message_index(lay).send.tolist()
 
 
 def test_loading_redraws_are_spaced_by_their_cpu_not_the_time_between(
