@@ -90,18 +90,22 @@ OFFER_MS = 30
 OFFER_ROWS = 8192
 
 
-def release_load_garbage() -> None:
-    """A trace's load is done: collect the reference cycles made while it
-    loaded (the loader stops the cyclic collector meanwhile and freezes what
-    is left at the end, garbage included: copies of the layout made for the
-    frame index builds, 33 MB on a 1M-event trace, were never freed), then
-    give the heap's free space back to the system before the last frame index
-    is built (:func:`~mpvis.model.heap.trim_freed_memory`: the load's freed
-    temporaries stayed resident, 40-90 MB at 1M events).  About 60 ms of the
-    GUI thread at 1M events, once."""
-    gc.unfreeze()
-    gc.collect()
-    gc.freeze()
+def release_load_garbage(replaced: bool) -> None:
+    """A trace's load is done: give the heap's free space back to the system
+    before the last frame index is built (:func:`~mpvis.model.heap.trim_freed_memory`:
+    the load's freed temporaries stayed resident, 40-90 MB at 1M events).  The
+    reference cycles made while it loaded, such as copies of the layout made
+    for the frame index builds (33 MB on a 1M-event trace), were collected by
+    the loader as it ended (:meth:`TraceLoader._done`, its young generations);
+    ``replaced``: a model shown before was dropped since the load began, whose
+    cycles may have been let go after :meth:`MainWindow.set_model`'s collection
+    (parts queued for it, a frame index build) and frozen with the load's
+    objects: only then a full collection (31 ms at 1M events, 56 at 10M, where
+    it found nothing more after the loader's).  A few ms of the GUI thread else."""
+    if replaced:
+        gc.unfreeze()
+        gc.collect()
+        gc.freeze()
     trim_freed_memory()
 
 
@@ -143,6 +147,7 @@ class MainWindow(WindowApi):
         self.changes: deque[ModelChange] = deque()
         self.loader: TraceLoader | None = None
         self._load_drawn = 0.0  # when a trace shown while it loads is redrawn next
+        self._replaced = False  # a model was dropped since the last load's end
         self._draw_cpu = 0.0  # GUI-thread CPU of the loading redraw under way (its parts')
         self.progress: QtWidgets.QProgressDialog | None = None
         self._last_overview = QtCore.QElapsedTimer()
@@ -294,6 +299,7 @@ class MainWindow(WindowApi):
             # collected now (each trace opened stayed in memory)
             gc.unfreeze()
             gc.collect()
+            self._replaced = True  # what it left, collected at the load's end
 
     def open_trace(self, path: str | Path) -> None:
         """Load a trace in the background (progress dialog with Cancel)."""
@@ -358,7 +364,9 @@ class MainWindow(WindowApi):
         if loader is not self.loader:
             return
         self.loader = None
-        turns.later(release_load_garbage)  # a turn of its own, before the last index build
+        replaced, self._replaced = self._replaced, False
+        # a turn of its own, before the last index build
+        turns.later(lambda: release_load_garbage(replaced))
         if analyses is not None:
             shown = analyses.model is self.model  # shown since ``started``
             if shown:
