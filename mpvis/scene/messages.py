@@ -146,11 +146,14 @@ def lost_send_segments(layout: Layout, logical: bool) -> FloatArray:
     event (the lost send came later) and ends at the consume.
     """
     m, n = layout.model, layout.count
+    lost = m.rules.lost_consumes()
+    if not lost:  # no pass over the events (the rows of every event: ``layout.y``,
+        return np.zeros((0, 4))  # 80 ms at 10M events once the rows were set anew)
     x, y = layout.x(logical), layout.y
     span = layout.bounds(logical)
     step = (span[1] - span[0]) * 0.015
     out = []
-    for q, g in m.rules.lost_consumes():
+    for q, g in lost:
         if g >= n or not 0 <= q < layout.nprocs or layout.rows[q] < 0 or np.isnan(x[g]):
             continue
         events = m.by_rank[q]

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.records import make_header
 from mpvis.scene.density import activity_density
-from mpvis.scene.density_index import DensityIndex, column_edges
+from mpvis.scene.density_index import DensityIndex, _Sorted, column_edges
 from mpvis.scene.layout import Layout
 from mpvis.sim.synthetic import generate_records
 from tests.scene.growing import grow
@@ -103,3 +103,26 @@ def test_the_columns_are_trimmed_once_the_input_ended_and_give_the_same_grids() 
     got = index.grid(lo, hi, 97)
     assert np.array_equal(got.events, want.events)
     assert np.allclose(got.shares, want.shares, atol=1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.floats(-1e6, 1e6), max_size=40), min_size=1, max_size=8),
+       st.booleans(), st.booleans())
+def test_a_trimmed_column_keeps_its_values_and_sums_in_place_or_by_a_copy(
+        adds: list[list[float]], sums: bool, held: bool) -> None:
+    """``_Sorted.trim`` shrinks the column's arrays in place (no other holder) or
+    copies them (a view of them held elsewhere, which stays as it was)."""
+    col = _Sorted(sums)
+    for new in adds:
+        col.add(np.array(new, dtype=np.float64))
+    want = np.sort(np.concatenate([np.array(a, dtype=np.float64) for a in adds]))
+    view = col.values[:] if held else None
+    before = None if view is None else view.copy()
+    col.trim()
+    assert len(col.values) == col.n == len(want)
+    assert np.array_equal(col.values, want)
+    if sums:
+        assert col.sums is not None and len(col.sums) == col.n + 1
+        assert np.allclose(col.sums, np.concatenate([[0.0], np.cumsum(want)]))
+    if view is not None:
+        assert np.array_equal(view, before)
