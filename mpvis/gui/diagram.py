@@ -526,8 +526,8 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
             self._stops.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))
             return
         view = self.data_viewport()
-        x, y = lay.x(self.logical), lay.y
-        lo, hi = self._xbounds
+        x = lay.x(self.logical)  # (not every event's row, ``lay.y``: zoomed out no
+        lo, hi = self._xbounds  # symbol needs it, and a new rank order recomputes it)
         rect = QtCore.QRectF(lo, -1.0, max(hi - lo, 1e-9), lay.visible_rows + 1.0)
         faded = self.overlay_layers.faded(lay.count)
         dense = self._density_if_dense(view)  # else symbols and lines would pile up
@@ -545,7 +545,8 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self.overlay_layers.draw(lay, self.logical, view)
         if 0 <= self.selected < lay.count and not np.isnan(x[self.selected]):
             g = self.selected
-            self._select.set_points(np.array([[x[g], y[g]]]), np.zeros(1, np.int8))
+            y_g = float(lay.rows[int(lay.ranks[g])])  # what ``lay.y[g]`` holds
+            self._select.set_points(np.array([[x[g], y_g]]), np.zeros(1, np.int8))
         else:
             self._select.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))
 

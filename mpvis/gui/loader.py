@@ -44,6 +44,7 @@ from pathlib import Path
 from PySide6 import QtCore
 
 from mpvis.analysis.pipeline import Analyses
+from mpvis.gui import turns
 from mpvis.gui.race_panel import DetectorKeys, ExactKey
 from mpvis.gui.race_rows import ExactRows
 from mpvis.scene.frame import FrameIndex
@@ -311,11 +312,15 @@ class TraceLoader(QtCore.QThread):
     def _feed(self) -> None:
         """GUI thread: add queued batches to the model for up to :data:`FEED_MS`;
         a turn right after other long slots is left for the next turn of the event
-        loop (:data:`OTHERS_MS`), so that the frames in between get their turn."""
+        loop (:data:`OTHERS_MS`), and so is a turn while the window's parts wait
+        in :mod:`mpvis.gui.turns` (a redraw queued behind another part ran after a
+        turn of feeding that came between them: 110-120 ms waits at 10M events),
+        so that the frames in between get their turn."""
         a = self._analyses
         assert a is not None
         try:
-            if self._since_turn.elapsed() > OTHERS_MS and self._skips < MAX_SKIPS:
+            others = self._since_turn.elapsed() > OTHERS_MS or turns.pending()
+            if others and self._skips < MAX_SKIPS:
                 self._skips += 1
             else:
                 self._skips = 0

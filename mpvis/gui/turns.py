@@ -21,7 +21,7 @@ from collections.abc import Callable
 import shiboken6
 from PySide6 import QtCore
 
-__all__ = ["TurnQueue", "later"]
+__all__ = ["TurnQueue", "later", "pending"]
 
 
 class TurnQueue(QtCore.QObject):
@@ -74,3 +74,10 @@ def later(part: Callable[[], object], owner: QtCore.QObject | None = None) -> No
         q = _queues[id(app)] = TurnQueue(app)
         app.destroyed.connect(lambda *_: _queues.pop(id(app), None))
     q.post(part, owner)
+
+
+def pending() -> int:
+    """How many parts wait in the application's queue (see :func:`later`)."""
+    app = QtCore.QCoreApplication.instance()
+    q = _queues.get(id(app)) if app is not None else None
+    return 0 if q is None else len(q)

@@ -12,6 +12,7 @@ from typing import Any
 from PySide6 import QtCore
 
 from mpvis.gui import loader as loader_module
+from mpvis.gui import turns
 from mpvis.protocol.records import make_header
 from mpvis.sim.synthetic import generate_records
 from mpvis.tracefile.writer import write_trace
@@ -56,3 +57,43 @@ def test_a_timer_due_during_a_turn_of_feeding_runs_before_the_next_turn(
     starved = [(i, j) for i, j in long_pairs
                if not any(what == "tick" for what, _, _ in seen[i + 1:j])]
     assert not starved, f"{len(starved)} of {len(long_pairs)} long turns followed by another"
+
+
+def test_no_turn_of_feeding_comes_between_two_parts_queued_together(
+        qtbot: Any, tmp_path: Path, monkeypatch: Any) -> None:
+    """Parts queued with :func:`mpvis.gui.turns.later` (a drain's message index,
+    then its redraw) run on consecutive turns of the feeding: a turn of feeding
+    that fell due between them is left for later (at most ``MAX_SKIPS`` in a row)."""
+    path = tmp_path / "t.jsonl"
+    write_trace(path, make_header(8, program="synthetic.py"), generate_records(150_000, 8, seed=5))
+    seen: list[str] = []
+    turn = loader_module.TraceLoader._feed_turn
+
+    def fed(self: loader_module.TraceLoader, a: Any) -> None:
+        seen.append("feed")
+        turn(self, a)
+
+    monkeypatch.setattr(loader_module.TraceLoader, "_feed_turn", fed)
+    win = shown_window(qtbot)
+    win.open_trace(path)
+    loader = win.loader
+    assert loader is not None
+
+    def queue_two() -> None:  # as the window's drain does, from a timer of its own
+        if not turns.pending():
+            turns.later(lambda: seen.append("first"))
+            turns.later(lambda: seen.append("second"))
+
+    drains = QtCore.QTimer(win)
+    drains.setInterval(TICK_MS)
+    drains.timeout.connect(queue_two)
+    drains.start()
+    with qtbot.waitSignal(loader.loaded, timeout=120_000):
+        pass
+    drains.stop()
+    qtbot.waitUntil(lambda: not turns.pending(), timeout=10_000)
+    firsts = [i for i, what in enumerate(seen) if what == "first"]
+    assert len(firsts) >= 3, "the load made too few turns of feeding to tell"
+    for i in firsts:
+        assert "second" in seen[i + 1:], seen[i:]
+        assert seen[i + 1:seen.index("second", i)].count("feed") == 0, seen[i:i + 6]
