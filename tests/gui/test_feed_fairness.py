@@ -97,3 +97,29 @@ def test_no_turn_of_feeding_comes_between_two_parts_queued_together(
     for i in firsts:
         assert "second" in seen[i + 1:], seen[i:]
         assert seen[i + 1:seen.index("second", i)].count("feed") == 0, seen[i:i + 6]
+
+
+def test_a_part_queued_inside_a_long_slot_runs_after_the_timers_due_meanwhile(
+        qtbot: Any) -> None:
+    """An idle turn queue starts its timer once the slot that queued a part has
+    returned: the first part does not run in the same wait as that slot, ahead
+    of a timer that fell due during it."""
+    got: list[str] = []
+    ticker = QtCore.QTimer()
+    ticker.setTimerType(QtCore.Qt.TimerType.PreciseTimer)
+    ticker.setInterval(TICK_MS)
+    ticker.timeout.connect(lambda: got.append("tick"))
+
+    def long_slot() -> None:
+        got.append("slot")
+        turns.later(lambda: got.append("part"))
+        until = time.perf_counter() + 0.030  # past the ticker's next time
+        while time.perf_counter() < until:
+            pass
+
+    ticker.start()
+    QtCore.QTimer.singleShot(0, long_slot)
+    qtbot.waitUntil(lambda: "part" in got, timeout=5_000)
+    ticker.stop()
+    after = got[got.index("slot") + 1:]
+    assert after.index("tick") < after.index("part"), got
