@@ -373,6 +373,10 @@ typedef struct {
     ItemQueue ready;
     FoundSlot *found; /* a set of conflicts: their hash and index in foundlist */
     size_t capfoundset;
+    /* The set's previous slots while it grows (found_add): those below `moved`
+     * are in `found` too, the others only here; NULL when no growth is under way. */
+    FoundSlot *oldfound;
+    size_t oldcap, moved;
     i64 *foundlist; /* six numbers per conflict, in discovery order */
     size_t nfound, capfound;
     i64 send_order;
@@ -603,45 +607,93 @@ static void release_all(Det *d)
 
 /* ------------------------------------------------------------ race tests */
 
-/* The slot of key in the set of conflicts: where it is, or the free one to take. */
-static FoundSlot *found_slot(const Det *d, Key key, uint64_t h)
+/* Slots of the set of conflicts moved to its new slots per conflict added while
+ * it grows: a growth moves its old slots a few at a time, so that no single
+ * conflict pays for them all (doubling a set of millions in one go took 60 ms
+ * of one batch, and 330 ms in the window, most of it page faults of the new
+ * slots); at 4 per conflict the move ends well before the set's next growth
+ * (which needs 0.7 * oldcap conflicts more). */
+#define FOUND_MOVE 4
+
+/* The slot of key among `n` slots: where it is, or the free one to take. */
+static FoundSlot *found_probe(const Det *d, FoundSlot *slots, size_t n, Key key, uint64_t h)
 {
-    size_t mask = d->capfoundset - 1;
+    size_t mask = n - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
-        FoundSlot *f = &d->found[i];
+        FoundSlot *f = &slots[i];
         if (f->h == 0 || (f->h == h && key_eq(d->foundlist + f->idx * KW, key.k))) {
             return f;
         }
     }
 }
 
+/* Whether key is in the set (its new slots, or the old ones not moved yet: a
+ * key is added to the new slots only if neither holds it, so it is never in
+ * both unless moved, and the old slots are left as they are). */
+static bool found_in(const Det *d, Key key, uint64_t h)
+{
+    if (found_probe(d, d->found, d->capfoundset, key, h)->h != 0) {
+        return true;
+    }
+    return d->oldfound != NULL && found_probe(d, d->oldfound, d->oldcap, key, h)->h != 0;
+}
+
 static bool found_has(const Det *d, Key key)
 {
-    return d->nfound && found_slot(d, key, hash_key(key.k))->h != 0;
+    return d->nfound && found_in(d, key, hash_key(key.k));
+}
+
+/* Move up to `k` of the old slots of a growth under way to the new ones. */
+static void found_move(Det *d, size_t k)
+{
+    size_t mask = d->capfoundset - 1;
+    size_t end = d->moved + k < d->oldcap ? d->moved + k : d->oldcap;
+    for (size_t i = d->moved; i < end; i++) {
+        FoundSlot *o = &d->oldfound[i];
+        if (o->h) {
+            size_t j = o->h & mask;
+            while (d->found[j].h) {
+                j = (j + 1) & mask;
+            }
+            d->found[j] = *o;
+        }
+    }
+    d->moved = end;
+    if (end == d->oldcap) {
+        PyMem_RawFree(d->oldfound);
+        d->oldfound = NULL;
+        d->oldcap = d->moved = 0;
+    }
 }
 
 /* Whether key is new: then it is in the set, with index nfound (the caller appends it). */
 static bool found_add(Det *d, Key key)
 {
+    if (d->oldfound != NULL) {
+        found_move(d, FOUND_MOVE);
+    }
     if ((d->nfound + 1) * 10 > d->capfoundset * 7) {
-        size_t cap = d->capfoundset ? d->capfoundset * 2 : 256;
-        FoundSlot *slots = xcalloc(cap, sizeof(FoundSlot));
-        for (size_t i = 0; i < d->capfoundset; i++) {
-            if (d->found[i].h) {
-                size_t j = d->found[i].h & (cap - 1);
-                while (slots[j].h) {
-                    j = (j + 1) & (cap - 1);
-                }
-                slots[j] = d->found[i];
-            }
+        if (d->oldfound != NULL) { /* not expected (FOUND_MOVE): end the last growth */
+            found_move(d, d->oldcap);
         }
-        PyMem_RawFree(d->found);
-        d->found = slots;
+        /* fresh zeroed slots: a big block is mapped and faulted in as used */
+        size_t cap = d->capfoundset ? d->capfoundset * 2 : 256;
+        d->oldfound = d->found;
+        d->oldcap = d->capfoundset;
+        d->moved = 0;
+        d->found = xcalloc(cap, sizeof(FoundSlot));
         d->capfoundset = cap;
+        if (d->oldcap == 0) {
+            PyMem_RawFree(d->oldfound);
+            d->oldfound = NULL;
+        }
     }
     uint64_t h = hash_key(key.k);
-    FoundSlot *f = found_slot(d, key, h);
+    FoundSlot *f = found_probe(d, d->found, d->capfoundset, key, h);
     if (f->h != 0) {
+        return false;
+    }
+    if (d->oldfound != NULL && found_probe(d, d->oldfound, d->oldcap, key, h)->h != 0) {
         return false;
     }
     f->h = h;
@@ -2284,6 +2336,7 @@ static void det_dealloc(Det *d)
     map_clear(&d->members);
     map_clear(&d->nmembers);
     PyMem_RawFree(d->found);
+    PyMem_RawFree(d->oldfound);
     PyMem_RawFree(d->foundlist);
     if (d->cur != NULL) {
         for (Py_ssize_t j = 0; j < d->n; j++) {

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from mpvis.analysis.exact_races import ExactRaceDetector
 from mpvis.protocol.record_types import Record
+from mpvis.sim.synthetic import generate_records
 from mpvis.tracefile.reader import iter_records, read_header
 from tests.analysis.exact_oracle import oracle_conflicts
 from tests.analysis.exec_generator import generate
@@ -95,6 +96,28 @@ def test_a_few_random_executions_against_the_oracle() -> None:
 def test_sample_traces_against_the_oracle(path: Path) -> None:
     body = [rec for _, rec in iter_records(path)]
     _check_against_oracle(body, read_header(path)["nprocs"], [3, 1, 4])
+
+
+def test_the_set_of_conflicts_grows_a_little_at_a_time_and_loses_none() -> None:
+    """Thousands of conflicts: the set that keeps them unique doubles five times,
+    moving its old slots a few per conflict added (``found_add``).  Asked after
+    every batch, mid-move included, it holds every conflict listed and nothing
+    else, lists none twice, and lists what one whole feed does."""
+    body = list(generate_records(20_000, 8, seed=1))
+    whole = ExactRaceDetector(8)
+    whole.feed(body)
+    whole.finish()
+    det = ExactRaceDetector(8)
+    for i in range(0, len(body), 97):
+        det.feed(body[i : i + 97])
+        found = det.conflicts()
+        listed = list(found)
+        assert len(set(listed)) == len(listed) == len(found)
+        assert all(key in found for key in listed)
+        assert not any((rank + 1000, *rest) in found for rank, *rest in listed[-50:])
+    det.finish()
+    assert list(det.conflicts()) == list(whole.conflicts())
+    assert len(whole.conflicts()) > 2_880  # past the set's fifth doubling (256 slots, 70%)
 
 
 # -- bad input: a clear error, never a crash ---------------------------------------
