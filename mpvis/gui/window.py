@@ -1,6 +1,8 @@
 """The main window: a menu bar and the drawing area (MPVisualizer, section 2),
 plus the details panel, the race list, the race notifier, the overview and
-any panel registered with :mod:`mpvis.gui.panels`.
+any panel registered with :mod:`mpvis.gui.panels`.  What the race list and
+the notifier are given, and when, is kept by a
+:class:`~mpvis.gui.race_listing.RaceListing` (``window.listing``).
 
 The window observes the model: an observer appends each
 :class:`~mpvis.model.observer.ModelChange` to a queue, and a timer on the GUI
@@ -11,15 +13,12 @@ drains the changes and repaints once (:mod:`mpvis.gui.live` for why).
 from __future__ import annotations
 
 import gc
-import math
 import time
 from collections import deque
-from collections.abc import Callable, Container
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import numpy as np
-import numpy.typing as npt
 from PySide6 import QtCore, QtGui, QtWidgets
 
 from mpvis.analysis.exact_events import ExactRace
@@ -45,9 +44,9 @@ from mpvis.gui.legend import LegendStrip
 from mpvis.gui.loader import TraceLoader
 from mpvis.gui.overview import Overview
 from mpvis.gui.panels import DOCK_AREAS, Area, registered_panels
-from mpvis.gui.race_panel import ExactKey, RacePanel
+from mpvis.gui.race_listing import RaceListing
+from mpvis.gui.race_panel import RacePanel
 from mpvis.gui.race_popup import RaceNotifier
-from mpvis.gui.race_rows import ExactRows, RaceRows
 from mpvis.gui.race_settings import RaceSettings
 from mpvis.gui.rank_folding import FOLD_MIN_RANKS, RankFolder
 from mpvis.gui.window_api import WindowApi
@@ -63,7 +62,6 @@ from mpvis.scene.race_marks import (
     confirmed_overlay,
     exact_race_overlay,
     race_overlay,
-    race_tags,
     races_overlay,
 )
 from mpvis.scene.vocabulary import call
@@ -78,16 +76,10 @@ IDLE_MS = 3000
 OVERVIEW_MS = 1000
 #: A trace shown while it loads is laid out and redrawn at most this often, and
 #: the redraws take at most a fifth of the time (its model grows in the GUI
-#: thread: time spent redrawing is not spent loading).
+#: thread: time spent redrawing is not spent loading; its race list is rationed
+#: likewise: :mod:`mpvis.gui.race_listing`).
 LOADING_REDRAW_S = 1.0
 LOADING_REDRAW_SHARE = 0.2
-#: ... and its race list (a pass over every race: 2 s at 10M events) at most this often.
-LOADING_LIST_S = 5.0
-#: Races are offered to the notifier for at most this long per drain (ms) ...
-OFFER_MS = 30
-#: ... this many at a time (a pass over their columns; race by race only when
-#: the settings could silence one).
-OFFER_ROWS = 8192
 
 
 def release_load_garbage(replaced: bool) -> None:
@@ -152,17 +144,6 @@ class MainWindow(WindowApi):
         self.progress: QtWidgets.QProgressDialog | None = None
         self._last_overview = QtCore.QElapsedTimer()
         self._last_overview.start()
-        #: the exact races listed: (detector, how many it had found, the list, their
-        #: keys for the race panel's ✓ if known)
-        self._exact_list: tuple[object, int, ExactRows, Container[ExactKey] | None] \
-            | None = None
-        #: (id of that list, classifier race count) the race panel shows
-        self._races_shown: tuple[int, int] | None = None
-        #: ids of races to offer to the notifier, in arrays (:meth:`_offer_some`)
-        self._to_offer: deque[npt.NDArray[np.int64]] = deque()
-        self._flagged = 0  # potential races, as last listed
-        self._unlisted = False  # races changed since listed (a trace loading)
-        self._list_next = 0.0  # when a trace loading may list its races again
         self._build()
         self._timer = QtCore.QTimer(self)
         self._timer.setInterval(DRAIN_MS)
@@ -182,7 +163,6 @@ class MainWindow(WindowApi):
         lay.setSpacing(0)
         # the race notification is docked above the diagram: it never covers the data
         self.notifier = RaceNotifier(center, docked=True)
-        self.notifier.tags_for = self._race_tags
         lay.addWidget(self.overview)
         lay.addWidget(self.notifier)
         lay.addWidget(self.diagram, 1)
@@ -193,6 +173,9 @@ class MainWindow(WindowApi):
         self._focusing = False
         self.details = DetailsPanel()
         self.races = RacePanel()
+        #: the race list's and the notifier's state (what is listed, what to offer)
+        self.listing = RaceListing(self, self.notifier, self._update_title)
+        self.notifier.tags_for = self.listing.race_tags
         self.docks: dict[str, QtWidgets.QDockWidget] = {}
         self.panels_menu: QtWidgets.QMenu | None = None
         self.act_fit: QtGui.QAction | None = None
@@ -279,16 +262,14 @@ class MainWindow(WindowApi):
         self.races.model.base = program_dir(model.header) if model is not None else None
         self.changes.clear()
         self.races.clear()
-        self._exact_list = self._races_shown = None
-        self._unlisted, self._list_next = False, 0.0
-        self._to_offer.clear()
+        self.listing.reset()
         header = model.header if model is not None else {}
         self.notifier.reset(RaceSettings.load(header, self.settings_dir))
         self.diagram.set_model(model, layout, index)
         self.details.show_event(model, -1)
         if model is not None:
             model.observers.append(_Observer(self.changes))
-            self._races_changed(list(range(len(model.races.races))))
+            self.listing.changed(list(range(len(model.races.races))))
         self.overview.refresh()
         self.model_replaced.emit(model)
         self._update_title()
@@ -370,7 +351,7 @@ class MainWindow(WindowApi):
         if analyses is not None:
             shown = analyses.model is self.model  # shown since ``started``
             if shown:
-                self._take_exact_list(loader)
+                self.listing.take_exact_list(loader)
             if not shown:
                 self.set_model(analyses.model, str(loader.path), layout, analyses=analyses,
                                index=index)
@@ -395,7 +376,7 @@ class MainWindow(WindowApi):
     def _exact_ready(self, loader: TraceLoader) -> None:
         """The exact races of the opened trace are in: list them, mark confirmations."""
         if self.model is not None and loader.path == Path(self.source):
-            self._take_exact_list(loader)
+            self.listing.take_exact_list(loader)
             self._note_deadlocks()  # the deadlock monitor ran in the same pass
             self.statusBar().showMessage("exact races (Cypher and Leu) computed", 5000)
 
@@ -452,8 +433,7 @@ class MainWindow(WindowApi):
         if fed:
             self._idle.restart()
             self._idle_checked = False
-        if self._to_offer:
-            self._offer_some()
+        self.listing.offer_waiting()
         if not self.changes and not fed:
             self._check_idle()
             return
@@ -479,13 +459,10 @@ class MainWindow(WindowApi):
         if self.model is not None:
             self.diagram.data_changed()
             if added and loading:  # offered at once, listed in a turn of its own now and then
-                self._to_offer.append(np.array(added, dtype=np.int64))
-                self._unlisted = True
-                if time.monotonic() >= self._list_next:
-                    self._list_next = math.inf  # one refresh pending at a time
-                    self._part(True, self._list_while_loading)
+                if self.listing.added_while_loading(added):
+                    self._part(True, self.listing.list_while_loading)
             elif added:
-                self._part(list_later, lambda: self._races_changed(added))
+                self._part(list_later, lambda: self.listing.changed(added))
             if self._last_overview.elapsed() > OVERVIEW_MS or self.model.input_ended:
                 self._part(True, self.overview.refresh)  # a turn of its own
                 self._last_overview.restart()
@@ -541,7 +518,7 @@ class MainWindow(WindowApi):
         self.deadlocks_changed.emit()
         self.diagram.set_stuck_ranks(self.deadlocked_ranks())
         if self.analyses is not None and races:
-            self._races_changed([])
+            self.listing.changed([])
 
     def deadlocked_ranks(self) -> dict[int, int]:
         """Ranks blocked in a deadlock found so far, with their blocking seq (drawn distinctly)."""
@@ -549,83 +526,6 @@ class MainWindow(WindowApi):
         if a is None or a.deadlock is None:
             return {}
         return {r: s for d in a.deadlock.deadlocks for r, s in d.events}
-
-    def _exact_races(self) -> ExactRows | None:
-        """The exact detector's races, built once per number found (a 1M-event trace
-        has a quarter of a million: building them took a second of the GUI thread,
-        and every deadlock or race noted asked again); rows of the detector's
-        conflict array, an object made per row shown."""
-        a = self.analyses
-        if a is None or a.exact is None:
-            return None
-        n = len(a.exact.conflicts())
-        got = self._exact_list
-        if got is None or got[0] is not a.exact or got[1] != n:
-            if self.loader is not None:  # a trace loading: listed by the loader at its end
-                return got[2] if got is not None and got[0] is a.exact else None
-            got = self._exact_list = (a.exact, n, ExactRows(a.exact.conflict_array()), None)
-        return got[2]
-
-    def _take_exact_list(self, loader: TraceLoader) -> None:
-        """The exact races the loader listed on its thread, if any (see :meth:`_exact_races`)."""
-        a = self.analyses
-        if a is not None and a.exact is not None and loader.exact_races is not None:
-            self._exact_list = (a.exact, len(loader.exact_races), loader.exact_races,
-                                loader.exact_keys)
-            loader.exact_races = loader.exact_keys = None  # held here from now on
-
-    def _races_changed(self, ids: list[int]) -> None:
-        m = self.model
-        assert m is not None
-        exact = self._exact_races()
-        shown = (id(exact), len(m.races.races))
-        changed = bool(ids) or self._unlisted
-        if changed or shown != self._races_shown:  # else the race list is as shown
-            new = self._races_shown is None or shown[0] != self._races_shown[0]
-            keys = self._exact_list[3] if self._exact_list is not None else None
-            potential = None  # the classifier's races as listed: only the exact ones are new
-            if changed or self._races_shown is None or shown[1] != self._races_shown[1]:
-                potential = RaceRows(m.races.races, m.races.potential_rows())  # no objects
-                self._flagged = len(potential)  # for the title, without asking the model
-            self.races.set_lists(potential, exact if new else None, keys)
-            self._races_shown, self._unlisted = shown, False
-            self._update_title()
-        if ids:
-            self._to_offer.append(np.array(ids, dtype=np.int64))
-        self._offer_some()
-
-    def _list_while_loading(self) -> None:
-        """List the races of a trace loading; the next time in :data:`LOADING_LIST_S`
-        or later, so that listing takes at most its share of the time."""
-        began = time.monotonic()
-        self._races_changed([])
-        cost = time.monotonic() - began
-        self._list_next = began + max(LOADING_LIST_S, cost / LOADING_REDRAW_SHARE)
-
-    def _race_tags(self, race: Race) -> set[int]:
-        """:func:`race_tags` in the model shown (the notifier asks when it needs them)."""
-        return race_tags(self.model, race) if self.model is not None else set()
-
-    def _offer_some(self) -> None:
-        """Offer the races added or changed to the notifier, for at most
-        :data:`OFFER_MS` (the rest on the next drains: the end of a 1M-event load
-        changes a quarter of a million races, seconds of offers at once)."""
-        m = self.model
-        if m is None:
-            self._to_offer.clear()
-            return
-        clock = QtCore.QElapsedTimer()
-        clock.start()
-        todo, table = self._to_offer, m.races.races
-        while todo and clock.elapsed() < OFFER_MS:
-            rows = todo.popleft()
-            if len(rows) > OFFER_ROWS:
-                todo.appendleft(rows[OFFER_ROWS:])
-                rows = rows[:OFFER_ROWS]
-            # the potential races, as rows (no view per race; tags when needed)
-            self.notifier.offer_rows(table, rows[table.potential.view()[rows] != 0], count=False)
-        self.notifier.update_more()
-        self.notifier.refresh()
 
     # ------------------------------------------------------------ races
     def show_race(self, race: Race | ExactRace | None) -> None:
@@ -747,7 +647,7 @@ class MainWindow(WindowApi):
         stuck = [r for r in range(m.nprocs) if m.status(r) in ("suspended", "dead")]
         self.setWindowTitle(f"mpvis: {prog} ({state})")
         self.status_label.setText(
-            f"{m.nprocs} ranks, {m.event_count:,} events, {self._flagged} receive "
+            f"{m.nprocs} ranks, {m.event_count:,} events, {self.listing.flagged} receive "
             f"pairs flagged, {len(stuck)} ranks stopped"
             + (" | following" if (self.diagram.follow and not m.input_ended) else "")
         )

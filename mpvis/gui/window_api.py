@@ -2,8 +2,9 @@
 
 The menus (:mod:`mpvis.gui.actions`), the trace exports
 (:mod:`mpvis.gui.export_trace`), the *Go to* box (:mod:`mpvis.gui.goto_box`),
-saving and stopping a run (:mod:`mpvis.gui.keep_run`) and the deadlock panel
-(:mod:`mpvis.gui.deadlock_panel`) are installed by
+saving and stopping a run (:mod:`mpvis.gui.keep_run`), the deadlock panel
+(:mod:`mpvis.gui.deadlock_panel`) and the race listing
+(:mod:`mpvis.gui.race_listing`) are installed by
 :class:`mpvis.gui.window.MainWindow` and act on it.  They are typed against this
 base class instead of the window itself, so that the window imports them and
 none of them imports the window: no import cycle (the "No import cycles"
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from mpvis.collector.live_run import LiveRun
     from mpvis.gui.diagram import DiagramView
     from mpvis.gui.live import LiveSession
+    from mpvis.gui.loader import TraceLoader
     from mpvis.gui.overview import Overview
     from mpvis.gui.race_panel import RacePanel
     from mpvis.model.manager import ModelManager
@@ -52,6 +54,8 @@ class WindowApi(QtWidgets.QMainWindow):
     source: str
     #: the live run shown (its model and bad records), None for a trace file
     live_run: LiveRun | None
+    #: the trace being loaded (shown while it loads once its model exists), if any
+    loader: TraceLoader | None
     #: the window's own central process, when it runs one (mpvis.gui.app)
     live: LiveSession | None
     #: the live run's journal (None for an opened trace) and the events saved of it
