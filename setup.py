@@ -34,5 +34,6 @@ setup(
         _c("mpvis.analysis._cjson"),
         _c("mpvis.model._ccausal"),
         _c("mpvis.tracefile._cscan"),
+        _c("mpvis.scene._cdensity"),
     ]
 )

@@ -4,14 +4,17 @@ brute-force oracle in ``test_density.py``)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mpvis.model.manager import ModelManager
 from mpvis.protocol.records import make_header
+from mpvis.scene import _cdensity
 from mpvis.scene.density import activity_density
 from mpvis.scene.density_index import DensityIndex, _Sorted, column_edges
 from mpvis.scene.layout import Layout
@@ -126,3 +129,68 @@ def test_a_trimmed_column_keeps_its_values_and_sums_in_place_or_by_a_copy(
         assert np.allclose(col.sums, np.concatenate([[0.0], np.cumsum(want)]))
     if view is not None:
         assert np.array_equal(view, before)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.integers(-50, 50), max_size=40), min_size=1, max_size=4),
+    st.lists(st.integers(-60, 60), min_size=1, max_size=30),
+    st.floats(0.1, 10.0),
+)
+def test_the_c_fill_counts_and_covers_as_numpy_searches_do(
+        columns: list[list[int]], cuts: list[int], scale: float) -> None:
+    """``_cdensity.fill``'s gallop along the edges against ``np.searchsorted``:
+    repeated values and edges, values on an edge, edges outside the values."""
+    edges = np.sort(np.array(cuts, dtype=np.float64) / 4)
+    width = len(edges) - 1
+    if width < 1:
+        return
+    nrows = len(columns)
+    events = np.zeros((nrows, width), dtype=np.int64)
+    shares = np.zeros((nrows, width, 5), dtype=np.float64)
+    want_e, want_s = events.copy(), shares.copy()
+    sorted_cols = [np.sort(np.array(c, dtype=np.float64) / 4) for c in columns]
+    points: list[tuple[int, int, object]] = [(row, row % 3, v)
+                                             for row, v in enumerate(sorted_cols)]
+    spans: list[tuple[int, int, Any, Any, Any, Any]] = []
+    for row, v in enumerate(sorted_cols):
+        b, e = v, v + 0.5  # intervals of half a unit from each value
+        spans.append((row, 3, b, np.concatenate([[0.0], np.cumsum(b)]),
+                      e, np.concatenate([[0.0], np.cumsum(e)])))
+        c = np.diff(np.searchsorted(v, edges))
+        want_e[row] += c
+        want_s[row, :, row % 3] += c
+        ca, cb = np.searchsorted(b, edges), np.searchsorted(e, edges)
+        f = (ca * edges - spans[-1][3][ca]) - (cb * edges - spans[-1][5][cb])
+        cover = np.diff(f) * scale
+        cover[cover < 1e-6] = 0.0
+        want_s[row, :, 3] += cover
+    _cdensity.fill(points, spans, edges, scale, 1e-6, events, shares)
+    assert np.array_equal(events, want_e)
+    assert shares.tobytes() == want_s.tobytes()
+
+
+def test_the_c_fill_refuses_what_it_cannot_read_and_writes_nothing_past_the_grid() -> None:
+    edges = np.linspace(0.0, 1.0, 5)
+    v, s = np.array([0.5]), np.array([0.0, 0.5])
+    events, shares = np.zeros((2, 4), dtype=np.int64), np.zeros((2, 4, 5))
+    bad: list[tuple[list[Any], list[Any], Any, Any, Any, type[Exception], str]] = [
+        ([(2, 0, v)], [], edges, events, shares, ValueError, "out of range"),
+        ([(0, 5, v)], [], edges, events, shares, ValueError, "out of range"),
+        ([(-1, 0, v)], [], edges, events, shares, ValueError, "out of range"),
+        ([(0, 0, v.astype(np.float32))], [], edges, events, shares, TypeError, "format"),
+        ([(0, 0)], [], edges, events, shares, TypeError, "(row, activity, values)"),
+        ([], [(0, 3, v, v, v, s)], edges, events, shares, ValueError, "one entry more"),
+        ([], [(0, 3, v, s)], edges, events, shares, TypeError, "begin_sums"),
+        ([], [], edges[:3], events, shares, ValueError, "width + 1 edges"),
+        ([], [], edges, events.astype(np.int32), shares, TypeError, "format"),
+        ([], [], edges, events, shares[:1], ValueError, "(nrows, width, activities)"),
+        ([], [], edges, events[:, ::2], shares, ValueError, "contiguous"),
+        ([], [], edges, events, np.zeros((2, 4, 5))[..., ::1].T, ValueError, ""),
+    ]
+    for points, spans, e, ev, sh, error, text in bad:
+        with pytest.raises(error, match=re.escape(text) if text else None):
+            _cdensity.fill(points, spans, e, 1.0, 1e-6, ev, sh)
+    with pytest.raises(TypeError):
+        _cdensity.fill((), [], edges, 1.0, 1e-6, events, shares)  # type: ignore[arg-type]
+    assert not events.any() and not shares.any()
