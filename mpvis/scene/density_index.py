@@ -63,65 +63,7 @@ COVER_EPS = 1e-6
 #: Point activities and interval activities, in the order of the index's columns.
 _POINTS = (SENDING, RECEIVING, OTHER)
 _SPANS = (COLLECTIVE, BLOCKED)
-
-
-class _Sorted:
-    """A growable sorted column of floats, with its prefix sums when asked for."""
-
-    def __init__(self, sums: bool) -> None:
-        self.values = np.zeros(16)
-        self.n = 0
-        self.sums = np.zeros(17) if sums else None  # sums[i]: sum of the first i values
-
-    def add(self, new: FloatArray) -> None:
-        if not len(new):
-            return
-        new = np.sort(new)
-        n, k = self.n, len(new)
-        if n + k > len(self.values):  # by a quarter (see :meth:`trim`)
-            grown = np.zeros(max(len(self.values) + len(self.values) // 4, n + k))
-            grown[:n] = self.values[:n]
-            self.values = grown
-        in_order = n == 0 or new[0] >= self.values[n - 1]
-        self.values[n:n + k] = new
-        self.n = n + k
-        first = n
-        if not in_order:  # a clock went back: re-sort the column
-            self.values[: self.n].sort()
-            first = 0
-        if self.sums is not None:
-            if len(self.sums) < self.n + 1:
-                grown = np.zeros(len(self.values) + 1)
-                grown[: n + 1] = self.sums[: n + 1]
-                self.sums = grown
-            self.sums[first + 1: self.n + 1] = self.sums[first] + np.cumsum(
-                self.values[first: self.n])
-
-    def trim(self) -> None:
-        """Drop the room left for growth (the input ended: a 1M-event trace's
-        columns kept about 40% of theirs unused).  In place when nothing else
-        holds the column (its memory shrunk by ``realloc``, no copy: the copies
-        of every column were 40-50 ms of the GUI thread at the end of a 10M-event
-        load), else by a copy."""
-        if len(self.values) > self.n:
-            try:  # no other reference: its only holder's
-                self.values.resize(self.n, refcheck=True)
-            except ValueError:  # referenced elsewhere, or a view
-                self.values = self.values[: self.n].copy()
-        if self.sums is not None and len(self.sums) > self.n + 1:
-            try:
-                self.sums.resize(self.n + 1, refcheck=True)
-            except ValueError:
-                self.sums = self.sums[: self.n + 1].copy()
-
-    def below(self, t: FloatArray) -> IntArray:
-        """How many values are ``< t``, for each ``t``."""
-        return np.searchsorted(self.values[: self.n], t, side="left").astype(np.int64, copy=False)
-
-    def with_sums(self) -> tuple[FloatArray, FloatArray]:
-        """The values and their prefix sums (one entry more), as views."""
-        assert self.sums is not None
-        return self.values[: self.n], self.sums[: self.n + 1]
+_POINT_ACTS, _SPAN_ACTS = (np.array(acts, dtype=np.int64) for acts in (_POINTS, _SPANS))
 
 
 def _key(x: FloatArray) -> IntArray:
@@ -179,9 +121,12 @@ class DensityIndex:
         self.layout = layout
         self.logical = logical
         p = layout.nprocs
-        self.points = [[_Sorted(False) for _ in _POINTS] for _ in range(p)]
-        self.begins = [[_Sorted(True) for _ in _SPANS] for _ in range(p)]
-        self.ends = [[_Sorted(True) for _ in _SPANS] for _ in range(p)]
+        #: rank r's events of point activity ``_POINTS[a]``: column ``r * 3 + a``
+        self.points = _cdensity.Columns(p * len(_POINTS), False)
+        #: the begins and the ends of rank r's intervals of ``_SPANS[a]``, with
+        #: their prefix sums: column ``r * 2 + a`` of each
+        self.begins = _cdensity.Columns(p * len(_SPANS), True)
+        self.ends = _cdensity.Columns(p * len(_SPANS), True)
         #: events of the layout looked at so far (``[0, done)``)
         self.done = 0
         self._waiting = np.zeros(0, dtype=np.int64)  # events without x yet
@@ -213,9 +158,8 @@ class DensityIndex:
     def trim(self) -> None:
         """Every column without room for growth (done once the input ended and every
         event is in)."""
-        for cols in (*self.points, *self.begins, *self.ends):
-            for col in cols:
-                col.trim()
+        for cols in (self.points, self.begins, self.ends):
+            cols.trim()
 
     def _group(self, ids: IntArray, key: IntArray, nkeys: int) -> list[tuple[int, IntArray]]:
         """``ids`` split by ``key`` (``0 <= key < nkeys``): ``[(key, ids), ...]``."""
@@ -228,20 +172,16 @@ class DensityIndex:
         if not len(ids):
             return
         ranks = self.layout.model.c_rank.view()[ids].astype(np.int64)
-        key = ranks * len(_POINTS) + self._acts[ids]
-        for k, sel in self._group(ids, key, self.layout.nprocs * len(_POINTS)):
-            self.points[k // len(_POINTS)][k % len(_POINTS)].add(x[sel])
+        self.points.add(ranks * len(_POINTS) + self._acts[ids], x[ids])
 
     def _add_spans(self, spans: IntArray, x: FloatArray) -> None:
         if not len(spans):
             return
         ranks = self.layout.model.c_rank.view()[spans[:, 0]].astype(np.int64)
         act = (spans[:, 2] == BLOCKED).astype(np.int64)  # 0: collective, 1: blocked
-        rows = np.arange(len(spans), dtype=np.int64)
-        for k, sel in self._group(rows, ranks * 2 + act, self.layout.nprocs * 2):
-            r, a = divmod(k, 2)
-            self.begins[r][a].add(x[spans[sel, 0]])
-            self.ends[r][a].add(x[spans[sel, 1]])
+        key = ranks * len(_SPANS) + act
+        self.begins.add(key, x[spans[:, 0]])
+        self.ends.add(key, x[spans[:, 1]])
 
     def _new_spans(self, start: int, stop: int) -> IntArray:
         """``(k, 3)`` rows ``(begin, end, activity)``: the blocked and collective
@@ -289,14 +229,8 @@ class DensityIndex:
         ``np.histogram`` bins them."""
         edges = np.asarray(edges, dtype=np.float64)
         out = np.zeros((self.layout.nprocs, max(len(edges) - 1, 0)), dtype=np.int64)
-        if len(edges) < 2:
-            return out
-        for r, cols in enumerate(self.points):
-            for col in cols:
-                if col.n:
-                    below = col.below(edges)
-                    below[-1] = np.searchsorted(col.values[: col.n], edges[-1], side="right")
-                    out[r] += np.diff(below)
+        if len(edges) >= 2:
+            self.points.counts(edges, len(_POINTS), out)
         return out
 
     def grid(self, x0: float, x1: float, width: int, row_of_rank: IntArray | None = None,
@@ -311,20 +245,10 @@ class DensityIndex:
             return DensityGrid(x0, x1, shares.astype(np.float32), events)
         scale = width / span
         edges = column_edges(x0, scale, width)
-        points: list[tuple[int, int, object]] = []
-        spans: list[tuple[int, int, object, object, object, object]] = []
-        for r in range(lay.nprocs):
-            row = int(row_of_rank[r]) if r < len(row_of_rank) else -1
-            if not 0 <= row < nrows:
-                continue
-            points.extend((row, a, col.values[: col.n])
-                          for a, col in zip(_POINTS, self.points[r], strict=True) if col.n)
-            spans.extend((row, a, *b.with_sums(), *e.with_sums())
-                         for a, b, e in zip(_SPANS, self.begins[r], self.ends[r], strict=True)
-                         if b.n)
-        # every column along the edges at once, in C (each rank's were about 15
-        # NumPy calls: 51 ms a frame at 256 ranks); the same sums in the same order
-        _cdensity.fill(points, spans, edges, scale, COVER_EPS, events, shares)
+        # every rank's columns along the edges at once, in C (each rank's were about
+        # 15 NumPy calls: 51 ms a frame at 256 ranks); the same sums in the same order
+        _cdensity.fill(self.points, self.begins, self.ends, row_of_rank[: lay.nprocs],
+                       _POINT_ACTS, _SPAN_ACTS, edges, scale, COVER_EPS, events, shares)
         shares[..., RECEIVING] *= 0.5  # a message is one send and one receive
         per_row = np.bincount(row_of_rank[row_of_rank >= 0], minlength=nrows)[:nrows]
         shares[..., COLLECTIVE:] /= np.maximum(per_row, 1)[:, None, None]
