@@ -35,6 +35,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from mpvis.model.races import gather_gidx
 from mpvis.protocol import records as R
 from mpvis.protocol.codes import F_BLOCKING
 from mpvis.scene import _cdensity
@@ -161,13 +162,6 @@ class DensityIndex:
         for cols in (self.points, self.begins, self.ends):
             cols.trim()
 
-    def _group(self, ids: IntArray, key: IntArray, nkeys: int) -> list[tuple[int, IntArray]]:
-        """``ids`` split by ``key`` (``0 <= key < nkeys``): ``[(key, ids), ...]``."""
-        order = np.argsort(key, kind="stable")
-        bounds = np.searchsorted(key[order], np.arange(nkeys + 1))
-        return [(k, ids[order[bounds[k]:bounds[k + 1]]])
-                for k in range(nkeys) if bounds[k + 1] > bounds[k]]
-
     def _add_points(self, ids: IntArray, x: FloatArray) -> None:
         if not len(ids):
             return
@@ -191,36 +185,39 @@ class DensityIndex:
         if stop <= start:
             return out[0]
         m = self.layout.model
-        p = self.layout.nprocs
         kind = m.c_kind.view()[start:stop]
         rank = m.c_rank.view()[start:stop].astype(np.int64)
         g = np.arange(start, stop, dtype=np.int64)
+        # blocked: a consume and the blocking recv its ref names (that rank's seq)
         cons = np.flatnonzero(kind == _CONSUME)
         ref = m.c_ref.view()[start:stop][cons].astype(np.int64)
-        for r, sel in self._group(np.arange(len(cons)), rank[cons], p):
-            # blocked: a consume and the blocking recv its ref names
-            seqs = np.frombuffer(m.by_rank[r], dtype=np.int64)
-            refs = ref[sel]
-            ok = (refs >= 0) & (refs < len(seqs))
-            recv: IntArray = seqs[refs[ok]]  # a copy: the view goes with this loop
-            del seqs
-            ends = g[cons[sel[ok]]]
-            flags = np.asarray(m.c_flags.view()[recv], dtype=np.int64)
-            blocking = (m.c_kind.view()[recv] == _RECV) & ((flags & F_BLOCKING) != 0)
-            out.append(np.column_stack([recv[blocking], ends[blocking],
-                                        np.full(int(blocking.sum()), BLOCKED)]))
+        held = np.array([len(events) for events in m.by_rank], dtype=np.int64)
+        ok = (ref >= 0) & (ref < held[rank[cons]])
+        cons = cons[ok]
+        recv = gather_gidx(m.by_rank, rank[cons], ref[ok])
+        flags = np.asarray(m.c_flags.view()[recv], dtype=np.int64)
+        blocking = (m.c_kind.view()[recv] == _RECV) & ((flags & F_BLOCKING) != 0)
+        out.append(np.column_stack([recv[blocking], g[cons[blocking]],
+                                    np.full(int(blocking.sum()), BLOCKED)]))
+        # collective: an exit and its rank's latest coll before it (a running
+        # maximum per rank: the ranks apart, each its own band of values)
         cc = np.flatnonzero((kind == _COLL) | (kind == _COLL_EXIT))
-        for r, sel in self._group(cc, rank[cc], p):
-            # collective: an exit and the rank's latest coll before it
-            last = np.where(kind[sel] == _COLL, g[sel], -1)
-            last[0] = max(int(last[0]), int(self._last_coll[r]))
-            np.maximum.accumulate(last, out=last)
-            is_exit = kind[sel] == _COLL_EXIT
+        if len(cc):
+            order = np.argsort(rank[cc], kind="stable")
+            cc = cc[order]
+            r = rank[cc]
+            firsts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+            last = np.where(kind[cc] == _COLL, g[cc], -1)
+            last[firsts] = np.maximum(last[firsts], self._last_coll[r[firsts]])
+            band = np.cumsum(np.r_[False, r[1:] != r[:-1]]) * (stop + 2)
+            last = np.maximum.accumulate(last + band) - band
+            is_exit = kind[cc] == _COLL_EXIT
             begin = last[is_exit]
             ok = begin >= 0
-            out.append(np.column_stack([begin[ok], g[sel][is_exit][ok],
+            out.append(np.column_stack([begin[ok], g[cc][is_exit][ok],
                                         np.full(int(ok.sum()), COLLECTIVE)]))
-            self._last_coll[r] = last[-1]
+            lasts = np.r_[firsts[1:], len(cc)] - 1
+            self._last_coll[r[firsts]] = last[lasts]
         return np.concatenate(out).astype(np.int64)
 
     def counts(self, edges: FloatArray) -> IntArray:
