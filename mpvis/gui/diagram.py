@@ -30,6 +30,7 @@ from mpvis.gui import turns
 from mpvis.gui.density_item import DensityItem
 from mpvis.gui.frame_keeper import FrameKeeper
 from mpvis.gui.layers import LineLayer, SymbolLayer
+from mpvis.gui.message_keeper import MessageKeeper
 from mpvis.gui.overlay_layers import OverlayLayers
 from mpvis.gui.overlay_layers import pen as _pen
 from mpvis.gui.symbol_art import FADED_OPACITY, ring_pixmap, symbol_pixmap
@@ -49,9 +50,6 @@ GRID_COLOR = "#eceff1"
 #: columns at 256 ranks, besides 0.2 µs an event: taken every 16k events, it
 #: took three times the CPU of once a second over a 10M-event load).
 KEEP_UP_EVENTS = 65_536
-#: From this many events on, the message index of a growing model is extended on
-#: a turn of its own (:meth:`DiagramView.data_changed`).
-MESSAGES_LATER_MIN = 500_000
 
 _STOP_SPECS = [
     sym.SymbolSpec("suspended", "suspended here", "pause", sym.SUSPENDED_COLOR, "#bf360c", 16),
@@ -106,7 +104,9 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self.follow = True
         self.selected = -1
         self.pending_logical = False  # asked for while the loader still computes it
-        self._msgs: messages.MessageIndex | None = None
+        #: the message index, extended off the GUI thread for large layouts
+        self.msg_keeper = MessageKeeper(self)
+        self.msg_keeper.ready.connect(self._messages_merged)
         #: the frame index, rebuilt off the GUI thread for large layouts
         self.frames = FrameKeeper(self)
         self.frames.ready.connect(self._index_ready)
@@ -117,7 +117,6 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self._actions: list[EventAction] = []
         self._redraw_pending = False
         self.redraw_cpu = 0.0  # GUI-thread CPU of the last redraw (s)
-        self._msgs_pending = False  # the message index is to be extended on a turn of its own
         self._setting_range = False
         self._zoomed = False  # the user chose a zoom: following keeps its width
         self._label_step = 1
@@ -224,7 +223,7 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
             layout = Layout(model)
         self.layout_ = layout
         self.frames.reset(index if index is not None and index.layout is layout else None)
-        self._msgs = None
+        self.msg_keeper.reset(layout)
         self.pending_logical = False
         if layout is not None and layout.has_time and self.logical and not layout.logical_ready:
             self.logical, self.pending_logical = False, True
@@ -241,43 +240,19 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self.fit_all()
 
     def data_changed(self) -> None:
-        """The model grew or changed: lay out what is new and redraw once.
-
-        While a large model grows (:data:`MESSAGES_LATER_MIN` events or more, its
-        input not ended), the message index is brought up to date on a turn of
-        its own before the redraw (its merge copies every message: 70-90 ms of
-        the GUI thread at ten million events)."""
+        """The model grew or changed: lay out what is new and redraw once (a large
+        layout's message index follows on a turn of its own and a worker thread:
+        :class:`~mpvis.gui.message_keeper.MessageKeeper`)."""
         lay = self.layout_
         if lay is not None:
             lay.update()
             self.density_index()  # the new events only
             self._axis_label()
-            m = self.model
-            if self._msgs is None or m is None or m.input_ended or lay.count < MESSAGES_LATER_MIN:
-                self._index_messages()
-            elif not self._msgs_pending:
-                self._msgs_pending = True
-                turns.later(self._index_messages_later, self)  # before the redraw below
+            self.msg_keeper.extend(self.frames.index)
             self._geometry_changed()
             if self.follow:
                 self._follow_newest()
         self.schedule_redraw()
-
-    def _index_messages(self) -> None:
-        """The message index extended with the laid-out events (the frame index's
-        when it has every event)."""
-        lay = self.layout_
-        assert lay is not None
-        fi = self.frames.index
-        if fi is not None and fi.count == lay.count and fi.layout is lay:
-            self._msgs = fi.msgs  # nothing new: keep the index's
-        else:
-            self._msgs = messages.message_index(lay, self._msgs)  # what is new
-
-    def _index_messages_later(self) -> None:
-        self._msgs_pending = False
-        if self.layout_ is not None:
-            self._index_messages()
 
     def keep_up(self) -> None:
         """Lay out the model's new events without drawing them, once at least
@@ -399,19 +374,25 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
 
     def _geometry_changed(self) -> None:
         """Per-layout geometry that does not depend on the viewport (the frame index aside)."""
-        lay = self.layout_
-        assert lay is not None and self._msgs is not None
+        lay, msgs = self.layout_, self.msg_keeper.index
+        assert lay is not None and msgs is not None
         self._extents = messages.rank_extents(lay, self.logical)
         self._xbounds = lay.bounds(self.logical)
         self._lost_segments = np.concatenate([
-            messages.unconsumed_segments(lay, self._msgs, self.logical),
+            messages.unconsumed_segments(lay, msgs, self.logical),
             messages.lost_send_segments(lay, self.logical)])
 
     def _index_ready(self) -> None:
         """A frame index built off the GUI thread was installed: draw with it."""
         fi, lay = self.frames.index, self.layout_
         if fi is not None and lay is not None and fi.layout is lay and fi.count == lay.count:
-            self._msgs = fi.msgs
+            self.msg_keeper.adopt(fi.msgs)
+        self.schedule_redraw()
+
+    def _messages_merged(self) -> None:
+        """The message index merged off the GUI thread is in: draw with it."""
+        if self.layout_ is not None:
+            self._geometry_changed()
         self.schedule_redraw()
 
     def _selected_message(self, msgs: messages.MessageIndex) -> np.ndarray | None:
@@ -518,8 +499,8 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
 
     def _redraw(self) -> None:
         self._redraw_pending = False
-        lay = self.layout_
-        if lay is None or self._msgs is None:
+        lay, msgs = self.layout_, self.msg_keeper.index
+        if lay is None or msgs is None:
             for item in (self._proc, self._msg, self._lost):
                 item.set_segments(np.zeros((0, 4)))
             self._syms.set_points(np.zeros((0, 2)), np.zeros(0, np.int8))
@@ -533,7 +514,7 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         dense = self._density_if_dense(view)  # else symbols and lines would pile up
         # (zoomed out the frame draws nothing from the index: it may be dropped
         # while the next one is built, FrameKeeper.current)
-        fi = self.frames.current(lay, self._msgs, self.logical,
+        fi = self.frames.current(lay, msgs, self.logical,
                                  self.model is not None and self.model.input_ended,
                                  needed=not dense)
         if not dense:
@@ -554,7 +535,7 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
                      faded: np.ndarray | None, rect: QtCore.QRectF) -> None:
         """Symbols and message lines of ``view``: the frame index's, and a plain pass
         over the events and messages newer than it."""
-        lay, msgs = self.layout_, self._msgs
+        lay, msgs = self.layout_, self.msg_keeper.index
         assert lay is not None and msgs is not None
         x, y = lay.x(self.logical), lay.y
         fr = fi.frame(view, self._selected_message(fi.msgs))

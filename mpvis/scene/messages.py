@@ -43,8 +43,15 @@ def message_index(layout: Layout, previous: MessageIndex | None = None) -> Messa
     ``previous``: the index of the same layout when it had fewer events; then
     only the new events and the sends unconsumed in ``previous`` are looked at
     (a send's consume, once laid out, stays its consume)."""
+    return merged(previous, new_messages(layout, previous))
+
+
+def new_messages(layout: Layout, previous: MessageIndex | None = None) -> MessageIndex:
+    """What :func:`message_index` adds to ``previous`` (as it takes it): the
+    messages completed since (sorted by send), every send still unconsumed, and
+    the layout's count.  Reads the model: on its thread."""
     m, n = layout.model, layout.count
-    old = previous if previous is not None and 0 <= previous.count <= n else None
+    old = _usable(previous, n)
     start = old.count if old is not None else 0
     kind: npt.NDArray[Any] = m.c_kind.view()[start:n]
     partner: npt.NDArray[Any] = m.c_partner.view()[:n]
@@ -53,10 +60,24 @@ def message_index(layout: Layout, previous: MessageIndex | None = None) -> Messa
         sends = np.concatenate([old.unconsumed, sends])  # both sorted, the new ones after
     p = partner[sends]
     matched = (p >= 0) & (p < n)
-    send, consume = sends[matched], p[matched].astype(np.int64)
-    if old is not None and len(old.send):
-        send, consume = _merge(old.send, old.consume, send, consume)
-    return MessageIndex(send, consume, sends[~matched], n)
+    return MessageIndex(sends[matched], p[matched].astype(np.int64), sends[~matched], n)
+
+
+def merged(previous: MessageIndex | None, new: MessageIndex) -> MessageIndex:
+    """``previous`` (of the same layout with fewer events, or ``None``) with the
+    messages of ``new`` (:func:`new_messages` of it).  Reads only the two
+    indexes, which never change: may run on another thread (at ten million
+    events the merge copies about 50 MB)."""
+    old = _usable(previous, new.count)
+    if old is None or not len(old.send):
+        return new
+    send, consume = _merge(old.send, old.consume, new.send, new.consume)
+    return MessageIndex(send, consume, new.unconsumed, new.count)
+
+
+def _usable(previous: MessageIndex | None, n: int) -> MessageIndex | None:
+    """``previous`` if it can be extended to ``n`` events."""
+    return previous if previous is not None and 0 <= previous.count <= n else None
 
 
 def _merge(send: IntArray, consume: IntArray, new_send: IntArray, new_consume: IntArray

@@ -167,40 +167,72 @@ def test_the_frame_index_copies_are_freed_without_the_cyclic_collector(
 def test_a_growing_models_message_index_is_extended_on_a_turn_of_its_own(
         qtbot: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """While a large model grows, the drain leaves the message index to a turn of
-    its own; a frame index built meanwhile covers the events the message index
-    looked at; at the end every event and message is in, as a fresh index has."""
-    from mpvis.gui import diagram as diagram_mod
-    from mpvis.gui import frame_keeper
+    its own and a worker thread's merge; a frame index built meanwhile covers
+    the events the message index looked at; at the end every event and message
+    is in, as a fresh index has."""
+    from mpvis.gui import frame_keeper, message_keeper
     from mpvis.scene.messages import message_index
 
-    monkeypatch.setattr(diagram_mod, "MESSAGES_LATER_MIN", 1_000)
+    monkeypatch.setattr(message_keeper, "ASYNC_MIN", 1_000)
     monkeypatch.setattr(frame_keeper, "ASYNC_INDEX_MIN", 0)
     win, m, recs = window_growing(qtbot, 5, 9_000, seed=12, first=2_000)
     d = win.diagram
     lay = d.layout_
     assert lay is not None
-    qtbot.waitUntil(lambda: d._msgs is not None and d._msgs.count == lay.count, timeout=5_000)
-    for lo in range(2_000, 8_000, 2_000):
+
+    def caught_up() -> bool:
+        msgs = d.msg_keeper.index
+        return msgs is not None and msgs.count == lay.count and not d.frames.building
+
+    qtbot.waitUntil(caught_up, timeout=5_000)
+    for lo in range(2_000, 10_000, 2_000):
         m.add_batch(recs[lo:lo + 2_000])
+        if lo + 2_000 >= len(recs):
+            m.finish()
         win.drain()
-        assert d._msgs is not None
-        assert d._msgs.count < lay.count == m.event_count  # left for a turn of its own
+        msgs = d.msg_keeper.index
+        assert msgs is not None
+        assert msgs.count < lay.count == m.event_count  # left for a turn of its own
         d.redraw()  # a frame meanwhile: drawn, an index of what the messages cover
-        qtbot.waitUntil(lambda: d._msgs is not None and d._msgs.count == lay.count
-                        and not d.frames.building, timeout=10_000)
+        qtbot.waitUntil(caught_up, timeout=10_000)
         index = d.frames.index
         # its messages are those of its events: none left out
         assert index is not None and index.count <= index.msgs.count
-    m.add_batch(recs[8_000:])
-    m.finish()
-    win.drain()  # the input ended: at once
-    assert d._msgs is not None and d._msgs.count == lay.count == m.event_count
+    assert m.input_ended
     d.redraw()
     qtbot.waitUntil(lambda: d.frames.index is not None and d.frames.index.count == lay.count,
                     timeout=20_000)
     got = d.frames.index
     assert_frames_of_a_fresh_index(got, d)
     assert got is not None and got.msgs.send.tolist() == message_index(lay).send.tolist()
+    want = message_index(lay)
+    held = d.msg_keeper.index
+    assert held is not None and held.count == want.count
+    for name in ("send", "consume", "unconsumed"):
+        assert getattr(held, name).tolist() == getattr(want, name).tolist()
+
+
+def test_a_merge_asked_for_an_old_layout_is_dropped(qtbot: Any,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new model shown while the message index of the old one is merged: the
+    merge's result is not installed; the new layout's index is its own."""
+    from mpvis.gui import message_keeper
+
+    monkeypatch.setattr(message_keeper, "ASYNC_MIN", 1_000)
+    win, m, recs = window_growing(qtbot, 4, 6_000, seed=3, first=2_000)
+    d = win.diagram
+    keeper = d.msg_keeper
+    qtbot.waitUntil(lambda: keeper.index is not None and not keeper._merging, timeout=5_000)
+    merges: list[object] = []
+    keeper._merged.connect(lambda index, gen: merges.append(index))
+    m.add_batch(recs[2_000:4_000])
+    win.drain()
+    qtbot.waitUntil(lambda: keeper._merging, timeout=5_000)  # its turn came
+    old = d.layout_
+    win.set_model(None)
+    assert keeper.index is None
+    qtbot.waitUntil(lambda: bool(merges), timeout=5_000)  # the merge ended: dropped
+    assert keeper.index is None and d.layout_ is None and old is not None
 
 
 def test_loading_redraws_are_spaced_by_their_cpu_not_the_time_between(
