@@ -131,11 +131,15 @@ class ConeIndex:
 
     def __init__(self, model: ModelManager) -> None:
         self.model = model
-        self._rows = [_RankRows(model.nprocs) for _ in range(model.nprocs)]
+        # made when a query first needs the rank's (nprocs squared empty columns
+        # up front took 30 ms of the window at 256 ranks, seconds at thousands)
+        self._rows: list[_RankRows | None] = [None] * model.nprocs
 
     def _columns(self, rank: int) -> _RankRows:
         clocks = self.model.clocks
         cached = self._rows[rank]
+        if cached is None:
+            cached = self._rows[rank] = _RankRows(self.model.nprocs)
         have = len(cached.seqs)
         total = len(clocks.merge_seq[rank])
         if total > have:
