@@ -31,6 +31,7 @@ from mpvis.gui.density_item import DensityItem
 from mpvis.gui.frame_keeper import FrameKeeper
 from mpvis.gui.layers import LineLayer, SymbolLayer
 from mpvis.gui.message_keeper import MessageKeeper
+from mpvis.gui.mouse_modes import install_mouse_modes
 from mpvis.gui.overlay_layers import OverlayLayers
 from mpvis.gui.overlay_layers import pen as _pen
 from mpvis.gui.symbol_art import FADED_OPACITY, ring_pixmap, symbol_pixmap
@@ -41,6 +42,7 @@ from mpvis.scene.density import is_dense
 from mpvis.scene.density_index import DensityIndex
 from mpvis.scene.layout import Layout
 from mpvis.scene.overlay import Overlay
+from mpvis.scene.stop_marks import STOP_SPECS, stop_marks
 
 BUCKET_PX = frame.BUCKET_PX
 MAX_SYMBOLS = frame.MAX_SYMBOLS
@@ -50,13 +52,6 @@ GRID_COLOR = "#eceff1"
 #: columns at 256 ranks, besides 0.2 µs an event: taken every 16k events, it
 #: took three times the CPU of once a second over a 10M-event load).
 KEEP_UP_EVENTS = 65_536
-
-_STOP_SPECS = [
-    sym.SymbolSpec("suspended", "suspended here", "pause", sym.SUSPENDED_COLOR, "#bf360c", 16),
-    sym.SymbolSpec("dead", "died here", "cross", sym.DEAD_COLOR, "#000000", 16),
-    sym.SymbolSpec("deadlocked", "deadlocked here", "octagon", "#d50000", "#4a0000", 20),
-]
-
 
 @dataclass
 class EventAction:
@@ -136,7 +131,8 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self.vb = pi.getViewBox()
         self.vb.disableAutoRange()
         self.vb.setMouseEnabled(x=True, y=True)
-        self._install_mouse_modes()
+        install_mouse_modes(self.vb, self._user_moved)
+        self.vb.sigResized.connect(lambda *_: self._update_axis())
         self._proc = LineLayer(_pen(sym.PROCESS_LINE_COLOR, 2.0))
         self._msg = LineLayer(_pen(sym.MESSAGE_COLOR, 1.0), _pen(sym.MESSAGE_COLOR, 1.0, alpha=40))
         self._lost = LineLayer(_pen(sym.UNCONSUMED_COLOR, 1.6, dashed=True))
@@ -145,7 +141,7 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
             [symbol_pixmap(s, FADED_OPACITY) for s in sym.SYMBOLS],
             list(sym.SYMBOLS),
         )
-        self._stops = SymbolLayer([symbol_pixmap(s) for s in _STOP_SPECS], None, _STOP_SPECS)
+        self._stops = SymbolLayer([symbol_pixmap(s) for s in STOP_SPECS], None, STOP_SPECS)
         self.stuck_events: dict[int, int] = {}  # deadlocked rank -> its blocking seq
         self._select = SymbolLayer([ring_pixmap("#ff1744", 26, 3.0)])
         layers: list[pg.GraphicsObject] = [
@@ -177,34 +173,6 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
         self.scene().sigMouseClicked.connect(self._mouse_clicked)
         self.setFocusPolicy(QtCore.Qt.FocusPolicy.StrongFocus)
 
-    def _install_mouse_modes(self) -> None:
-        """Mouse like the trace viewers users know: the wheel zooms time only
-        (with Ctrl: the ranks only); a left drag pans, with Shift it draws a box
-        to zoom into."""
-        vb = self.vb
-        wheel, drag = vb.wheelEvent, vb.mouseDragEvent
-        ctrl = QtCore.Qt.KeyboardModifier.ControlModifier
-        shift = QtCore.Qt.KeyboardModifier.ShiftModifier
-
-        def wheel_event(ev: Any, axis: int | None = None) -> None:
-            wheel(ev, 1 if ev.modifiers() & ctrl else 0)
-
-        def drag_event(ev: Any, axis: int | None = None) -> None:
-            if not ev.modifiers() & shift or ev.button() != QtCore.Qt.MouseButton.LeftButton:
-                drag(ev, axis)
-                return
-            mode = vb.state["mouseMode"]
-            vb.state["mouseMode"] = pg.ViewBox.RectMode
-            try:
-                drag(ev, axis)
-            finally:
-                vb.state["mouseMode"] = mode
-            if ev.isFinish():
-                self._user_moved()
-
-        vb.wheelEvent = wheel_event
-        vb.mouseDragEvent = drag_event
-        vb.sigResized.connect(lambda *_: self._update_axis())
 
     # ------------------------------------------------------------ model
     def set_model(
@@ -613,26 +581,7 @@ class DiagramView(pg.PlotWidget):  # type: ignore[misc]  # pyqtgraph has no type
     def _draw_stops(self) -> None:
         lay, m = self.layout_, self.model
         assert lay is not None and m is not None
-        pts, cls = [], []
-        x = lay.x(self.logical)
-        for r in range(m.nprocs):
-            if lay.rows[r] < 0:
-                continue
-            status = m.status(r)
-            s: int | None
-            if r in self.stuck_events:
-                s, c = self.stuck_events[r], 2
-            elif status in ("suspended", "dead"):
-                s, c = m.where(r), (0 if status == "suspended" else 1)
-            else:
-                continue
-            if s is None or s >= m.count(r):
-                continue
-            g = m.gidx(r, s)
-            if g < lay.count and not np.isnan(x[g]):
-                pts.append((x[g], lay.rows[r]))
-                cls.append(c)
-        self._stops.set_points(np.array(pts).reshape(-1, 2), np.array(cls, np.int8))
+        self._stops.set_points(*stop_marks(m, lay, self.logical, self.stuck_events))
 
     # ------------------------------------------------------------ overlays
     def set_overlay(self, name: str, overlay: Overlay) -> None:
