@@ -377,6 +377,8 @@ typedef struct {
      * are in `found` too, the others only here; NULL when no growth is under way. */
     FoundSlot *oldfound;
     size_t oldcap, moved;
+    /* found_bytes calls copying the conflicts without the GIL: feeding waits */
+    int copying;
     i64 *foundlist; /* six numbers per conflict, in discovery order */
     size_t nfound, capfound;
     i64 send_order;
@@ -1755,8 +1757,23 @@ static void take(Det *d, Rec *rec, int cat, bool has_root, i64 root)
     }
 }
 
+/* Whether the detector may not change now (its conflicts are being copied on
+ * another thread): then a RuntimeError is set. */
+static int busy_feeding(const Det *d)
+{
+    if (d->copying) {
+        PyErr_SetString(PyExc_RuntimeError,
+                        "the detector's conflicts are being copied on another thread");
+        return 1;
+    }
+    return 0;
+}
+
 static PyObject *det_feed(Det *d, PyObject *batch)
 {
+    if (busy_feeding(d)) {
+        return NULL;
+    }
     if (d->broken) {
         PyErr_SetString(PyExc_RuntimeError, "exact race detector: unusable after an error");
         return NULL;
@@ -2025,6 +2042,9 @@ static int read_row(Det *d, const Py_buffer *cols, const Py_buffer *waits, i64 g
 
 static PyObject *det_feed_columns(Det *d, PyObject *args)
 {
+    if (busy_feeding(d)) {
+        return NULL;
+    }
     PyObject *columns, *extras, *named, *wait_arrays;
     if (d->broken) {
         PyErr_SetString(PyExc_RuntimeError, "exact race detector: unusable after an error");
@@ -2111,6 +2131,9 @@ static int cmp_send_order(const void *a, const void *b)
 
 static PyObject *det_finish(Det *d, PyObject *Py_UNUSED(ignored))
 {
+    if (busy_feeding(d)) {
+        return NULL;
+    }
     if (d->broken) {
         PyErr_SetString(PyExc_RuntimeError, "exact race detector: unusable after an error");
         return NULL;
@@ -2183,10 +2206,23 @@ static PyObject *det_found(Det *d, PyObject *Py_UNUSED(ignored))
     return out;
 }
 
+/* The conflicts copied without the GIL held: at ten million events they are
+ * 115 MB, whose copy (and its page faults) held the window's GUI thread for
+ * 70 ms at the end of a load, the copy being on the loader's thread.  The
+ * detector is not fed meanwhile (busy_feeding refuses). */
 static PyObject *det_found_bytes(Det *d, PyObject *Py_UNUSED(ignored))
 {
-    return PyBytes_FromStringAndSize((const char *)d->foundlist,
-                                     (Py_ssize_t)(d->nfound * KW * sizeof(i64)));
+    size_t n = d->nfound * KW * sizeof(i64);
+    PyObject *out = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)n);
+    if (out == NULL || n == 0) {
+        return out;
+    }
+    d->copying++;
+    Py_BEGIN_ALLOW_THREADS
+    memcpy(PyBytes_AS_STRING(out), d->foundlist, n);
+    Py_END_ALLOW_THREADS
+    d->copying--;
+    return out;
 }
 
 static PyObject *det_contains(Det *d, PyObject *arg)

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import random
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -242,3 +245,39 @@ def test_python_code_run_while_reading_a_record_cannot_crash_it() -> None:
     det.feed([coll])
     det.finish()
     assert det.held() == 2  # the first send and the collective, nothing after them
+
+
+def test_feeding_while_another_thread_copies_the_conflicts_waits_its_turn() -> None:
+    """``found_bytes`` copies without the GIL (the window's loader thread copies
+    while the GUI thread runs): a feed meanwhile is refused with a clear error
+    and may be retried; nothing is corrupted or lost."""
+    body = list(generate_records(20_000, 8, seed=1))
+    alone = ExactRaceDetector(8)
+    alone.feed(body)
+    alone.finish()
+    det = ExactRaceDetector(8)
+    copies: list[Any] = []
+
+    def copy() -> None:
+        for _ in range(300):
+            copies.append(det.conflict_array())
+            time.sleep(0.0005)
+
+    copier = threading.Thread(target=copy)
+    copier.start()
+    try:
+        for i in range(0, len(body), 50):
+            while True:
+                try:
+                    det.feed(body[i : i + 50])
+                    break
+                except RuntimeError as exc:
+                    assert "being copied on another thread" in str(exc)
+                    time.sleep(0.0001)
+    finally:
+        copier.join()
+    det.finish()
+    found = det.conflict_array()
+    assert list(det.conflicts()) == list(alone.conflicts())
+    for got in copies:  # each copy a whole prefix of the list as found
+        assert np.array_equal(got, found[: len(got)])
