@@ -344,7 +344,9 @@ class TraceLoader(QtCore.QThread):
             self.grew.emit()
         total = self.path.stat().st_size if self._seen else 0
         try:
-            stepped = False  # at least one step per turn, however long steps take
+            # at least one step per turn, however long steps take, unless laying
+            # out took the turn (the next turn steps: it lays out nothing new)
+            stepped = clock.elapsed() >= FEED_MS
             while not stepped or clock.elapsed() + self._step_ms < FEED_MS:
                 if self.cancel.is_set():
                     self._done()
