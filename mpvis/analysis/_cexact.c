@@ -2182,6 +2182,9 @@ static PyObject *det_finish(Det *d, PyObject *Py_UNUSED(ignored))
         test_unmatched(d, sends[i]);
     }
     PyMem_RawFree(sends);
+    if (d->oldfound != NULL) { /* no conflict comes any more: end the set's growth */
+        found_move(d, d->oldcap);
+    }
     oom_jump = outer;
     Py_RETURN_NONE;
 }
