@@ -16,7 +16,7 @@ races a drain adds are offered to the notifier at once but listed only now and
 then (:meth:`RaceListing.added_while_loading`, :meth:`RaceListing.list_while_loading`):
 a list is a pass over every race (2 s of the GUI thread at 10M events), and
 the model grows in the GUI thread, so time spent listing is not spent loading;
-listing is rationed to at most :data:`LOADING_LIST_SHARE` of the time, at
+listing is rationed to at most :data:`mpvis.gui.turns.LOADING_SHARE` of the time, at
 least :data:`LOADING_LIST_S` apart.
 
 Offering is rationed too (:meth:`RaceListing.offer_some`): at most
@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 from PySide6 import QtCore
 
+from mpvis.gui import turns
 from mpvis.gui.loader import TraceLoader
 from mpvis.gui.race_panel import ExactKey
 from mpvis.gui.race_popup import RaceNotifier
@@ -47,13 +48,11 @@ from mpvis.gui.window_api import WindowApi
 from mpvis.model.races import Race
 from mpvis.scene.race_marks import race_tags
 
-__all__ = ["LOADING_LIST_S", "LOADING_LIST_SHARE", "OFFER_MS", "OFFER_ROWS", "RaceListing"]
+__all__ = ["LOADING_LIST_S", "OFFER_MS", "OFFER_ROWS", "RaceListing"]
 
 #: A trace's race list (a pass over every race: 2 s at 10M events) is made
 #: while the trace loads at most this often (s) ...
 LOADING_LIST_S = 5.0
-#: ... and takes at most this share of the time (as the loading redraws).
-LOADING_LIST_SHARE = 0.2
 #: Races are offered to the notifier for at most this long per drain (ms) ...
 OFFER_MS = 30
 #: ... this many at a time (a pass over their columns; race by race only when
@@ -156,7 +155,7 @@ class RaceListing:
         began = time.monotonic()
         self.changed([])
         cost = time.monotonic() - began
-        self._list_next = began + max(LOADING_LIST_S, cost / LOADING_LIST_SHARE)
+        self._list_next = began + max(LOADING_LIST_S, cost / turns.LOADING_SHARE)
 
     def race_tags(self, race: Race) -> set[int]:
         """:func:`race_tags` in the model shown (the notifier asks when it needs them)."""

@@ -21,6 +21,12 @@ from collections.abc import Callable
 import shiboken6
 from PySide6 import QtCore
 
+#: While a trace loads (its model grows on the GUI thread: time spent drawing
+#: is not spent loading), its redraws and its race listings each take at most
+#: this share of the GUI thread's time (``mpvis.gui.window``,
+#: ``mpvis.gui.race_listing``).
+LOADING_SHARE = 0.2
+
 __all__ = ["TurnQueue", "later", "pending"]
 
 

@@ -75,11 +75,8 @@ IDLE_MS = 3000
 #: Overview refreshes at most this often while a run streams in.
 OVERVIEW_MS = 1000
 #: A trace shown while it loads is laid out and redrawn at most this often, and
-#: the redraws take at most a fifth of the time (its model grows in the GUI
-#: thread: time spent redrawing is not spent loading; its race list is rationed
-#: likewise: :mod:`mpvis.gui.race_listing`).
+#: the redraws take at most :data:`mpvis.gui.turns.LOADING_SHARE` of the time.
 LOADING_REDRAW_S = 1.0
-LOADING_REDRAW_SHARE = 0.2
 
 
 def release_load_garbage(replaced: bool) -> None:
@@ -497,7 +494,7 @@ class MainWindow(WindowApi):
         turns between them made the redraws of a 10M-event load 1.5-2 s apart
         instead of 1 s)."""
         cost = self._draw_cpu + self.diagram.redraw_cpu
-        self._load_drawn = began + max(LOADING_REDRAW_S, cost / LOADING_REDRAW_SHARE)
+        self._load_drawn = began + max(LOADING_REDRAW_S, cost / turns.LOADING_SHARE)
 
     def _check_idle(self) -> None:
         """A live run idle for :data:`IDLE_MS`: ask the deadlock monitor once (``final=False``)."""
