@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
 import sys
@@ -18,8 +19,34 @@ from mpvis.gui.window import MainWindow
 INVISIBLE_PLATFORMS = frozenset({"offscreen", "minimal", "minimalegl"})
 
 
+def no_huge_pages_for_arrays() -> bool:
+    """Stop NumPy asking the kernel for transparent huge pages on large arrays;
+    whether it could (NumPy's switch is private: ``False`` if it moved).
+
+    NumPy marks every array of 4 MiB or more ``madvise(MADV_HUGEPAGE)``.  Where
+    the kernel then defragments on a page fault of such memory (``defrag``
+    "madvise", a common default), a fault may wait for the kernel to compact
+    memory.  In the window the model grows on the GUI thread: 5 of 19 loads of
+    a 10M-event trace had one wait of 283-515 ms of the GUI thread's CPU in an
+    ordinary model step, at a random point; with the huge pages off, none of 10
+    loads had a wait over 72 ms, and the load took as long (issue 16,
+    docs/performance.md).  The window trades the huge pages' fewer TLB misses
+    for frames that come on time; ``mpvis check`` keeps them.
+    """
+    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):  # NumPy 2, 1.26
+        try:
+            switch = getattr(importlib.import_module(name), "_set_madvise_hugepage", None)
+        except ImportError:
+            continue
+        if callable(switch):
+            switch(False)
+            return True
+    return False
+
+
 def make_app(*, headless: bool = False) -> QtWidgets.QApplication:
-    """The QApplication (created once).
+    """The QApplication (created once), arrays without huge pages from then on
+    (:func:`no_huge_pages_for_arrays`).
 
     ``headless`` (drawing to files, ``mpvis render``) picks the offscreen
     platform when there is no display.  Window commands check for a display
@@ -30,6 +57,7 @@ def make_app(*, headless: bool = False) -> QtWidgets.QApplication:
         sys.platform.startswith("linux")
     ):
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    no_huge_pages_for_arrays()
     app = QtWidgets.QApplication.instance()
     if not isinstance(app, QtWidgets.QApplication):
         app = QtWidgets.QApplication([sys.argv[0]])

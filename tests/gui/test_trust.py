@@ -495,3 +495,18 @@ def test_showing_a_cone_fits_it_in_view(qtbot) -> None:  # type: ignore[no-untyp
     fronts += [m.gidx(r, f) for r, f in enumerate(cone.future_frontier)
                if f is not None and f < m.count(r)]
     assert _view_contains(win, [g, *fronts])
+
+
+def test_the_window_process_gives_numpy_arrays_no_huge_pages(qtbot) -> None:  # type: ignore[no-untyped-def]
+    """``make_app`` turns NumPy's ``madvise(MADV_HUGEPAGE)`` of large arrays off
+    (page faults that compact memory stalled the GUI thread); arrays still work."""
+    import numpy as np
+
+    from mpvis.gui.app import make_app
+
+    multiarray = pytest.importorskip("numpy._core.multiarray")
+    multiarray._set_madvise_hugepage(True)
+    make_app()
+    assert multiarray._get_madvise_hugepage() is False
+    big = np.ones(1 << 21)  # 16 MiB: above NumPy's 4 MiB threshold
+    assert float(big.sum()) == float(1 << 21)
